@@ -1,0 +1,32 @@
+#pragma once
+// Error types. The command-line front ends map them to exit codes:
+// UsageError -> 2 (bad flags or arguments), every other privrace::Error -> 1.
+#include <stdexcept>
+#include <string>
+
+namespace privrace {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The caller asked for something that makes no sense (bad flag value, unknown kernel, ...).
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Data or a file is malformed: the message names the file, row/line, field and expectation.
+class InputError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Parameters are valid in themselves but would not fit in memory.
+class ResourceError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace privrace

@@ -1,0 +1,84 @@
+#include "privrace/core/random.hpp"
+
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "privrace/core/error.hpp"
+
+namespace privrace {
+
+std::uint64_t RandomSource::below(std::uint64_t n) {
+  // Lemire 2019, "Fast random integer generation in an interval": unbiased by rejection.
+  unsigned __int128 m = static_cast<unsigned __int128>(next()) * n;
+  std::uint64_t low = static_cast<std::uint64_t>(m);
+  if (low < n) {
+    const std::uint64_t threshold = (0 - n) % n;
+    while (low < threshold) {
+      m = static_cast<unsigned __int128>(next()) * n;
+      low = static_cast<std::uint64_t>(m);
+    }
+  }
+  return static_cast<std::uint64_t>(m >> 64);
+}
+
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+SeededRandom::SeededRandom(std::uint64_t seed) {
+  for (auto& s : s_) s = splitmix64(seed);
+}
+
+std::uint64_t SeededRandom::next() {
+  auto rotl = [](std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); };
+  const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
+  const std::uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = rotl(s_[3], 45);
+  return result;
+}
+
+static void fill_os_random(void* out, std::size_t bytes) {
+  auto* p = static_cast<unsigned char*>(out);
+  while (bytes > 0) {
+    const ssize_t got = getrandom(p, bytes, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw Error(std::string("getrandom failed: ") + std::strerror(errno));
+    }
+    p += got;
+    bytes -= static_cast<std::size_t>(got);
+  }
+}
+
+OsRandom::OsRandom() = default;
+
+std::uint64_t OsRandom::next() {
+  if (pos_ == 64) {
+    fill_os_random(buf_, sizeof(buf_));
+    pos_ = 0;
+  }
+  return buf_[pos_++];
+}
+
+std::uint64_t os_random_seed() {
+  std::uint64_t s;
+  fill_os_random(&s, sizeof(s));
+  return s;
+}
+
+std::unique_ptr<RandomSource> make_noise_source(bool seeded, std::uint64_t seed) {
+  if (seeded) return std::make_unique<SeededRandom>(seed);
+  return std::make_unique<OsRandom>();
+}
+
+}  // namespace privrace

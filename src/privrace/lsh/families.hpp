@@ -1,0 +1,92 @@
+#pragma once
+// The concrete LSH families. Construct through make_family().
+#include "privrace/lsh/family.hpp"
+
+namespace privrace {
+
+// p-stable L2 LSH (Datar et al. 2004): l(x) = floor((a.x + b) / w), a ~ N(0, I), b ~ U[0, w),
+// p of them concatenated. Collision probability pstable_collision(|x - q|, w)^p.
+class PStableL2 final : public LshFamily {
+ public:
+  PStableL2(std::size_t rows, std::size_t dim, double width, std::size_t power, std::uint64_t seed);
+  std::string kernel_name() const override { return "l2"; }
+  InputKind input_kind() const override { return InputKind::Dense; }
+  std::size_t dim() const override { return dim_; }
+  void hash_dense(const DenseRef& batch, CodeMatrix& codes, std::size_t row_begin, std::size_t row_end) const override;
+  using LshFamily::hash_dense;
+  double kernel_dense(std::span<const double> x, std::span<const double> q) const override;
+  nlohmann::json params() const override;
+
+ private:
+  std::size_t dim_, power_;
+  double width_;
+  DenseMatrix projections_;  // (R p) x d, pre-divided by w
+  Eigen::VectorXf offsets_;  // (R p), b / w
+};
+
+// Signed random projection (Charikar 2002): p sign bits of Gaussian projections.
+// Collision probability (1 - angle(x, q) / pi)^p.
+class SignedRandomProjection : public LshFamily {
+ public:
+  SignedRandomProjection(std::size_t rows, std::size_t dim, std::size_t power, std::uint64_t seed);
+  std::string kernel_name() const override { return "angular"; }
+  InputKind input_kind() const override { return InputKind::Dense; }
+  std::size_t dim() const override { return dim_; }
+  void hash_dense(const DenseRef& batch, CodeMatrix& codes, std::size_t row_begin, std::size_t row_end) const override;
+  using LshFamily::hash_dense;
+  double kernel_dense(std::span<const double> x, std::span<const double> q) const override;
+  nlohmann::json params() const override;
+
+ protected:
+  static double angle(std::span<const double> x, std::span<const double> q);
+  std::size_t dim_, power_;
+  DenseMatrix projections_;  // (R p) x d
+};
+
+// The asymmetric SRP pair of the regression surrogate loss: x is paired with -x, so one row
+// estimates k(x, q) = (1 - t/pi)^p + (t/pi)^p with t = angle(x, q); it is smallest when
+// x is orthogonal to q, i.e. when the residual <[x, y], [theta, -1]> is zero.
+// Either every record is inserted as x and -x (sensitivity 2 per row) or the query reads
+// the cells of q and -q (sensitivity 1 per row); both estimate the same kernel sum.
+class SrpPair final : public SignedRandomProjection {
+ public:
+  SrpPair(std::size_t rows, std::size_t dim, std::size_t power, std::uint64_t seed, bool mirror_inserts);
+  std::string kernel_name() const override { return "angular_pair"; }
+  double kernel_dense(std::span<const double> x, std::span<const double> q) const override;
+  bool mirrored_inserts() const override { return mirror_inserts_; }
+  bool mirrored_queries() const override { return !mirror_inserts_; }
+  // sign(a.(-x)) flips every bit (ties at exactly 0 have probability 0 under Gaussian a).
+  std::uint64_t mirror(std::uint64_t code) const override { return code ^ mask_; }
+  nlohmann::json params() const override;
+
+ private:
+  bool mirror_inserts_;
+  std::uint64_t mask_;
+};
+
+// MinHash over sets of 32-bit ids (Broder 1997): per row and concatenation, the minimum of a
+// seeded 64-bit mixing hash over the set. Collision probability J(x, q)^p.
+// This is the classic O(R p |S|) form; sets of the same size share one pass per row.
+class MinHash final : public LshFamily {
+ public:
+  MinHash(std::size_t rows, std::size_t power, std::uint64_t seed);
+  std::string kernel_name() const override { return "jaccard"; }
+  InputKind input_kind() const override { return InputKind::Sets; }
+  void hash_sets(const SetBatch& batch, CodeMatrix& codes, std::size_t row_begin, std::size_t row_end) const override;
+  using LshFamily::hash_sets;
+  double kernel_sets(std::span<const std::uint32_t> x, std::span<const std::uint32_t> q) const override;
+  nlohmann::json params() const override;
+  static double jaccard(std::span<const std::uint32_t> x, std::span<const std::uint32_t> q);
+
+ private:
+  std::size_t power_;
+  std::vector<std::uint64_t> salts_;  // R p
+};
+
+// Seeded combination of p sub-codes into one 64-bit code: sum_j m_j c_j mod 2^64 with odd
+// random multipliers; distinct tuples collide with probability about 2^-63.
+inline std::uint64_t combine_code(std::uint64_t acc, std::uint64_t sub, std::uint64_t multiplier) {
+  return acc + sub * multiplier;
+}
+
+}  // namespace privrace

@@ -1,0 +1,75 @@
+#include "privrace/lsh/family.hpp"
+
+#include <cmath>
+#include <numbers>
+
+#include "privrace/core/error.hpp"
+#include "privrace/lsh/families.hpp"
+
+namespace privrace {
+
+void LshFamily::hash_dense(const DenseRef&, CodeMatrix&, std::size_t, std::size_t) const {
+  throw UsageError("kernel '" + kernel_name() + "' hashes sets, not dense rows");
+}
+void LshFamily::hash_sets(const SetBatch&, CodeMatrix&, std::size_t, std::size_t) const {
+  throw UsageError("kernel '" + kernel_name() + "' hashes dense rows, not sets");
+}
+double LshFamily::kernel_dense(std::span<const double>, std::span<const double>) const {
+  throw UsageError("kernel '" + kernel_name() + "' is defined on sets, not dense rows");
+}
+double LshFamily::kernel_sets(std::span<const std::uint32_t>, std::span<const std::uint32_t>) const {
+  throw UsageError("kernel '" + kernel_name() + "' is defined on dense rows, not sets");
+}
+
+double pstable_collision(double distance, double width) {
+  if (distance <= 0.0) return 1.0;
+  const double ratio = width / distance;  // w / c
+  const double phi_neg = 0.5 * std::erfc(ratio / std::numbers::sqrt2);  // Phi(-w/c)
+  const double p = 1.0 - 2.0 * phi_neg -
+                   2.0 / (std::sqrt(2.0 * std::numbers::pi) * ratio) * (1.0 - std::exp(-ratio * ratio / 2.0));
+  return std::max(0.0, p);
+}
+
+std::unique_ptr<LshFamily> make_family(const FamilySpec& spec) {
+  if (spec.rows == 0) throw UsageError("rows (R) must be at least 1");
+  if (spec.power == 0 || spec.power > 64) throw UsageError("power (p) must be in 1..64");
+  if (spec.kernel == "l2") {
+    if (!(spec.bandwidth > 0.0) || !std::isfinite(spec.bandwidth))
+      throw UsageError("bandwidth must be a positive finite number for the l2 kernel");
+    if (spec.dim == 0) throw UsageError("the l2 kernel needs the input dimension");
+    return std::make_unique<PStableL2>(spec.rows, spec.dim, spec.bandwidth, spec.power, spec.seed);
+  }
+  if (spec.kernel == "angular" || spec.kernel == "angular_pair") {
+    if (spec.dim == 0) throw UsageError("the " + spec.kernel + " kernel needs the input dimension");
+    if (spec.kernel == "angular") return std::make_unique<SignedRandomProjection>(spec.rows, spec.dim, spec.power, spec.seed);
+    if (spec.pair_mode != "insert" && spec.pair_mode != "query")
+      throw UsageError("pair mode must be 'insert' or 'query', got '" + spec.pair_mode + "'");
+    return std::make_unique<SrpPair>(spec.rows, spec.dim, spec.power, spec.seed, spec.pair_mode == "insert");
+  }
+  if (spec.kernel == "jaccard") return std::make_unique<MinHash>(spec.rows, spec.power, spec.seed);
+  throw UsageError("unknown kernel '" + spec.kernel + "' (expected l2, angular, angular_pair or jaccard)");
+}
+
+std::unique_ptr<LshFamily> make_family(const nlohmann::json& params) {
+  auto field = [&](const char* name) -> const nlohmann::json& {
+    if (!params.contains(name)) throw InputError(std::string("family header: missing field '") + name + "'");
+    return params.at(name);
+  };
+  try {
+    FamilySpec spec;
+    spec.kernel = field("kernel").get<std::string>();
+    spec.rows = field("rows").get<std::size_t>();
+    spec.power = field("power").get<std::size_t>();
+    spec.seed = field("seed").get<std::uint64_t>();
+    if (spec.kernel != "jaccard") spec.dim = field("dim").get<std::size_t>();
+    if (spec.kernel == "l2") spec.bandwidth = field("bandwidth").get<double>();
+    if (spec.kernel == "angular_pair") spec.pair_mode = field("pair_mode").get<std::string>();
+    return make_family(spec);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(std::string("family header: wrong field type: ") + e.what());
+  } catch (const UsageError& e) {
+    throw InputError(std::string("family header: ") + e.what());
+  }
+}
+
+}  // namespace privrace

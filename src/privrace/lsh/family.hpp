@@ -1,0 +1,78 @@
+#pragma once
+// Locality-sensitive hash families. Every family is seeded and data-independent, so the
+// seed can be published with a sketch; `kernel` returns the exact collision probability
+// k(x, q) = P[l(x) = l(q)] of one row's hash, which is what a RACE row estimates.
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+
+#include "privrace/core/types.hpp"
+
+namespace privrace {
+
+enum class InputKind { Dense, Sets };
+
+class LshFamily {
+ public:
+  LshFamily(std::size_t rows, std::uint64_t seed) : rows_(rows), seed_(seed) {}
+  virtual ~LshFamily() = default;
+
+  virtual std::string kernel_name() const = 0;  // "l2", "angular", "angular_pair", "jaccard"
+  virtual InputKind input_kind() const = 0;
+  virtual std::size_t dim() const { return 0; }  // dense input dimension, 0 for sets
+  std::size_t rows() const { return rows_; }
+  std::uint64_t seed() const { return seed_; }
+
+  // Hash a batch: `codes` is resized to rows() x batch, codes(r, i) = l_r(point i).
+  // Dense batches go through one GEMM (projections = A * X^T).
+  // Rows [row_begin, row_end) only (threads that split the sketch's rows hash their own share):
+  // `codes` is then (row_end - row_begin) x batch.
+  virtual void hash_dense(const DenseRef& batch, CodeMatrix& codes, std::size_t row_begin, std::size_t row_end) const;
+  virtual void hash_sets(const SetBatch& batch, CodeMatrix& codes, std::size_t row_begin, std::size_t row_end) const;
+  void hash_dense(const DenseRef& batch, CodeMatrix& codes) const { hash_dense(batch, codes, 0, rows_); }
+  void hash_sets(const SetBatch& batch, CodeMatrix& codes) const { hash_sets(batch, codes, 0, rows_); }
+
+  // Exact collision probability of one row's hash.
+  virtual double kernel_dense(std::span<const double> x, std::span<const double> q) const;
+  virtual double kernel_sets(std::span<const std::uint32_t> x, std::span<const std::uint32_t> q) const;
+
+  // Asymmetric pairs (the regression surrogate): the code of -x, obtained from the code of x.
+  // `mirrored_inserts`: each record is inserted as x and -x (2 cells a row change);
+  // `mirrored_queries`: each query reads l(q) and l(-q) instead (1 cell a row changes).
+  virtual bool mirrored_inserts() const { return false; }
+  virtual bool mirrored_queries() const { return false; }
+  virtual std::uint64_t mirror(std::uint64_t code) const { return code; }
+
+  // Cells of one row that one record touches: the sketch's L1 sensitivity per row.
+  std::size_t cells_per_record() const { return mirrored_inserts() ? 2 : 1; }
+
+  // Everything needed to rebuild the identical family: {"kernel":..., "seed":..., ...}.
+  virtual nlohmann::json params() const = 0;
+
+ private:
+  std::size_t rows_;
+  std::uint64_t seed_;
+};
+
+// Family settings as the user gives them (the CLI flags / a config's "sketch" object).
+struct FamilySpec {
+  std::string kernel = "l2";       // l2 | angular | angular_pair | jaccard
+  double bandwidth = 1.0;          // p-stable bucket width w (l2 only)
+  std::size_t power = 1;           // concatenation p
+  std::size_t rows = 100;          // R
+  std::size_t dim = 0;             // dense input dimension
+  std::uint64_t seed = 0;
+  std::string pair_mode = "query";  // angular_pair: "insert" (x and -x) or "query" (q and -q)
+};
+
+std::unique_ptr<LshFamily> make_family(const FamilySpec& spec);
+// Rebuild from params() (a sketch file header); throws InputError naming the bad field.
+std::unique_ptr<LshFamily> make_family(const nlohmann::json& params);
+
+// Exact collision probability of one p-stable (Gaussian) projection with bucket width w at
+// distance c (Datar et al. 2004): 1 - 2 Phi(-w/c) - 2/(sqrt(2 pi) w/c) (1 - exp(-w^2/(2c^2))).
+double pstable_collision(double distance, double width);
+
+}  // namespace privrace

@@ -1,0 +1,49 @@
+#include "privrace/privacy/budget.hpp"
+
+#include <cmath>
+
+#include "privrace/core/error.hpp"
+
+namespace privrace {
+
+void PrivacySpec::validate() const {
+  if (!(epsilon > 0.0) || !std::isfinite(epsilon))
+    throw UsageError("epsilon must be a positive finite number, got " + std::to_string(epsilon));
+  if (mechanism == NoiseMechanism::Gaussian) {
+    if (!(delta > 0.0 && delta < 1.0)) throw UsageError("the Gaussian mechanism needs delta in (0, 1)");
+  } else if (delta != 0.0) {
+    throw UsageError("delta is only used by the Gaussian mechanism; the Laplace mechanisms are pure epsilon-DP");
+  }
+}
+
+NoiseMechanism parse_mechanism(const std::string& name) {
+  if (name == "discrete_laplace") return NoiseMechanism::DiscreteLaplace;
+  if (name == "floored_laplace") return NoiseMechanism::FlooredLaplace;
+  if (name == "gaussian") return NoiseMechanism::Gaussian;
+  throw UsageError("unknown mechanism '" + name + "' (expected discrete_laplace, floored_laplace or gaussian)");
+}
+
+std::string to_string(NoiseMechanism m) {
+  switch (m) {
+    case NoiseMechanism::DiscreteLaplace: return "discrete_laplace";
+    case NoiseMechanism::FlooredLaplace: return "floored_laplace";
+    case NoiseMechanism::Gaussian: return "gaussian";
+  }
+  return "?";
+}
+
+NeighborRelation parse_neighbors(const std::string& name) {
+  if (name == "add-remove" || name == "add_remove") return NeighborRelation::AddRemove;
+  if (name == "replace") return NeighborRelation::Replace;
+  throw UsageError("unknown neighbour relation '" + name + "' (expected add-remove or replace)");
+}
+
+std::string to_string(NeighborRelation n) { return n == NeighborRelation::AddRemove ? "add-remove" : "replace"; }
+
+Sensitivity race_sensitivity(std::size_t rows, std::size_t cells_per_record, NeighborRelation neighbors) {
+  const double r = static_cast<double>(rows), c = static_cast<double>(cells_per_record);
+  if (neighbors == NeighborRelation::AddRemove) return {c * r, c * std::sqrt(r)};
+  return {2.0 * c * r, c * std::sqrt(2.0 * r)};
+}
+
+}  // namespace privrace

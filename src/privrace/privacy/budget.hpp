@@ -1,0 +1,40 @@
+#pragma once
+// What a data owner asks for, and the sensitivity of a RACE sketch under it.
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace privrace {
+
+enum class NoiseMechanism { DiscreteLaplace, FlooredLaplace, Gaussian };
+enum class NeighborRelation { AddRemove, Replace };
+
+struct PrivacySpec {
+  double epsilon = 1.0;
+  double delta = 0.0;  // Gaussian only
+  NoiseMechanism mechanism = NoiseMechanism::DiscreteLaplace;
+  NeighborRelation neighbors = NeighborRelation::AddRemove;
+  void validate() const;  // throws UsageError naming the field
+};
+
+NoiseMechanism parse_mechanism(const std::string& name);  // discrete_laplace | floored_laplace | gaussian
+std::string to_string(NoiseMechanism m);
+NeighborRelation parse_neighbors(const std::string& name);  // add-remove | replace
+std::string to_string(NeighborRelation n);
+
+struct Sensitivity {
+  double l1 = 0.0;
+  double l2 = 0.0;
+};
+
+// Sensitivity of the R x W count array when one record touches `cells_per_record` cells a row
+// (1 for plain RACE, 2 when the regression sketch inserts x and -x). Derivation:
+//  * add/remove one record: in each of the R rows the record adds 1 to each of its c cells
+//    (a cell can take 2 of them). Per row the change has L1 norm exactly c and L2 norm at
+//    most c. Rows are independent, so over the sketch L1 = c R and L2 <= c sqrt(R).
+//  * replace one record (remove x, add x'): per row the change is a - r with a, r >= 0
+//    elementwise, each of L1 norm c, so L1 <= 2c and ||a - r||^2 = ||a||^2 + ||r||^2 - 2 a.r
+//    <= 2c^2: L2 <= sqrt(2) c. Over the sketch L1 = 2 c R and L2 <= c sqrt(2 R).
+Sensitivity race_sensitivity(std::size_t rows, std::size_t cells_per_record, NeighborRelation neighbors);
+
+}  // namespace privrace

@@ -1,0 +1,107 @@
+#include "privrace/privacy/mechanisms.hpp"
+
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "privrace/core/error.hpp"
+
+namespace privrace {
+
+bool bernoulli_exp(RandomSource& rng, std::uint64_t num, std::uint64_t den) {
+  // gamma = num / den. For gamma <= 1: the parity of the first K with Bernoulli(gamma / K) = 0
+  // is Bernoulli(exp(-gamma)). For gamma > 1: exp(-gamma) = exp(-1)^floor(gamma) exp(-frac).
+  while (num > den) {
+    if (!bernoulli_exp(rng, 1, 1)) return false;
+    num -= den;
+  }
+  std::uint64_t k = 1;
+  for (;;) {
+    unsigned __int128 denk = static_cast<unsigned __int128>(den) * k;
+    if (denk > std::numeric_limits<std::uint64_t>::max()) throw Error("bernoulli_exp: denominator overflow");
+    if (rng.below(static_cast<std::uint64_t>(denk)) >= num) break;  // Bernoulli(num / (den k)) = 0
+    ++k;
+  }
+  return (k % 2) == 1;
+}
+
+DiscreteLaplace::DiscreteLaplace(double scale) {
+  if (!(scale > 0.0) || !std::isfinite(scale)) throw UsageError("discrete Laplace scale must be positive and finite");
+  // Represent the scale as t / 2^k with t in [2^20, 2^21) (or k = 0 for large scales), rounding
+  // t up: the realised epsilon is at most the requested one, relatively smaller by < 2^-20.
+  constexpr double kMaxScale = 0x1.0p50;
+  if (scale > kMaxScale) throw UsageError("noise scale above 2^50: epsilon is too small for this sketch");
+  int k = 0;
+  double scaled = scale;
+  while (scaled < 0x1.0p20 && k < 60) {
+    scaled *= 2.0;
+    ++k;
+  }
+  t_ = static_cast<std::uint64_t>(std::ceil(scaled));
+  s_ = std::uint64_t{1} << k;
+}
+
+std::int64_t DiscreteLaplace::sample(RandomSource& rng) const {
+  // CKS 2020, Algorithm 2: X = U + t V is geometric with P(X = x) ~ exp(-x / t); Y = floor(X / s)
+  // is then geometric with parameter exp(-s / t); a random sign, rejecting "-0", makes it two-sided.
+  for (;;) {
+    const std::uint64_t u = rng.below(t_);
+    if (!bernoulli_exp(rng, u, t_)) continue;
+    std::uint64_t v = 0;
+    while (bernoulli_exp(rng, 1, 1)) ++v;
+    const unsigned __int128 x = static_cast<unsigned __int128>(u) + static_cast<unsigned __int128>(t_) * v;
+    const auto y = static_cast<std::int64_t>(x / s_);
+    const bool negative = rng.below(2) == 1;
+    if (negative && y == 0) continue;
+    return negative ? -y : y;
+  }
+}
+
+double DiscreteLaplace::variance() const {
+  const double a = std::exp(-1.0 / scale());
+  return 2.0 * a / ((1.0 - a) * (1.0 - a));
+}
+
+double DiscreteLaplace::pmf(std::int64_t y) const {
+  const double a = std::exp(-1.0 / scale());
+  return (1.0 - a) / (1.0 + a) * std::pow(a, std::abs(static_cast<double>(y)));
+}
+
+double sample_laplace(RandomSource& rng, double scale) {
+  // Inversion: a uniform sign times an Exp(1) magnitude.
+  const double magnitude = -std::log(rng.open_unit()) * scale;
+  return (rng.next() & 1) ? magnitude : -magnitude;
+}
+
+double sample_normal(RandomSource& rng) {
+  const double u1 = rng.open_unit(), u2 = rng.unit();
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+namespace {
+double std_normal_cdf(double x) { return 0.5 * std::erfc(-x / std::numbers::sqrt2); }
+
+// delta achieved by Gaussian noise of std sigma at sensitivity l2 (Balle & Wang 2018, Thm 8).
+double gaussian_delta(double epsilon, double l2, double sigma) {
+  const double a = l2 / (2.0 * sigma), b = epsilon * sigma / l2;
+  return std_normal_cdf(a - b) - std::exp(epsilon) * std_normal_cdf(-a - b);
+}
+}  // namespace
+
+double analytic_gaussian_sigma(double epsilon, double delta, double l2) {
+  if (!(epsilon > 0.0) || !std::isfinite(epsilon)) throw UsageError("epsilon must be positive and finite");
+  if (!(delta > 0.0 && delta < 1.0)) throw UsageError("delta must be in (0, 1) for the Gaussian mechanism");
+  if (!(l2 > 0.0)) throw UsageError("L2 sensitivity must be positive");
+  // delta(sigma) decreases in sigma: bracket, then bisect to the smallest admissible sigma
+  // (rounding the answer up keeps the guarantee).
+  double lo = 1e-12 * l2, hi = l2;
+  while (gaussian_delta(epsilon, l2, hi) > delta) hi *= 2.0;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    if (gaussian_delta(epsilon, l2, mid) > delta) lo = mid;
+    else hi = mid;
+  }
+  return hi;
+}
+
+}  // namespace privrace

@@ -1,0 +1,41 @@
+#pragma once
+// Noise mechanisms. Integer counts get integer noise: the default is the discrete Laplace
+// (two-sided geometric) distribution drawn by an exact sampler that uses only uniform
+// integers (Canonne, Kamath & Steinke 2020), so there is no floating-point Laplace whose
+// low-order bits leak the true value (Mironov 2012).
+#include <cstdint>
+#include <string>
+
+#include "privrace/core/random.hpp"
+
+namespace privrace {
+
+// Bernoulli(exp(-num/den)) exactly, for integers num >= 0, den > 0 (CKS 2020, Algorithm 1).
+bool bernoulli_exp(RandomSource& rng, std::uint64_t num, std::uint64_t den);
+
+// Discrete Laplace with P(Y = y) proportional to exp(-|y| / scale), scale = t / s rational.
+// The requested scale is rounded UP to the rational t / 2^k (never less noise than asked).
+class DiscreteLaplace {
+ public:
+  explicit DiscreteLaplace(double scale);
+  std::int64_t sample(RandomSource& rng) const;
+  double scale() const { return static_cast<double>(t_) / static_cast<double>(s_); }  // the scale used
+  double variance() const;  // 2a / (1 - a)^2 with a = exp(-1/scale)
+  double pmf(std::int64_t y) const;  // (1 - a) / (1 + a) a^|y|
+
+ private:
+  std::uint64_t t_, s_;
+};
+
+// Continuous Laplace(0, scale) by inversion of a CSPRNG uniform. Used only where a method
+// releases real numbers (baselines) and for the paper's floor(S + Lap) fidelity option.
+double sample_laplace(RandomSource& rng, double scale);
+// Standard normal by Box-Muller.
+double sample_normal(RandomSource& rng);
+
+// Smallest sigma for which Gaussian noise on a query with L2 sensitivity `l2` is
+// (epsilon, delta)-DP: the analytic Gaussian mechanism (Balle & Wang 2018, Theorem 8), valid
+// for every epsilon > 0, unlike the classic sqrt(2 ln(1.25/delta)) bound that needs epsilon < 1.
+double analytic_gaussian_sigma(double epsilon, double delta, double l2);
+
+}  // namespace privrace

@@ -1,0 +1,146 @@
+#include "privrace/sketch/builder.hpp"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "privrace/core/error.hpp"
+
+namespace privrace {
+
+namespace {
+double physical_memory() {
+  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+// Static slice t of [0, n) among T threads: contiguous, sizes differ by at most one.
+std::pair<std::size_t, std::size_t> slice(std::size_t n, int t, int threads) {
+  const std::size_t T = static_cast<std::size_t>(threads), i = static_cast<std::size_t>(t);
+  return {n * i / T, n * (i + 1) / T};
+}
+}  // namespace
+
+SketchBuilder::SketchBuilder(RaceSketch& target, BuildOptions opts) : target_(target), opts_(std::move(opts)) {
+  threads_ = opts_.threads > 0 ? opts_.threads : omp_get_max_threads();
+  if (opts_.batch == 0) throw UsageError("batch size must be positive");
+  const double copy_bytes = static_cast<double>(target_.rows()) * static_cast<double>(target_.width()) * 8.0;
+  if (opts_.strategy == "replicate") split_rows_ = false;
+  else if (opts_.strategy == "split_rows") split_rows_ = true;
+  else if (opts_.strategy == "auto")
+    split_rows_ = threads_ > 1 && copy_bytes * threads_ > opts_.memory_fraction * physical_memory();
+  else throw UsageError("unknown build strategy '" + opts_.strategy + "' (expected auto, replicate or split_rows)");
+  if (split_rows_) threads_ = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(threads_), target_.rows()));
+  if (!split_rows_ && threads_ > 1) {
+    check_sketch_fits(target_.rows(), target_.width(), static_cast<std::size_t>(threads_) + 1);
+    partials_.resize(static_cast<std::size_t>(threads_));
+    // Thread 0 writes straight into the target; the others get zeroed copies.
+    for (int t = 1; t < threads_; ++t)
+      partials_[static_cast<std::size_t>(t)] = std::make_unique<RaceSketch>(target_.family_ptr(), target_.width());
+  }
+}
+
+SketchBuilder::~SketchBuilder() = default;
+
+void SketchBuilder::add_dense(const DenseRef& chunk) {
+  if (finished_) throw Error("SketchBuilder: add after finish");
+  if (static_cast<std::size_t>(chunk.cols()) != target_.family().dim())
+    throw InputError("data has " + std::to_string(chunk.cols()) + " columns, the sketch expects " +
+                     std::to_string(target_.family().dim()));
+  const double t0 = now_seconds();
+  const std::size_t n = static_cast<std::size_t>(chunk.rows());
+  const auto B = static_cast<Eigen::Index>(opts_.batch);
+#pragma omp parallel num_threads(threads_)
+  {
+    const int t = omp_get_thread_num();
+    CodeMatrix codes;
+    if (split_rows_) {
+      const auto [r0, r1] = slice(target_.rows(), t, threads_);
+      for (Eigen::Index b = 0; b < static_cast<Eigen::Index>(n); b += B) {
+        const Eigen::Index m = std::min<Eigen::Index>(B, static_cast<Eigen::Index>(n) - b);
+        target_.family().hash_dense(chunk.middleRows(b, m), codes, r0, r1);
+        target_.add_codes(codes, r0, r1);
+      }
+    } else {
+      RaceSketch& mine = (t == 0) ? target_ : *partials_[static_cast<std::size_t>(t)];
+      const auto [i0, i1] = slice(n, t, threads_);
+      for (std::size_t b = i0; b < i1; b += static_cast<std::size_t>(B)) {
+        const auto m = static_cast<Eigen::Index>(std::min<std::size_t>(static_cast<std::size_t>(B), i1 - b));
+        target_.family().hash_dense(chunk.middleRows(static_cast<Eigen::Index>(b), m), codes);
+        mine.add_codes(codes, 0, mine.rows());
+      }
+    }
+  }
+  points_ += n;
+  seconds_ += now_seconds() - t0;
+}
+
+void SketchBuilder::add_sets(const SetCollection& sets, std::size_t begin, std::size_t end) {
+  if (finished_) throw Error("SketchBuilder: add after finish");
+  const double t0 = now_seconds();
+  const std::size_t n = end - begin, B = opts_.batch;
+#pragma omp parallel num_threads(threads_)
+  {
+    const int t = omp_get_thread_num();
+    CodeMatrix codes;
+    if (split_rows_) {
+      const auto [r0, r1] = slice(target_.rows(), t, threads_);
+      for (std::size_t b = begin; b < end; b += B) {
+        target_.family().hash_sets(SetBatch{&sets, b, std::min(end, b + B)}, codes, r0, r1);
+        target_.add_codes(codes, r0, r1);
+      }
+    } else {
+      RaceSketch& mine = (t == 0) ? target_ : *partials_[static_cast<std::size_t>(t)];
+      const auto [i0, i1] = slice(n, t, threads_);
+      for (std::size_t b = begin + i0; b < begin + i1; b += B) {
+        target_.family().hash_sets(SetBatch{&sets, b, std::min(begin + i1, b + B)}, codes);
+        mine.add_codes(codes, 0, mine.rows());
+      }
+    }
+  }
+  points_ += n;
+  seconds_ += now_seconds() - t0;
+}
+
+BuildReport SketchBuilder::finish() {
+  if (!finished_) {
+    const double t0 = now_seconds();
+    // Merge by addition, in parallel over the counters: integer sums, so the order is irrelevant.
+    auto dst = target_.mutable_counts();
+    const std::size_t cells = dst.size();
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (std::size_t i = 0; i < cells; ++i) {
+      std::int64_t s = dst[i];
+      for (std::size_t t = 1; t < partials_.size(); ++t) s += partials_[t]->counts()[i];
+      dst[i] = s;
+    }
+    partials_.clear();
+    seconds_ += now_seconds() - t0;
+    finished_ = true;
+  }
+  return {points_, threads_, split_rows_ ? "split_rows" : "replicate", seconds_};
+}
+
+BuildReport build_dense(RaceSketch& target, const DenseRef& data, const BuildOptions& opts) {
+  SketchBuilder builder(target, opts);
+  builder.add_dense(data);
+  return builder.finish();
+}
+
+BuildReport build_dense_stream(RaceSketch& target, const DenseChunkReader& next, const BuildOptions& opts) {
+  SketchBuilder builder(target, opts);
+  DenseMatrix chunk;
+  while (const std::size_t n = next(chunk)) builder.add_dense(chunk.topRows(static_cast<Eigen::Index>(n)));
+  return builder.finish();
+}
+
+BuildReport build_sets(RaceSketch& target, const SetCollection& sets, const BuildOptions& opts) {
+  SketchBuilder builder(target, opts);
+  builder.add_sets(sets, 0, sets.size());
+  return builder.finish();
+}
+
+}  // namespace privrace

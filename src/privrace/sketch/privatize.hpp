@@ -1,0 +1,28 @@
+#pragma once
+// Adds the release noise to a finished (merged) sketch, once.
+#include "privrace/core/random.hpp"
+#include "privrace/privacy/budget.hpp"
+#include "privrace/sketch/race_sketch.hpp"
+
+namespace privrace {
+
+struct NoiseSource {
+  bool seeded = false;     // true: reproducible noise, recorded as not fit for release
+  std::uint64_t seed = 0;  // used only when seeded
+};
+
+// Theorem 3 of the private RACE paper: each count of a row sees a disjoint part of the data
+// (parallel composition), the R rows compose sequentially, so noise calibrated to the L1
+// sensitivity R (see race_sensitivity) on every count makes the whole array epsilon-DP.
+// Throws UsageError if the sketch is already private (noise is added once).
+void privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& source);
+
+}  // namespace privrace
+
+namespace privrace {
+// Privacy record of a sum of sketches. Private sketches of DISJOINT data merge under parallel
+// composition (each record is in one part, so the sum is max-epsilon DP); the record keeps
+// every part's settings and says that disjointness was assumed. Mixing a private with a
+// non-private sketch is refused (the result would release exact counts of part of the data).
+nlohmann::json merged_privacy(const std::vector<nlohmann::json>& parts);
+}  // namespace privrace

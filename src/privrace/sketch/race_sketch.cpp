@@ -1,0 +1,180 @@
+#include "privrace/sketch/race_sketch.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "privrace/core/error.hpp"
+#include "privrace/core/random.hpp"
+
+namespace privrace {
+
+Estimator parse_estimator(const std::string& name) {
+  if (name == "mean") return Estimator::Mean;
+  if (name == "mom" || name == "median-of-means") return Estimator::MedianOfMeans;
+  throw UsageError("unknown estimator '" + name + "' (expected mean or mom)");
+}
+
+void check_sketch_fits(std::size_t rows, std::size_t width, std::size_t copies) {
+  if (rows == 0) throw UsageError("rows (R) must be at least 1");
+  if (width == 0) throw UsageError("width (W) must be at least 1");
+  if (width > (std::size_t{1} << 32)) throw UsageError("width (W) must be at most 2^32");
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const double memory = static_cast<double>(pages) * static_cast<double>(page);
+  const double need = static_cast<double>(rows) * static_cast<double>(width) * 8.0 * static_cast<double>(copies);
+  if (need > 0.8 * memory)
+    throw ResourceError("a " + std::to_string(rows) + " x " + std::to_string(width) + " sketch" +
+                        (copies > 1 ? " (x" + std::to_string(copies) + " copies)" : std::string()) + " needs " +
+                        std::to_string(static_cast<long long>(need / 1048576.0)) + " MiB, more than 80% of the " +
+                        std::to_string(static_cast<long long>(memory / 1048576.0)) + " MiB of memory");
+}
+
+std::vector<ColumnHash> make_column_hashes(std::uint64_t seed, std::size_t rows, std::size_t width) {
+  std::vector<ColumnHash> hashes(rows);
+  std::uint64_t state = derive_seed(seed, 0xC011);
+  for (auto& h : hashes) {
+    h.a0 = splitmix64(state);
+    h.a1 = splitmix64(state);
+    h.b = splitmix64(state);
+    h.width = width;
+  }
+  return hashes;
+}
+
+RaceSketch::RaceSketch(std::shared_ptr<const LshFamily> family, std::size_t width)
+    : family_(std::move(family)), rows_(family_->rows()), width_(width) {
+  check_sketch_fits(rows_, width_, 1);
+  columns_ = make_column_hashes(family_->seed(), rows_, width_);
+  counts_.assign(rows_ * width_, 0);
+}
+
+void RaceSketch::add_codes(const CodeMatrix& codes, std::size_t row_begin, std::size_t row_end) {
+  const Eigen::Index n = codes.cols();
+  const bool mirrored = family_->mirrored_inserts();
+  // Row-outer loop: one count row (W int64) stays in L1 while a whole batch lands in it.
+  for (std::size_t r = row_begin; r < row_end; ++r) {
+    std::int64_t* counts = row(r);
+    const ColumnHash h = columns_[r];
+    const std::uint64_t* c = codes.row(static_cast<Eigen::Index>(r - row_begin)).data();
+    for (Eigen::Index i = 0; i < n; ++i) ++counts[h(c[i])];
+    if (mirrored)
+      for (Eigen::Index i = 0; i < n; ++i) ++counts[h(family_->mirror(c[i]))];
+  }
+}
+
+void RaceSketch::insert_dense(const DenseRef& batch) {
+  CodeMatrix codes;
+  family_->hash_dense(batch, codes);
+  add_codes(codes, 0, rows_);
+}
+
+void RaceSketch::insert_sets(const SetBatch& batch) {
+  CodeMatrix codes;
+  family_->hash_sets(batch, codes);
+  add_codes(codes, 0, rows_);
+}
+
+std::string RaceSketch::incompatibility(const RaceSketch& other) const {
+  if (width_ != other.width_) return "width (" + std::to_string(width_) + " vs " + std::to_string(other.width_) + ")";
+  const auto a = family_->params(), b = other.family_->params();
+  for (const auto& [key, value] : a.items())
+    if (!b.contains(key) || b.at(key) != value)
+      return key + " (" + value.dump() + " vs " + (b.contains(key) ? b.at(key).dump() : std::string("absent")) + ")";
+  for (const auto& [key, value] : b.items())
+    if (!a.contains(key)) return key + " (absent vs " + value.dump() + ")";
+  return {};
+}
+
+void RaceSketch::merge(const RaceSketch& other) {
+  const std::string diff = incompatibility(other);
+  if (!diff.empty()) throw InputError("cannot merge sketches with different " + diff);
+  for (std::size_t i = 0; i < counts_.size(); ++i) counts_[i] += other.counts_[i];
+}
+
+std::int64_t RaceSketch::total() const {
+  std::int64_t t = 0;
+  for (const auto c : counts_) t += c;
+  return t;
+}
+
+double RaceSketch::n_hat() const {
+  return static_cast<double>(total()) / static_cast<double>(rows_ * family_->cells_per_record());
+}
+
+DoubleMatrix RaceSketch::row_estimates(const CodeMatrix& codes) const {
+  const Eigen::Index n = codes.cols();
+  DoubleMatrix out(n, static_cast<Eigen::Index>(rows_));
+  const bool mirrored = family_->mirrored_queries();
+  for (std::size_t r = 0; r < rows_; ++r) {
+    const std::int64_t* counts = row(r);
+    const ColumnHash h = columns_[r];
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const std::uint64_t c = codes(static_cast<Eigen::Index>(r), i);
+      double v = static_cast<double>(counts[h(c)]);
+      if (mirrored) v += static_cast<double>(counts[h(family_->mirror(c))]);
+      out(i, static_cast<Eigen::Index>(r)) = v;
+    }
+  }
+  return out;
+}
+
+double RaceSketch::combine(std::span<const double> values, const QueryOptions& opts) const {
+  double estimate;
+  if (opts.estimator == Estimator::Mean || opts.mom_groups <= 1 || values.size() < 2) {
+    double s = 0;
+    for (const double v : values) s += v;
+    estimate = s / static_cast<double>(values.size());
+  } else {
+    // Median of means (Alon, Matias & Szegedy 1999): g groups of consecutive rows (the rows
+    // are i.i.d., so consecutive is as good as random); trailing rows join the last group.
+    const std::size_t g = std::min(opts.mom_groups, values.size());
+    const std::size_t m = values.size() / g;
+    std::vector<double> means(g);
+    for (std::size_t k = 0; k < g; ++k) {
+      const std::size_t lo = k * m, hi = (k + 1 == g) ? values.size() : lo + m;
+      double s = 0;
+      for (std::size_t i = lo; i < hi; ++i) s += values[i];
+      means[k] = s / static_cast<double>(hi - lo);
+    }
+    std::sort(means.begin(), means.end());
+    estimate = (g % 2) ? means[g / 2] : 0.5 * (means[g / 2 - 1] + means[g / 2]);
+  }
+  if (opts.debias) {
+    // E[X_r] = f (1 - 1/W) + m N / W with m lookups per record-query pair (2 for the SRP pair),
+    // so f = (E W - m N) / (W - 1).
+    const double w = static_cast<double>(width_);
+    const double m = (family_->mirrored_inserts() || family_->mirrored_queries()) ? 2.0 : 1.0;
+    if (width_ > 1) estimate = (estimate * w - m * n_hat()) / (w - 1.0);
+  }
+  return estimate;
+}
+
+std::vector<double> RaceSketch::query_dense(const DenseRef& queries, const QueryOptions& opts) const {
+  if (static_cast<std::size_t>(queries.cols()) != family_->dim())
+    throw InputError("queries have " + std::to_string(queries.cols()) + " columns but the sketch was built on " +
+                     std::to_string(family_->dim()) + "-dimensional data");
+  std::vector<double> out(static_cast<std::size_t>(queries.rows()));
+  constexpr Eigen::Index kBatch = 256;
+  for (Eigen::Index b = 0; b < queries.rows(); b += kBatch) {
+    const Eigen::Index n = std::min(kBatch, queries.rows() - b);
+    CodeMatrix codes;
+    family_->hash_dense(queries.middleRows(b, n), codes);
+    const DoubleMatrix est = row_estimates(codes);
+    for (Eigen::Index i = 0; i < n; ++i)
+      out[static_cast<std::size_t>(b + i)] = combine(std::span<const double>(est.row(i).data(), rows_), opts);
+  }
+  return out;
+}
+
+std::vector<double> RaceSketch::query_sets(const SetBatch& queries, const QueryOptions& opts) const {
+  CodeMatrix codes;
+  family_->hash_sets(queries, codes);
+  const DoubleMatrix est = row_estimates(codes);
+  std::vector<double> out(queries.size());
+  for (std::size_t i = 0; i < queries.size(); ++i)
+    out[i] = combine(std::span<const double>(est.row(static_cast<Eigen::Index>(i)).data(), rows_), opts);
+  return out;
+}
+
+}  // namespace privrace

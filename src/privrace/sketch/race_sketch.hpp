@@ -1,0 +1,81 @@
+#pragma once
+// The RACE sketch (Coleman & Shrivastava): R x W int64 counters; row r counts how many
+// records landed in each bucket of its LSH function l_r, so S[r, l_r(q)] is an unbiased
+// estimate of sum_x k(x, q) (plus the 1/W rehash collisions, removed by `debias`).
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <vector>
+
+#include "privrace/core/types.hpp"
+#include "privrace/lsh/column_hash.hpp"
+#include "privrace/lsh/family.hpp"
+
+namespace privrace {
+
+enum class Estimator { Mean, MedianOfMeans };
+Estimator parse_estimator(const std::string& name);  // "mean" | "mom"
+
+struct QueryOptions {
+  Estimator estimator = Estimator::Mean;
+  std::size_t mom_groups = 5;  // median-of-means: rows split into this many equal groups
+  bool debias = false;         // remove the 1/W collisions of the column hash
+};
+
+// Refuses (ResourceError) before allocating when R x W counters would not fit in memory.
+void check_sketch_fits(std::size_t rows, std::size_t width, std::size_t copies);
+
+class RaceSketch {
+ public:
+  RaceSketch(std::shared_ptr<const LshFamily> family, std::size_t width);
+
+  const LshFamily& family() const { return *family_; }
+  std::shared_ptr<const LshFamily> family_ptr() const { return family_; }
+  std::size_t rows() const { return rows_; }
+  std::size_t width() const { return width_; }
+  std::int64_t* row(std::size_t r) { return counts_.data() + r * width_; }
+  const std::int64_t* row(std::size_t r) const { return counts_.data() + r * width_; }
+  std::span<const std::int64_t> counts() const { return counts_; }
+  std::span<std::int64_t> mutable_counts() { return counts_; }
+  const ColumnHash& column_hash(std::size_t r) const { return columns_[r]; }
+
+  // Serial inserts (the parallel builder calls these on per-thread sub-sketches).
+  void insert_dense(const DenseRef& batch);
+  void insert_sets(const SetBatch& batch);
+  // Increment rows [row_begin, row_end) with codes (rows x batch, row 0 of `codes` = row_begin).
+  void add_codes(const CodeMatrix& codes, std::size_t row_begin, std::size_t row_end);
+
+  // Adds other's counts. Throws InputError naming the first differing field (kernel, seed, ...).
+  void merge(const RaceSketch& other);
+  // Empty string when compatible, else which field differs.
+  std::string incompatibility(const RaceSketch& other) const;
+
+  // N-hat = total count / (R x cells per record).
+  double n_hat() const;
+  std::int64_t total() const;
+
+  // Kernel-sum estimates sum_x k(x, q) for each query (not divided by N-hat).
+  std::vector<double> query_dense(const DenseRef& queries, const QueryOptions& opts = {}) const;
+  std::vector<double> query_sets(const SetBatch& queries, const QueryOptions& opts = {}) const;
+  // Per-row estimates X_r for one batch: out is queries x R.
+  DoubleMatrix row_estimates(const CodeMatrix& codes) const;
+  double combine(std::span<const double> row_values, const QueryOptions& opts) const;
+
+  // Privacy state, set by privatize(); a fresh sketch holds exact counts.
+  const nlohmann::json& privacy() const { return privacy_; }
+  bool is_private() const { return privacy_.value("private", false); }
+  void set_privacy(nlohmann::json p) { privacy_ = std::move(p); }
+
+ private:
+  std::shared_ptr<const LshFamily> family_;
+  std::size_t rows_, width_;
+  std::vector<ColumnHash> columns_;
+  std::vector<std::int64_t> counts_;
+  nlohmann::json privacy_ = {{"private", false}};
+};
+
+// Column hashes are derived from the LSH seed, so the published seed rebuilds them too.
+std::vector<ColumnHash> make_column_hashes(std::uint64_t seed, std::size_t rows, std::size_t width);
+
+}  // namespace privrace

@@ -1,0 +1,16 @@
+#pragma once
+// Saving and loading RaceSketch objects. A sketch without noise is written only when the
+// caller passes allow_nonprivate = true (the CLI's --no-privacy): the exact counts can never
+// be written out by accident.
+#include <string>
+
+#include "privrace/sketch/race_sketch.hpp"
+
+namespace privrace {
+
+nlohmann::json sketch_header(const RaceSketch& sketch);
+void save_sketch(const std::string& path, const RaceSketch& sketch, bool allow_nonprivate = false,
+                 const nlohmann::json& extra = nlohmann::json::object());
+RaceSketch load_sketch(const std::string& path, nlohmann::json* header_out = nullptr);
+
+}  // namespace privrace
