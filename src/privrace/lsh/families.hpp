@@ -83,10 +83,20 @@ class MinHash final : public LshFamily {
   std::vector<std::uint64_t> salts_;  // R p
 };
 
-// Seeded combination of p sub-codes into one 64-bit code: sum_j m_j c_j mod 2^64 with odd
-// random multipliers; distinct tuples collide with probability about 2^-63.
-inline std::uint64_t combine_code(std::uint64_t acc, std::uint64_t sub, std::uint64_t multiplier) {
-  return acc + sub * multiplier;
+// murmur3 fmix64: a bijective 64-bit mixer.
+inline std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
 }
+
+// Concatenation of p sub-codes into one 64-bit code: acc_0 = c_0, acc_j = mix64(acc_{j-1}) + c_j.
+// Tuples that first differ at j differ at acc_j; a later collision needs two mixer outputs to
+// differ by exactly the difference of the next sub-codes (about 2^-64). A linear combination
+// with fixed multipliers is NOT safe here: small bucket indices solve it with many tuples.
+inline std::uint64_t combine_code(std::uint64_t acc, std::uint64_t sub) { return mix64(acc) + sub; }
 
 }  // namespace privrace

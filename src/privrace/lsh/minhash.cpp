@@ -8,18 +8,6 @@
 
 namespace privrace {
 
-namespace {
-// murmur3 fmix64: a bijective 64-bit mixer; salting the id makes one independent-looking
-// permutation of the id space per (row, concatenation).
-inline std::uint64_t mix64(std::uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
-}  // namespace
 
 MinHash::MinHash(std::size_t rows, std::size_t power, std::uint64_t seed) : LshFamily(rows, seed), power_(power) {
   std::uint64_t state = derive_seed(seed, 3);
@@ -38,7 +26,8 @@ void MinHash::hash_sets(const SetBatch& batch, CodeMatrix& codes, std::size_t ro
         const std::uint64_t salt = salts_[r * power_ + j];
         std::uint64_t lowest = std::numeric_limits<std::uint64_t>::max();  // the empty set's code
         for (const std::uint32_t e : s) lowest = std::min(lowest, mix64(salt ^ e));
-        code = combine_code(code, lowest, 0x9E3779B97F4A7C15ULL * (2 * j + 1) | 1ULL);
+        // Salting the id before the bijective mixer gives one pseudo-random order per (row, j).
+        code = j == 0 ? lowest : combine_code(code, lowest);
       }
       codes(static_cast<Eigen::Index>(r - row_begin), static_cast<Eigen::Index>(i)) = code;
     }

@@ -5,11 +5,6 @@
 
 namespace privrace {
 
-namespace {
-// Odd multipliers that fold p bucket indices into one code (fixed: part of the format).
-std::uint64_t concat_multiplier(std::size_t j) { return 0x9E3779B97F4A7C15ULL * (2 * j + 1) | 1ULL; }
-}  // namespace
-
 PStableL2::PStableL2(std::size_t rows, std::size_t dim, double width, std::size_t power, std::uint64_t seed)
     : LshFamily(rows, seed), dim_(dim), power_(power), width_(width) {
   const std::size_t m = rows * power;
@@ -39,16 +34,15 @@ void PStableL2::hash_dense(const DenseRef& batch, CodeMatrix& codes, std::size_t
       const Eigen::Index k = r * p + static_cast<Eigen::Index>(j);
       const float* proj_row = proj.row(k).data();
       const float b = offsets_[first + k];
-      const std::uint64_t mult = concat_multiplier(j);
       if (j == 0) {
         for (Eigen::Index i = 0; i < n; ++i) {
           const float v = std::clamp(std::floor(proj_row[i] + b), -kLimit, kLimit);
-          out[i] = static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<std::int32_t>(v))) * mult;
+          out[i] = static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<std::int32_t>(v)));
         }
       } else {
         for (Eigen::Index i = 0; i < n; ++i) {
           const float v = std::clamp(std::floor(proj_row[i] + b), -kLimit, kLimit);
-          out[i] = combine_code(out[i], static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<std::int32_t>(v))), mult);
+          out[i] = combine_code(out[i], static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<std::int32_t>(v))));
         }
       }
     }

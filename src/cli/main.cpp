@@ -1,0 +1,299 @@
+// The `privrace` command: sketch, query, merge, info.
+// Exit codes: 0 success, 2 bad usage, 1 any other error (bad input, I/O, resources).
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "privrace/core/error.hpp"
+#include "privrace/core/random.hpp"
+#include "privrace/io/table_reader.hpp"
+#include "privrace/lsh/family.hpp"
+#include "privrace/privacy/budget.hpp"
+#include "privrace/sketch/builder.hpp"
+#include "privrace/sketch/privatize.hpp"
+#include "privrace/sketch/race_sketch.hpp"
+#include "privrace/sketch/sketch_io.hpp"
+
+namespace po = boost::program_options;
+using namespace privrace;
+
+namespace {
+
+constexpr const char* kTopUsage =
+    "usage: privrace <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  sketch   build a differentially private RACE sketch of a table or a collection of sets\n"
+    "  query    estimate densities (kernel sum / N-hat) from a sketch\n"
+    "  merge    add sketches built with identical parameters and seeds\n"
+    "  info     print a sketch's header (and, with --counts, its counts)\n"
+    "\n"
+    "Run 'privrace <command> --help' for the options of one command.\n";
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Parses argv after the command name; --help prints `desc` and exits 0.
+po::variables_map parse(const std::string& usage, const po::options_description& desc, int argc, char** argv,
+                        const po::positional_options_description* positional = nullptr) {
+  po::variables_map vm;
+  try {
+    po::command_line_parser parser(argc, argv);
+    parser.options(desc);
+    if (positional) parser.positional(*positional);
+    po::store(parser.run(), vm);
+    if (vm.count("help")) {
+      std::cout << usage << "\n" << desc;
+      std::exit(0);
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  return vm;
+}
+
+int cmd_sketch(int argc, char** argv) {
+  po::options_description desc("options");
+  std::string input, output, kernel, format, mechanism, neighbors, pair_mode, strategy;
+  double bandwidth = 1.0, delta = 0.0;
+  std::size_t power = 1, rows = 0, width = 0, dim = 0, chunk_rows = 0;
+  int threads = 0, label_column = 0;
+  desc.add_options()("help,h", "show this help")
+      ("input,i", po::value(&input)->required(), "data file: CSV (header optional), whitespace, libsvm or sets; .gz allowed; - = stdin")
+      ("output,o", po::value(&output)->required(), "sketch file to write (written atomically)")
+      ("kernel,k", po::value(&kernel)->default_value("l2"), "l2 (p-stable) | angular (SRP) | angular_pair (regression surrogate) | jaccard (MinHash)")
+      ("bandwidth", po::value(&bandwidth)->default_value(1.0), "p-stable bucket width w (l2)")
+      ("power,p", po::value(&power)->default_value(1), "concatenated hashes per row (p)")
+      ("rows,R", po::value(&rows)->required(), "sketch rows R")
+      ("width,W", po::value(&width)->required(), "sketch columns W")
+      ("epsilon,e", po::value<std::string>(), "privacy budget epsilon > 0")
+      ("delta", po::value(&delta)->default_value(0.0), "delta for --mechanism gaussian")
+      ("mechanism", po::value(&mechanism)->default_value("discrete_laplace"), "discrete_laplace | floored_laplace (the paper's floor(S + Lap(R/eps))) | gaussian")
+      ("neighbors", po::value(&neighbors)->default_value("add-remove"), "add-remove (unbounded DP) | replace (doubles the sensitivity)")
+      ("seed", po::value<std::uint64_t>(), "fix the LSH seed and the noise (reproducible; the file is marked NOT fit for release)")
+      ("threads,t", po::value(&threads)->default_value(0), "OpenMP threads (0 = all)")
+      ("no-privacy", "write the exact counts without noise (never for release)")
+      ("label-column", po::value(&label_column)->default_value(0), "1-based column to drop from the features (CSV/whitespace)")
+      ("format", po::value(&format)->default_value("auto"), "auto | csv | whitespace | libsvm | sets (one set of ids per line)")
+      ("dim", po::value(&dim)->default_value(0), "libsvm: number of features (needed when reading stdin)")
+      ("pair-mode", po::value(&pair_mode)->default_value("query"), "angular_pair: insert (x and -x, sensitivity 2R) | query (q and -q, sensitivity R)")
+      ("strategy", po::value(&strategy)->default_value("auto"), "parallel build: auto | replicate (per-thread sketches) | split_rows")
+      ("chunk-rows", po::value(&chunk_rows)->default_value(65536), "rows read per chunk (bounds memory)")
+      ("quiet,q", "no summary on stderr");
+  const auto vm = parse("usage: privrace sketch --input FILE --rows R --width W (--epsilon E | --no-privacy) -o OUT.rsk [options]",
+                        desc, argc, argv);
+  const bool no_privacy = vm.count("no-privacy") > 0;
+  PrivacySpec spec;
+  if (no_privacy) {
+    if (vm.count("epsilon")) throw UsageError("--epsilon and --no-privacy exclude each other");
+  } else {
+    if (!vm.count("epsilon")) throw UsageError("--epsilon is required (or --no-privacy for an exact, non-releasable sketch)");
+    const std::string text = vm["epsilon"].as<std::string>();
+    std::size_t used = 0;
+    try {
+      spec.epsilon = std::stod(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != text.size() || !(spec.epsilon > 0.0) || !std::isfinite(spec.epsilon))
+      throw UsageError("--epsilon must be a positive number, got '" + text + "'");
+    spec.delta = delta;
+    spec.mechanism = parse_mechanism(mechanism);
+    spec.neighbors = parse_neighbors(neighbors);
+    spec.validate();
+  }
+  if (rows == 0) throw UsageError("--rows must be at least 1");
+  if (width == 0) throw UsageError("--width must be at least 1");
+  if (chunk_rows == 0) throw UsageError("--chunk-rows must be at least 1");
+  check_sketch_fits(rows, width, 1);  // refuse before reading any data
+
+  const bool seeded = vm.count("seed") > 0;
+  const std::uint64_t master = seeded ? vm["seed"].as<std::uint64_t>() : os_random_seed();
+  FamilySpec fam;
+  fam.kernel = kernel;
+  fam.bandwidth = bandwidth;
+  fam.power = power;
+  fam.rows = rows;
+  fam.seed = derive_seed(master, 101);
+  fam.pair_mode = pair_mode;
+  if (kernel != "l2" && kernel != "angular" && kernel != "angular_pair" && kernel != "jaccard")
+    make_family(fam);  // throws the unknown-kernel message
+
+  BuildOptions build;
+  build.threads = threads;
+  build.strategy = strategy;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::optional<RaceSketch> sketch;
+  BuildReport report;
+  if (kernel == "jaccard") {
+    if (format != "auto" && format != "sets") throw UsageError("the jaccard kernel reads --format sets (one set of ids per line)");
+    const SetCollection sets = read_sets(input);
+    if (sets.size() == 0) throw InputError(input + ": no sets");
+    sketch.emplace(std::shared_ptr<const LshFamily>(make_family(fam)), width);
+    report = build_sets(*sketch, sets, build);
+  } else {
+    if (format == "sets") throw UsageError("--format sets needs --kernel jaccard");
+    TableOptions topts;
+    topts.format = parse_table_format(format);
+    topts.label_column = label_column;
+    topts.dim = dim;
+    TableReader reader(input, topts);
+    fam.dim = reader.dim();
+    sketch.emplace(std::shared_ptr<const LshFamily>(make_family(fam)), width);
+    report = build_dense_stream(
+        *sketch, [&](DenseMatrix& chunk) { return reader.next_chunk(chunk, chunk_rows); }, build);
+  }
+  if (!no_privacy) privatize(*sketch, spec, NoiseSource{seeded, derive_seed(master, 202)});
+  const nlohmann::json extra = {{"build", {{"points", report.points}, {"threads", report.threads}, {"strategy", report.strategy},
+                                           {"input", std::filesystem::path(input).filename().string()}}}};
+  save_sketch(output, *sketch, no_privacy, extra);
+  if (!vm.count("quiet")) {
+    std::fprintf(stderr, "privrace: sketched %zu records (%s, R=%zu, W=%zu) on %d thread(s), %s, in %.3f s%s -> %s\n",
+                 report.points, kernel.c_str(), rows, width, report.threads, report.strategy.c_str(), seconds_since(t0),
+                 no_privacy ? " WITHOUT NOISE" : (seeded ? " (seeded noise: NOT fit for release)" : ""), output.c_str());
+  }
+  return 0;
+}
+
+int cmd_query(int argc, char** argv) {
+  po::options_description desc("options");
+  std::string sketch_path, queries, estimator, format;
+  std::size_t groups = 5;
+  desc.add_options()("help,h", "show this help")
+      ("sketch", po::value(&sketch_path)->required(), "sketch file (positional)")
+      ("queries,Q", po::value(&queries)->required(), "query file: same layout as the sketched data (sets for jaccard); - = stdin")
+      ("estimator", po::value(&estimator)->default_value("mean"), "mean | mom (median of means)")
+      ("mom-groups", po::value(&groups)->default_value(5), "groups for the median of means")
+      ("debias", "remove the 1/W collisions of the column hash: (E W - N) / (W - 1)")
+      ("kernel-sum", "print the kernel-sum estimate instead of dividing by N-hat")
+      ("format", po::value(&format)->default_value("auto"), "query file format: auto | csv | whitespace | libsvm | sets");
+  po::positional_options_description pos;
+  pos.add("sketch", 1);
+  const auto vm = parse("usage: privrace query SKETCH.rsk --queries FILE [--estimator mean|mom] [--debias]", desc, argc, argv, &pos);
+  QueryOptions opts;
+  opts.estimator = parse_estimator(estimator);
+  opts.mom_groups = groups;
+  opts.debias = vm.count("debias") > 0;
+  if (groups == 0) throw UsageError("--mom-groups must be at least 1");
+  const RaceSketch sketch = load_sketch(sketch_path);
+  std::vector<double> sums;
+  if (sketch.family().input_kind() == InputKind::Sets) {
+    const SetCollection sets = read_sets(queries);
+    sums = sketch.query_sets(SetBatch{&sets, 0, sets.size()}, opts);
+  } else {
+    TableOptions topts;
+    topts.format = parse_table_format(format);
+    topts.dim = sketch.family().dim();
+    TableReader reader(queries, topts);
+    if (reader.dim() != sketch.family().dim())
+      throw InputError(queries + ": queries have " + std::to_string(reader.dim()) + " columns, the sketch was built on " +
+                       std::to_string(sketch.family().dim()) + "-dimensional data");
+    DenseMatrix chunk;
+    while (const std::size_t n = reader.next_chunk(chunk, 65536)) {
+      const auto part = sketch.query_dense(chunk.topRows(static_cast<Eigen::Index>(n)), opts);
+      sums.insert(sums.end(), part.begin(), part.end());
+    }
+  }
+  const double n_hat = sketch.n_hat();
+  const bool raw = vm.count("kernel-sum") > 0;
+  if (!raw && !(n_hat > 0.0))
+    std::fprintf(stderr, "privrace: warning: N-hat = %g is not positive (noise dominates); densities are meaningless\n", n_hat);
+  std::string out;
+  char buf[64];
+  for (const double s : sums) {
+    std::snprintf(buf, sizeof buf, "%.9g\n", raw ? s : s / n_hat);
+    out += buf;
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+int cmd_merge(int argc, char** argv) {
+  po::options_description desc("options");
+  std::vector<std::string> inputs;
+  std::string output;
+  desc.add_options()("help,h", "show this help")
+      ("inputs", po::value(&inputs)->multitoken(), "sketch files (positional)")
+      ("output,o", po::value(&output)->required(), "merged sketch file")
+      ("no-privacy", "allow writing the merge of non-private sketches");
+  po::positional_options_description pos;
+  pos.add("inputs", -1);
+  const auto vm = parse("usage: privrace merge A.rsk B.rsk ... -o C.rsk", desc, argc, argv, &pos);
+  if (inputs.size() < 2) throw UsageError("merge needs at least two sketch files");
+  RaceSketch merged = load_sketch(inputs[0]);
+  std::vector<nlohmann::json> parts{merged.privacy()};
+  for (std::size_t i = 1; i < inputs.size(); ++i) {
+    const RaceSketch next = load_sketch(inputs[i]);
+    const std::string diff = merged.incompatibility(next);
+    if (!diff.empty())
+      throw InputError("cannot merge '" + inputs[i] + "' into '" + inputs[0] + "': different " + diff);
+    merged.merge(next);
+    parts.push_back(next.privacy());
+  }
+  merged.set_privacy(merged_privacy(parts));
+  save_sketch(output, merged, vm.count("no-privacy") > 0, {{"merged_inputs", inputs}});
+  return 0;
+}
+
+int cmd_info(int argc, char** argv) {
+  po::options_description desc("options");
+  std::string sketch_path;
+  desc.add_options()("help,h", "show this help")("sketch", po::value(&sketch_path)->required(), "sketch file (positional)")
+      ("counts", "also print the R x W counts as CSV (one row per line)");
+  po::positional_options_description pos;
+  pos.add("sketch", 1);
+  const auto vm = parse("usage: privrace info SKETCH.rsk [--counts]", desc, argc, argv, &pos);
+  nlohmann::json header;
+  const RaceSketch sketch = load_sketch(sketch_path, &header);
+  header["n_hat"] = sketch.n_hat();
+  std::cout << header.dump(2) << "\n";
+  if (vm.count("counts")) {
+    std::string line;
+    for (std::size_t r = 0; r < sketch.rows(); ++r) {
+      line.clear();
+      for (std::size_t c = 0; c < sketch.width(); ++c) {
+        if (c) line += ',';
+        line += std::to_string(sketch.row(r)[c]);
+      }
+      line += '\n';
+      std::fwrite(line.data(), 1, line.size(), stdout);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kTopUsage, stderr);
+    return 2;
+  }
+  const std::string command = argv[1];
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::fputs(kTopUsage, stdout);
+    return 0;
+  }
+  try {
+    if (command == "sketch") return cmd_sketch(argc - 1, argv + 1);
+    if (command == "query") return cmd_query(argc - 1, argv + 1);
+    if (command == "merge") return cmd_merge(argc - 1, argv + 1);
+    if (command == "info") return cmd_info(argc - 1, argv + 1);
+    std::fprintf(stderr, "privrace: unknown command '%s'\n\n%s", command.c_str(), kTopUsage);
+    return 2;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "privrace %s: %s\n", command.c_str(), e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "privrace %s: error: %s\n", command.c_str(), e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,628 @@
+#include "privrace/io/table_reader.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string_view>
+#include <system_error>
+
+#include "privrace/core/error.hpp"
+
+namespace privrace {
+namespace {
+
+constexpr unsigned kBlock = 1u << 20;            // gzread request size
+constexpr std::size_t kMaxLine = 256u << 20;     // guards against binary input without line ends
+constexpr std::size_t kFirstChunkRows = 8192;    // next_chunk grows from here up to max_rows
+
+// ---------------------------------------------------------------------------------------
+// Messages
+
+// A field quoted for an error message: bounded length, control bytes escaped, so binary
+// garbage cannot flood or corrupt the terminal.
+std::string show(std::string_view s) {
+  constexpr std::size_t kMax = 40;
+  std::string out = "'";
+  for (std::size_t i = 0; i < s.size() && i < kMax; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) {
+      static const char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (s.size() > kMax) out += "...";
+  out += "'";
+  return out;
+}
+
+// File and physical line for messages.
+struct Where {
+  const std::string* name;
+  std::size_t line;
+  std::string at() const { return *name + ":" + std::to_string(line) + ": "; }
+  std::string at(std::size_t col) const { return at() + "column " + std::to_string(col) + ": "; }
+};
+
+// Error paths are out of line so the parsing loops stay small.
+[[noreturn, gnu::cold, gnu::noinline]] void fail(std::string msg) { throw InputError(std::move(msg)); }
+
+[[noreturn, gnu::cold, gnu::noinline]] void fail_number(const Where& w, std::size_t col, std::string_view s) {
+  if (s.empty()) fail(w.at(col) + "expected a number, found an empty field");
+  fail(w.at(col) + "expected a number, found " + show(s));
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void fail_ragged(const Where& w, std::size_t found, std::size_t expected,
+                                                         std::size_t ref_line) {
+  fail(w.at() + "found " + std::to_string(found) + " field" + (found == 1 ? "" : "s") + ", expected " +
+       std::to_string(expected) + " (as on line " + std::to_string(ref_line) + ")");
+}
+
+// ---------------------------------------------------------------------------------------
+// Numbers
+
+enum class NumStatus { Ok, NotNumber, NotFinite };
+
+// For a decimal that from_chars reported out of range: true if it overflowed (|x| huge),
+// false if it underflowed (|x| tiny). Decided from the decimal exponent alone, since an
+// out-of-range result is hundreds of orders of magnitude away from 1.
+bool overflows(const char* p, const char* e) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (p != e && *p == '-') ++p;
+  long int_digits = 0, frac_zeros = 0;
+  bool nonzero = false;
+  for (; p != e && digit(*p); ++p) {
+    if (*p != '0') nonzero = true;
+    if (nonzero) ++int_digits;
+  }
+  if (p != e && *p == '.') {
+    ++p;
+    for (; !nonzero && p != e && *p == '0'; ++p) ++frac_zeros;
+    while (p != e && digit(*p)) ++p;
+  }
+  long exp = 0;
+  bool neg = false;
+  if (p != e && (*p == 'e' || *p == 'E')) {
+    ++p;
+    if (p != e && (*p == '+' || *p == '-')) neg = *p++ == '-';
+    for (; p != e && digit(*p); ++p)
+      if (exp < 1000000) exp = exp * 10 + (*p - '0');
+  }
+  const long order = int_digits > 0 ? int_digits - 1 : -(frac_zeros + 1);
+  return order + (neg ? -exp : exp) > 0;
+}
+
+// Parses all of s. Overflow is NotFinite; underflow rounds to (signed) zero.
+NumStatus parse_number(std::string_view s, double& v) {
+  const char* b = s.data();
+  const char* e = b + s.size();
+  if (b != e && *b == '+') {  // from_chars rejects '+', but "+1" is common (libsvm labels)
+    ++b;
+    if (b != e && *b == '-') return NumStatus::NotNumber;
+  }
+  if (b == e) return NumStatus::NotNumber;
+  // Fast path for short integers (counts, pixel values, ids), the common case in
+  // benchmark tables: below 2^53, so the double is exact and needs no rounding logic.
+  {
+    const char* d = b + (*b == '-');
+    if (d != e && e - d <= 15) {
+      std::uint64_t acc = 0;
+      const char* q = d;
+      for (; q != e && static_cast<unsigned char>(*q - '0') < 10; ++q) acc = acc * 10 + static_cast<unsigned>(*q - '0');
+      if (q == e) {
+        v = *b == '-' ? -static_cast<double>(acc) : static_cast<double>(acc);
+        return NumStatus::Ok;
+      }
+    }
+  }
+  const auto [p, ec] = std::from_chars(b, e, v);
+  if (p != e) return NumStatus::NotNumber;
+  if (ec == std::errc::result_out_of_range) {
+    if (overflows(b, e)) return NumStatus::NotFinite;
+    v = *b == '-' ? -0.0 : 0.0;
+    return NumStatus::Ok;
+  }
+  if (ec != std::errc()) return NumStatus::NotNumber;
+  return std::isfinite(v) ? NumStatus::Ok : NumStatus::NotFinite;
+}
+
+double number(std::string_view s, const Where& w, std::size_t col) {
+  double v;
+  const NumStatus st = parse_number(s, v);
+  if (st == NumStatus::Ok) [[likely]]
+    return v;
+  if (st == NumStatus::NotFinite) fail(w.at(col) + "value " + show(s) + " is not finite");
+  fail_number(w, col, s);
+}
+
+Real to_real(std::string_view s, const Where& w, std::size_t col) {
+  const Real r = static_cast<Real>(number(s, w, col));
+  if (std::isinf(r)) [[unlikely]]
+    fail(w.at(col) + "value " + show(s) + " does not fit in single precision (|x| <= 3.4e38)");
+  return r;
+}
+
+bool is_number(std::string_view s) {
+  double v;
+  return parse_number(s, v) != NumStatus::NotNumber;
+}
+
+// ---------------------------------------------------------------------------------------
+// Lines
+
+// Physical lines from a plain or gzip file (or stdin), read in 1 MiB blocks. A line view
+// stays valid until the next call to next().
+class LineSource {
+ public:
+  LineSource(const std::string& path, const std::string& display) : display_(display) {
+    const int fd = path == "-" ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) open_error(path, errno);
+    struct stat st {};
+    if (::fstat(fd, &st) == 0) {
+      if (S_ISDIR(st.st_mode)) {
+        ::close(fd);
+        open_error(path, EISDIR);  // open(2) accepts directories; read(2) would fail later
+      }
+      regular_ = S_ISREG(st.st_mode);
+    }
+    // gzdopen reads plain files transparently; dup() above keeps our stdin open after gzclose.
+    gz_ = gzdopen(fd, "rb");
+    if (gz_ == nullptr) {
+      ::close(fd);
+      open_error(path, ENOMEM);
+    }
+    gzbuffer(gz_, kBlock);
+    buf_.resize(2 * static_cast<std::size_t>(kBlock));
+  }
+  ~LineSource() {
+    if (gz_ != nullptr) gzclose(gz_);
+  }
+  LineSource(const LineSource&) = delete;
+  LineSource& operator=(const LineSource&) = delete;
+
+  // The next physical line without its terminator ("\n", "\r\n" or "\r"); false at end.
+  bool next(std::string_view& line) {
+    std::size_t scanned = 0;  // bytes of the pending partial line already searched
+    for (;;) {
+      if (skip_lf_ && begin_ < end_) {  // second half of a "\r\n" split across blocks
+        if (buf_[begin_] == '\n') ++begin_;
+        skip_lf_ = false;
+      }
+      if (!skip_lf_) {
+        const char* p = buf_.data();
+        std::size_t i = begin_ + scanned;
+        while (i < end_ && p[i] != '\n' && p[i] != '\r') ++i;
+        if (i < end_) {
+          line = std::string_view(p + begin_, i - begin_);
+          skip_lf_ = p[i] == '\r';
+          begin_ = i + 1;
+          ++line_no_;
+          return true;
+        }
+        scanned = end_ - begin_;
+      }
+      if (eof_) {
+        skip_lf_ = false;
+        if (begin_ == end_) return false;
+        line = std::string_view(buf_.data() + begin_, end_ - begin_);  // last line, no terminator
+        begin_ = end_;
+        ++line_no_;
+        return true;
+      }
+      fill();
+    }
+  }
+
+  std::size_t line_no() const { return line_no_; }
+  bool regular() const { return regular_; }
+
+ private:
+  [[noreturn]] static void open_error(const std::string& path, int err) {
+    fail("cannot open '" + path + "': " + std::generic_category().message(err));
+  }
+
+  // gzerror() prefixes the name given to gzdopen ("<fd:3>: "); ours is better.
+  static std::string zlib_message(const char* msg) {
+    std::string_view m(msg);
+    if (m.starts_with("<fd:")) {
+      const auto colon = m.find(": ");
+      if (colon != std::string_view::npos) m.remove_prefix(colon + 2);
+    }
+    return std::string(m);
+  }
+
+  void fill() {
+    if (begin_ > 0) {  // keep only the partial line, at the front
+      std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+      end_ -= begin_;
+      begin_ = 0;
+    }
+    if (buf_.size() - end_ < kBlock) {
+      if (end_ > kMaxLine) fail(display_ + ":" + std::to_string(line_no_ + 1) + ": line longer than 256 MiB");
+      buf_.resize(std::max(2 * buf_.size(), end_ + kBlock));
+    }
+    const int n = gzread(gz_, buf_.data() + end_, kBlock);
+    if (n < 0) {
+      int code = 0;
+      const char* msg = gzerror(gz_, &code);
+      fail(display_ + ": read error: " + (code == Z_ERRNO ? std::generic_category().message(errno) : zlib_message(msg)));
+    }
+    if (n == 0) {
+      // zlib reports a truncated gzip stream as a soft Z_BUF_ERROR and then returns 0 like a
+      // clean end; without this check the cut-off last line would be parsed as data.
+      int code = Z_OK;
+      const char* msg = gzerror(gz_, &code);
+      if (code != Z_OK) fail(display_ + ": read error: " + zlib_message(msg));
+      eof_ = true;
+    }
+    if (first_) {
+      first_ = false;
+      if (n >= 3 && std::memcmp(buf_.data(), "\xEF\xBB\xBF", 3) == 0) begin_ = 3;  // UTF-8 BOM
+    }
+    end_ += static_cast<std::size_t>(n);
+  }
+
+  std::string display_;
+  gzFile gz_ = nullptr;
+  std::vector<char> buf_;
+  std::size_t begin_ = 0, end_ = 0, line_no_ = 0;
+  bool eof_ = false, skip_lf_ = false, first_ = true, regular_ = false;
+};
+
+std::string display_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+
+inline bool blank(char c) { return c == ' ' || c == '\t'; }
+
+// Blank lines and '#' comments carry no data in any table format.
+bool skipped(std::string_view line) {
+  for (const char c : line) {
+    if (!blank(c)) return c == '#';
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------
+// Field splitting. Both call f(field, column) with 1-based columns and return the count.
+
+template <class F>
+std::size_t split_whitespace(std::string_view line, F&& f) {
+  const char* p = line.data();
+  const char* const e = p + line.size();
+  std::size_t col = 0;
+  for (;;) {
+    while (p != e && blank(*p)) ++p;
+    if (p == e) return col;
+    const char* s = p;
+    while (p != e && !blank(*p)) ++p;
+    f(std::string_view(s, static_cast<std::size_t>(p - s)), ++col);
+  }
+}
+
+template <class F>
+std::size_t split_csv(std::string_view line, std::string& scratch, const Where& w, F&& f) {
+  const char* p = line.data();
+  const char* const e = p + line.size();
+  std::size_t col = 0;
+  for (;;) {
+    ++col;
+    while (p != e && blank(*p)) ++p;
+    std::string_view field;
+    if (p != e && *p == '"') {
+      // Quoted: unescape "" into scratch; commas inside are data.
+      ++p;
+      scratch.clear();
+      for (;;) {
+        const char* q = p == e ? nullptr : static_cast<const char*>(std::memchr(p, '"', static_cast<std::size_t>(e - p)));
+        if (q == nullptr) fail(w.at(col) + "unterminated quoted field (quoted fields cannot span lines)");
+        scratch.append(p, q);
+        p = q + 1;
+        if (p != e && *p == '"') {
+          scratch.push_back('"');
+          ++p;
+          continue;
+        }
+        break;
+      }
+      while (p != e && blank(*p)) ++p;
+      if (p != e && *p != ',')
+        fail(w.at(col) + "expected ',' or end of line after a closing quote, found " + show(std::string_view(p, 1)));
+      field = scratch;
+    } else {
+      const char* q = p == e ? nullptr : static_cast<const char*>(std::memchr(p, ',', static_cast<std::size_t>(e - p)));
+      const char* end = q != nullptr ? q : e;
+      const char* t = end;
+      while (t != p && blank(t[-1])) --t;
+      field = std::string_view(p, static_cast<std::size_t>(t - p));
+      p = end;
+    }
+    f(field, col);
+    if (p == e) return col;
+    ++p;  // the comma
+  }
+}
+
+// "idx:val" with a non-empty all-digit index.
+bool looks_like_pair(std::string_view tok) {
+  const auto colon = tok.find(':');
+  if (colon == 0 || colon == std::string_view::npos) return false;
+  return std::all_of(tok.begin(), tok.begin() + static_cast<std::ptrdiff_t>(colon),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+TableFormat detect_format(std::string_view line) {
+  bool pair = false, comma_after_first = false;
+  split_whitespace(line, [&](std::string_view tok, std::size_t col) {
+    if (col == 1) return;  // libsvm multi-label files put commas in the first token
+    if (tok.find(',') != std::string_view::npos) comma_after_first = true;
+    if (looks_like_pair(tok)) pair = true;
+  });
+  if (pair && !comma_after_first) return TableFormat::Libsvm;
+  return line.find(',') != std::string_view::npos ? TableFormat::Csv : TableFormat::Whitespace;
+}
+
+// One libsvm line: "label idx:val idx:val ... [# comment]". With row == nullptr only
+// validates (the first pass that finds dim). Returns the largest index.
+std::size_t parse_libsvm(std::string_view line, const Where& w, Real* row, std::size_t dim, double* label) {
+  if (row != nullptr) std::fill(row, row + dim, Real(0));
+  std::size_t prev = 0;
+  bool stop = false;
+  split_whitespace(line, [&](std::string_view tok, std::size_t col) {
+    if (stop || tok.front() == '#') {  // trailing comment
+      stop = true;
+      return;
+    }
+    if (col == 1) {
+      if (tok.find(':') != std::string_view::npos)
+        fail(w.at(col) + "expected a label before the features, found " + show(tok));
+      const double v = number(tok, w, col);
+      if (label != nullptr) *label = v;
+      return;
+    }
+    const auto colon = tok.find(':');
+    std::uint64_t idx = 0;
+    const char* ib = tok.data();
+    const char* ie = ib + (colon == std::string_view::npos ? 0 : colon);
+    const auto [ip, iec] = std::from_chars(ib, ie, idx);
+    if (colon == std::string_view::npos || colon == 0 || ip != ie || iec != std::errc())
+      fail(w.at(col) + "expected 'index:value', found " + show(tok));
+    if (idx == 0) fail(w.at(col) + "feature index 0 (indices start at 1)");
+    if (idx <= prev)
+      fail(w.at(col) + "feature index " + std::to_string(idx) + " after " + std::to_string(prev) +
+           " (indices must be increasing)");
+    const Real v = to_real(tok.substr(colon + 1), w, col);
+    if (row != nullptr) {
+      if (idx > dim) fail(w.at() + "feature index " + std::to_string(idx) + " exceeds --dim " + std::to_string(dim));
+      row[idx - 1] = v;
+    }
+    prev = static_cast<std::size_t>(idx);
+  });
+  return prev;
+}
+
+}  // namespace
+
+// -----------------------------------------------------------------------------------------
+
+TableFormat parse_table_format(const std::string& name) {
+  if (name == "auto") return TableFormat::Auto;
+  if (name == "csv") return TableFormat::Csv;
+  if (name == "whitespace") return TableFormat::Whitespace;
+  if (name == "libsvm") return TableFormat::Libsvm;
+  throw UsageError("unknown table format '" + name + "' (expected auto, csv, whitespace or libsvm)");
+}
+
+struct TableReader::Impl {
+  std::string path, display;
+  TableOptions opts;
+  LineSource src;
+  TableFormat format = TableFormat::Auto;
+  std::size_t label_col = 0;  // 1-based, 0 = none (CSV/whitespace)
+  std::size_t nfields = 0;    // fields per line (CSV/whitespace)
+  std::size_t count_line = 0; // the line that fixed nfields, for ragged-row messages
+  std::size_t dim = 0, rows = 0;
+  bool header = false;
+  std::vector<std::string> names;
+  std::string scratch;  // unquoted CSV field
+  // The first data row, parsed during construction.
+  bool pending = false;
+  std::vector<Real> pending_row;
+  double pending_label = 0;
+
+  Impl(const std::string& p, const TableOptions& o) : path(p), display(display_name(p)), opts(o), src(p, display) {
+    if (opts.label_column < 0)
+      throw UsageError("label column must be 0 (none) or a 1-based column, got " + std::to_string(opts.label_column));
+    std::string_view line;
+    if (!next_data_line(line)) fail(display + ": no data rows");
+    format = opts.format == TableFormat::Auto ? detect_format(line) : opts.format;
+    if (format == TableFormat::Libsvm)
+      init_libsvm(line);
+    else
+      init_delimited(line);
+  }
+
+  bool next_data_line(std::string_view& line) {
+    while (src.next(line)) {
+      if (!skipped(line)) return true;
+    }
+    return false;
+  }
+
+  Where where() const { return Where{&display, src.line_no()}; }
+
+  void init_libsvm(std::string_view line) {
+    dim = opts.dim;
+    if (dim == 0) {
+      if (!src.regular())
+        throw UsageError(display + ": libsvm input from stdin or a pipe needs --dim (the number of features); "
+                                   "without it the file is read twice to find the largest index");
+      // First pass over a separate handle; `line` of the main source stays valid.
+      LineSource scan(path, display);
+      std::string_view l;
+      while (scan.next(l)) {
+        if (!skipped(l)) dim = std::max(dim, parse_libsvm(l, Where{&display, scan.line_no()}, nullptr, 0, nullptr));
+      }
+      if (dim == 0) fail(display + ": no feature indices found in the libsvm input; give --dim");
+    }
+    pending_row.resize(dim);
+    parse_libsvm(line, where(), pending_row.data(), dim, &pending_label);
+    pending = true;
+  }
+
+  void init_delimited(std::string_view line) {
+    std::vector<std::string> fields;
+    auto collect = [&](std::string_view f, std::size_t) { fields.emplace_back(f); };
+    nfields = format == TableFormat::Csv ? split_csv(line, scratch, where(), collect) : split_whitespace(line, collect);
+    count_line = src.line_no();
+    label_col = static_cast<std::size_t>(opts.label_column);
+    if (label_col > nfields)
+      fail(where().at() + "label column " + std::to_string(label_col) + " is out of range: the table has " +
+           std::to_string(nfields) + " column" + (nfields == 1 ? "" : "s"));
+    dim = nfields - (label_col > 0 ? 1 : 0);
+    if (dim == 0) fail(where().at() + "no feature columns (the only column is the label)");
+
+    if (opts.header.has_value()) {
+      header = *opts.header;
+    } else {
+      for (std::size_t c = 0; c < nfields && !header; ++c)
+        header = c + 1 != label_col && !fields[c].empty() && !is_number(fields[c]);
+    }
+    if (header) {
+      for (std::size_t c = 0; c < nfields; ++c)
+        if (c + 1 != label_col) names.push_back(std::move(fields[c]));
+      if (!next_data_line(line)) fail(display + ": no data rows");
+    }
+    pending_row.resize(dim);
+    parse_delimited(line, pending_row.data(), &pending_label);
+    pending = true;
+  }
+
+  void parse_delimited(std::string_view line, Real* row, double* label) {
+    const Where w = where();
+    std::size_t feat = 0;
+    *label = 0;
+    auto on_field = [&](std::string_view f, std::size_t col) {
+      if (col > nfields) return;  // only counted, for the ragged-row message
+      if (col == label_col)
+        *label = number(f, w, col);
+      else
+        row[feat++] = to_real(f, w, col);
+    };
+    const std::size_t n =
+        format == TableFormat::Csv ? split_csv(line, scratch, w, on_field) : split_whitespace(line, on_field);
+    if (n != nfields) fail_ragged(w, n, nfields, count_line);
+  }
+
+  void parse(std::string_view line, Real* row, double* label) {
+    if (format == TableFormat::Libsvm) {
+      *label = 0;
+      parse_libsvm(line, where(), row, dim, label);
+    } else {
+      parse_delimited(line, row, label);
+    }
+  }
+};
+
+TableReader::TableReader(const std::string& path, TableOptions opts) : impl_(std::make_unique<Impl>(path, opts)) {}
+TableReader::~TableReader() = default;
+TableReader::TableReader(TableReader&&) noexcept = default;
+TableReader& TableReader::operator=(TableReader&&) noexcept = default;
+
+std::size_t TableReader::dim() const { return impl_->dim; }
+TableFormat TableReader::format() const { return impl_->format; }
+bool TableReader::has_labels() const { return impl_->format == TableFormat::Libsvm || impl_->label_col > 0; }
+std::size_t TableReader::rows_read() const { return impl_->rows; }
+const std::string& TableReader::path() const { return impl_->path; }
+bool TableReader::had_header() const { return impl_->header; }
+std::vector<std::string> TableReader::column_names() const { return impl_->names; }
+
+std::size_t TableReader::next_chunk(DenseMatrix& out, std::size_t max_rows, std::vector<double>* labels) {
+  Impl& im = *impl_;
+  const auto dim = static_cast<Eigen::Index>(im.dim);
+  if (labels != nullptr) labels->clear();
+  if (max_rows == 0) {
+    out.resize(0, dim);
+    return 0;
+  }
+  // Start small and double, so a huge max_rows (read_table) does not allocate up front.
+  // Row-major with fixed column count: conservativeResize is a realloc, no copy loop.
+  std::size_t cap = std::min(max_rows, kFirstChunkRows);
+  out.resize(static_cast<Eigen::Index>(cap), dim);
+  std::size_t n = 0;
+  double label = 0;
+  if (im.pending) {
+    std::copy(im.pending_row.begin(), im.pending_row.end(), out.data());
+    if (labels != nullptr) labels->push_back(im.pending_label);
+    im.pending = false;
+    im.pending_row = {};
+    n = 1;
+  }
+  std::string_view line;
+  while (n < max_rows && im.next_data_line(line)) {
+    if (n == cap) {
+      cap = std::min(max_rows, 2 * cap);
+      out.conservativeResize(static_cast<Eigen::Index>(cap), dim);
+    }
+    im.parse(line, out.data() + n * im.dim, &label);
+    if (labels != nullptr) labels->push_back(label);
+    ++n;
+  }
+  if (n != cap) out.conservativeResize(static_cast<Eigen::Index>(n), dim);
+  im.rows += n;
+  return n;
+}
+
+DenseMatrix read_table(const std::string& path, const TableOptions& opts, std::vector<double>* labels) {
+  TableReader reader(path, opts);
+  DenseMatrix out;
+  reader.next_chunk(out, std::numeric_limits<std::size_t>::max(), labels);
+  return out;
+}
+
+SetCollection read_sets(const std::string& path) {
+  const std::string display = display_name(path);
+  LineSource src(path, display);
+  SetCollection sets;
+  std::vector<std::uint32_t> cur;
+  std::string_view line;
+  auto sep = [](char c) { return c == ' ' || c == '\t' || c == ','; };
+  while (src.next(line)) {
+    const char* p = line.data();
+    const char* const e = p + line.size();
+    while (p != e && blank(*p)) ++p;
+    if (p != e && *p == '#') continue;
+    cur.clear();
+    std::size_t col = 0;
+    for (;;) {
+      while (p != e && sep(*p)) ++p;
+      if (p == e) break;
+      const char* s = p;
+      while (p != e && !sep(*p)) ++p;
+      ++col;
+      std::uint32_t id = 0;
+      const auto [q, ec] = std::from_chars(s, p, id);
+      if (q != p || ec != std::errc())
+        fail(Where{&display, src.line_no()}.at(col) + "expected an element id (an integer 0..4294967295), found " +
+             show(std::string_view(s, static_cast<std::size_t>(p - s))));
+      cur.push_back(id);
+    }
+    std::sort(cur.begin(), cur.end());
+    cur.erase(std::unique(cur.begin(), cur.end()), cur.end());
+    sets.push_back(cur);
+  }
+  if (sets.size() == 0) fail(display + ": no sets");
+  return sets;
+}
+
+}  // namespace privrace

@@ -1,0 +1,83 @@
+#pragma once
+// Streaming readers for numeric tables (CSV, whitespace-separated, libsvm) and for
+// one-set-per-line files. Input may be plain or gzip-compressed; "-" means stdin.
+// All malformed input is reported as InputError naming file, physical line (1-based),
+// column (1-based) and what was expected.
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "privrace/core/types.hpp"
+
+namespace privrace {
+
+enum class TableFormat { Auto, Csv, Whitespace, Libsvm };
+
+// "auto", "csv", "whitespace", "libsvm"; UsageError otherwise.
+TableFormat parse_table_format(const std::string& name);
+
+struct TableOptions {
+  TableFormat format = TableFormat::Auto;
+  // 1-based column split off as the label (CSV/whitespace); 0 = none.
+  // libsvm ignores it: there the label is always the first token.
+  int label_column = 0;
+  // libsvm: number of features; 0 = find the largest index with a first pass over the
+  // file (impossible on stdin or a pipe: UsageError asking for --dim).
+  std::size_t dim = 0;
+  // nullopt = detect: the first line is a header iff a non-label field is not a number.
+  // Ignored for libsvm, which has no header.
+  std::optional<bool> header;
+};
+
+// Format rules:
+//  - Auto looks at the first non-blank, non-comment line: an "idx:val" token after the
+//    first => libsvm; else a ',' => CSV; else whitespace (any run of spaces/tabs).
+//  - Line ends: "\n", "\r\n" or a lone "\r"; a final line may lack one. A UTF-8 BOM is
+//    skipped. Blank lines and lines starting with '#' are skipped in every format.
+//  - CSV fields may be double-quoted ("" escapes a quote); surrounding spaces are trimmed.
+//    Quoted fields cannot span lines.
+//  - Values must be finite and fit in float (the storage type); a leading '+' is accepted.
+class TableReader {
+ public:
+  // Reads ahead to the first data row, so format, header and dim() are known afterwards.
+  // Throws InputError "cannot open 'PATH': <reason>" and "PATH: no data rows".
+  TableReader(const std::string& path, TableOptions opts = {});
+  ~TableReader();
+  TableReader(TableReader&&) noexcept;
+  TableReader& operator=(TableReader&&) noexcept;
+  TableReader(const TableReader&) = delete;
+  TableReader& operator=(const TableReader&) = delete;
+
+  std::size_t dim() const;  // number of feature columns
+  TableFormat format() const;  // the resolved format (never Auto)
+  bool has_labels() const;     // libsvm, or a label column was given
+
+  // Reads up to max_rows rows into `out` (resized to n x dim()) and, if `labels` is
+  // non-null, their labels (resized to n; 0 when the input has no labels). Returns n;
+  // 0 means end of input. Memory is bounded by the chunk, not by the input size.
+  std::size_t next_chunk(DenseMatrix& out, std::size_t max_rows, std::vector<double>* labels = nullptr);
+
+  std::size_t rows_read() const;  // rows returned by next_chunk so far
+  const std::string& path() const;
+  bool had_header() const;
+  std::vector<std::string> column_names() const;  // feature column names from the header, or empty
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Reads everything (rows x dim) and, if non-null, the labels.
+// Throws InputError "PATH: no data rows" on empty input.
+DenseMatrix read_table(const std::string& path, const TableOptions& opts = {},
+                       std::vector<double>* labels = nullptr);
+
+// One set per line: uint32 element ids separated by spaces, tabs or commas. Each set is
+// sorted and de-duplicated; an empty (or all-blank) line is an empty set; lines starting
+// with '#' are comments. Plain or gzip; "-" = stdin. Throws InputError "PATH: no sets"
+// when the input holds no line at all.
+SetCollection read_sets(const std::string& path);
+
+}  // namespace privrace

@@ -1,0 +1,160 @@
+// Noise mechanisms: each one's distribution is checked against its definition.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "privrace/core/error.hpp"
+#include "privrace/privacy/budget.hpp"
+#include "privrace/privacy/mechanisms.hpp"
+#include "test_util.hpp"
+
+using namespace privrace;
+using privrace::testing::chi_square;
+using privrace::testing::chi_square_critical;
+
+TEST(BernoulliExp, FrequencyMatchesExpMinusGamma) {
+  SeededRandom rng(11);
+  for (const auto& [num, den] : std::vector<std::pair<std::uint64_t, std::uint64_t>>{{1, 3}, {1, 1}, {7, 2}, {0, 5}}) {
+    const int n = 200000;
+    int hits = 0;
+    for (int i = 0; i < n; ++i) hits += bernoulli_exp(rng, num, den);
+    const double p = std::exp(-static_cast<double>(num) / static_cast<double>(den));
+    const double sd = std::sqrt(p * (1 - p) / n);
+    EXPECT_NEAR(static_cast<double>(hits) / n, p, 5 * sd + 1e-12) << num << "/" << den;
+  }
+}
+
+class DiscreteLaplaceScales : public ::testing::TestWithParam<double> {};
+
+TEST_P(DiscreteLaplaceScales, MatchesPmfAndVariance) {
+  const double scale = GetParam();
+  const DiscreteLaplace noise(scale);
+  EXPECT_GE(noise.scale(), scale);  // rounded up: never less noise than asked
+  EXPECT_LT(noise.scale(), scale * (1 + 1e-5));
+  SeededRandom rng(static_cast<std::uint64_t>(scale * 1000) + 7);
+  const long long n = 200000;
+  std::map<long long, long long> hist;
+  double sum = 0, sum2 = 0;
+  for (long long i = 0; i < n; ++i) {
+    const auto y = noise.sample(rng);
+    ++hist[y];
+    sum += static_cast<double>(y);
+    sum2 += static_cast<double>(y) * static_cast<double>(y);
+  }
+  const long long k = static_cast<long long>(std::ceil(6 * scale)) + 2;
+  const auto [stat, df] = chi_square(hist, [&](long long y) { return noise.pmf(y); }, -k, k, n);
+  EXPECT_LT(stat, chi_square_critical(df)) << "chi-square " << stat << " with " << df << " df at scale " << scale;
+  const double mean = sum / n, var = sum2 / n - mean * mean;
+  EXPECT_NEAR(mean, 0.0, 5 * std::sqrt(noise.variance() / n));
+  // Var of the sample variance ~ (kurtosis) var^2 / n; 6 var / sqrt(n) is a loose 5-sigma band.
+  EXPECT_NEAR(var / noise.variance(), 1.0, 6.0 * std::sqrt(6.0 / n) + 0.01);
+}
+
+INSTANTIATE_TEST_SUITE_P(Scales, DiscreteLaplaceScales, ::testing::Values(0.3, 1.0, 2.5, 17.0, 1000.0));
+
+TEST(DiscreteLaplace, HugeScaleKeepsVarianceAndSymmetry) {
+  // R / epsilon = 1000 / 1e-4 = 1e7: the regime of the paper's smallest epsilons.
+  const DiscreteLaplace noise(1e7);
+  SeededRandom rng(5);
+  const int n = 50000;
+  double sum2 = 0;
+  int positive = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto y = static_cast<double>(noise.sample(rng));
+    sum2 += y * y;
+    positive += y > 0;
+  }
+  EXPECT_NEAR(sum2 / n / noise.variance(), 1.0, 0.1);
+  EXPECT_NEAR(positive / static_cast<double>(n), 0.5, 0.01);
+}
+
+TEST(DiscreteLaplace, RejectsBadScales) {
+  EXPECT_THROW(DiscreteLaplace(0.0), UsageError);
+  EXPECT_THROW(DiscreteLaplace(-1.0), UsageError);
+  EXPECT_THROW(DiscreteLaplace(std::nan("")), UsageError);
+  EXPECT_THROW(DiscreteLaplace(1e300), UsageError);
+}
+
+TEST(ContinuousLaplace, FlooredMatchesCdfDifferences) {
+  // floor(Lap(b)) has P(k) = F(k+1) - F(k), F the Laplace cdf.
+  const double b = 2.0;
+  SeededRandom rng(3);
+  const long long n = 200000;
+  std::map<long long, long long> hist;
+  for (long long i = 0; i < n; ++i) ++hist[static_cast<long long>(std::floor(sample_laplace(rng, b)))];
+  auto cdf = [&](double x) { return x < 0 ? 0.5 * std::exp(x / b) : 1 - 0.5 * std::exp(-x / b); };
+  const auto [stat, df] = chi_square(hist, [&](long long k) { return cdf(k + 1.0) - cdf(static_cast<double>(k)); }, -15, 15, n);
+  EXPECT_LT(stat, chi_square_critical(df));
+}
+
+TEST(Gaussian, NormalSamplerHasUnitVarianceAndGaussianTails) {
+  SeededRandom rng(9);
+  const int n = 200000;
+  double s = 0, s2 = 0;
+  int beyond2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const double z = sample_normal(rng);
+    s += z;
+    s2 += z * z;
+    beyond2 += std::abs(z) > 2.0;
+  }
+  EXPECT_NEAR(s / n, 0.0, 0.015);
+  EXPECT_NEAR(s2 / n, 1.0, 0.02);
+  EXPECT_NEAR(beyond2 / static_cast<double>(n), std::erfc(2.0 / std::sqrt(2.0)), 0.003);  // 4.55%
+}
+
+TEST(Gaussian, AnalyticSigmaMeetsDeltaAndBeatsClassicBound) {
+  for (const double eps : {0.1, 0.5, 1.0, 4.0}) {
+    const double delta = 1e-5, l2 = 3.0;
+    const double sigma = analytic_gaussian_sigma(eps, delta, l2);
+    auto phi = [](double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); };
+    auto achieved = [&](double s) { return phi(l2 / (2 * s) - eps * s / l2) - std::exp(eps) * phi(-l2 / (2 * s) - eps * s / l2); };
+    EXPECT_LE(achieved(sigma), delta * (1 + 1e-9));
+    EXPECT_GT(achieved(sigma * 0.99), delta);  // the smallest such sigma, not just any
+    if (eps < 1) {
+      EXPECT_LT(sigma, l2 * std::sqrt(2 * std::log(1.25 / delta)) / eps);
+    }
+  }
+}
+
+TEST(Sensitivity, DerivedValues) {
+  auto s = race_sensitivity(100, 1, NeighborRelation::AddRemove);
+  EXPECT_DOUBLE_EQ(s.l1, 100);
+  EXPECT_DOUBLE_EQ(s.l2, 10);
+  s = race_sensitivity(100, 1, NeighborRelation::Replace);
+  EXPECT_DOUBLE_EQ(s.l1, 200);  // replace-one doubles the L1 sensitivity
+  EXPECT_NEAR(s.l2, std::sqrt(200.0), 1e-12);
+  s = race_sensitivity(100, 2, NeighborRelation::AddRemove);  // regression sketch inserts x and -x
+  EXPECT_DOUBLE_EQ(s.l1, 200);
+}
+
+TEST(PrivacySpec, ValidatesFields) {
+  PrivacySpec p;
+  p.epsilon = 0;
+  EXPECT_THROW(p.validate(), UsageError);
+  p.epsilon = -1;
+  EXPECT_THROW(p.validate(), UsageError);
+  p.epsilon = std::nan("");
+  EXPECT_THROW(p.validate(), UsageError);
+  p.epsilon = 1;
+  p.mechanism = NoiseMechanism::Gaussian;
+  EXPECT_THROW(p.validate(), UsageError);  // needs delta
+  p.delta = 1e-6;
+  EXPECT_NO_THROW(p.validate());
+  EXPECT_THROW(parse_mechanism("laplace?"), UsageError);
+  EXPECT_THROW(parse_neighbors("swap"), UsageError);
+}
+
+TEST(RandomSource, BelowIsUniform) {
+  SeededRandom rng(1);
+  std::map<long long, long long> hist;
+  const long long n = 120000;
+  for (long long i = 0; i < n; ++i) ++hist[static_cast<long long>(rng.below(12))];
+  const auto [stat, df] = chi_square(hist, [](long long) { return 1.0 / 12; }, 0, 11, n);
+  EXPECT_LT(stat, chi_square_critical(df));
+  OsRandom os;
+  EXPECT_TRUE(os.cryptographic());
+  EXPECT_NE(os.next(), os.next());
+}

@@ -1,0 +1,75 @@
+#pragma once
+// Shared helpers for the tests: seeded data generators and a chi-square goodness-of-fit check.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "privrace/core/random.hpp"
+#include "privrace/core/types.hpp"
+#include "privrace/lsh/gaussian.hpp"
+
+namespace privrace::testing {
+
+// n points in d dimensions: a mixture of 3 Gaussian clusters (seeded).
+inline DenseMatrix clustered_points(std::size_t n, std::size_t d, std::uint64_t seed, double spread = 1.0) {
+  SeededRandom rng(seed);
+  DenseMatrix centres(3, static_cast<Eigen::Index>(d));
+  fill_gaussian(rng, centres.data(), 3 * d);
+  centres *= 3.0f;
+  DenseMatrix x(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(d));
+  fill_gaussian(rng, x.data(), n * d);
+  x *= static_cast<float>(spread);
+  for (Eigen::Index i = 0; i < x.rows(); ++i) x.row(i) += centres.row(static_cast<Eigen::Index>(rng.below(3)));
+  return x;
+}
+
+// Pearson chi-square of observed counts against expected probabilities (bins with expected
+// count < 5 are pooled into their neighbour). Returns {statistic, degrees of freedom}.
+inline std::pair<double, double> chi_square(const std::map<long long, long long>& observed,
+                                            const std::function<double(long long)>& pmf, long long lo, long long hi,
+                                            long long total) {
+  double stat = 0.0, df = -1.0, exp_acc = 0.0, obs_acc = 0.0;
+  double tail_p = 1.0;
+  for (long long k = lo; k <= hi; ++k) tail_p -= pmf(k);
+  auto count_at = [&](long long k) {
+    auto it = observed.find(k);
+    return it == observed.end() ? 0.0 : static_cast<double>(it->second);
+  };
+  double outside = static_cast<double>(total);
+  for (long long k = lo; k <= hi; ++k) outside -= count_at(k);
+  for (long long k = lo; k <= hi; ++k) {
+    exp_acc += pmf(k) * static_cast<double>(total);
+    obs_acc += count_at(k);
+    if (exp_acc >= 5.0) {
+      stat += (obs_acc - exp_acc) * (obs_acc - exp_acc) / exp_acc;
+      df += 1.0;
+      exp_acc = obs_acc = 0.0;
+    }
+  }
+  exp_acc += tail_p * static_cast<double>(total);
+  obs_acc += outside;
+  if (exp_acc > 0.0) {
+    stat += (obs_acc - exp_acc) * (obs_acc - exp_acc) / exp_acc;
+    df += 1.0;
+  }
+  return {stat, df};
+}
+
+// Upper 1e-4 quantile of chi-square(df), Wilson-Hilferty approximation (z = 3.719).
+inline double chi_square_critical(double df) {
+  const double z = 3.719, a = 2.0 / (9.0 * df);
+  return df * std::pow(1.0 - a + z * std::sqrt(a), 3.0);
+}
+
+inline std::filesystem::path temp_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("privrace_test_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+}  // namespace privrace::testing
