@@ -9,7 +9,57 @@
 
 namespace privrace {
 
+std::uint32_t RandomSource::next32() {
+  if (half_ready_) {
+    half_ready_ = false;
+    return static_cast<std::uint32_t>(half_ >> 32);
+  }
+  half_ = next();
+  half_ready_ = true;
+  return static_cast<std::uint32_t>(half_);
+}
+
+bool RandomSource::bit() {
+  if (bits_left_ == 0) {
+    bits_ = next();
+    bits_left_ = 64;
+  }
+  const bool b = bits_ & 1;
+  bits_ >>= 1;
+  --bits_left_;
+  return b;
+}
+
+bool RandomSource::bernoulli(std::uint64_t num, std::uint64_t den) {
+  if (num >= den) return true;
+  // U < p with U = 0.u1u2... uniform and p = num/den = 0.p1p2...: the first differing digit
+  // decides; digits of p come from long division.
+  unsigned __int128 rem = num;
+  for (;;) {
+    rem *= 2;
+    const bool p_digit = rem >= den;
+    if (p_digit) rem -= den;
+    const bool u_digit = bit();
+    if (u_digit != p_digit) return p_digit;  // u < p exactly when p has the 1 and u the 0
+    if (rem == 0) return false;              // p's expansion ended: U >= p
+  }
+}
+
 std::uint64_t RandomSource::below(std::uint64_t n) {
+  if (n == 1) return 0;
+  if (n <= (std::uint64_t{1} << 32)) {
+    // Lemire's method on 32-bit draws.
+    std::uint64_t m = static_cast<std::uint64_t>(next32()) * n;
+    std::uint32_t low = static_cast<std::uint32_t>(m);
+    if (low < n) {
+      const std::uint32_t threshold = static_cast<std::uint32_t>((std::uint64_t{1} << 32) % n);
+      while (low < threshold) {
+        m = static_cast<std::uint64_t>(next32()) * n;
+        low = static_cast<std::uint32_t>(m);
+      }
+    }
+    return m >> 32;
+  }
   // Lemire 2019, "Fast random integer generation in an interval": unbiased by rejection.
   unsigned __int128 m = static_cast<unsigned __int128>(next()) * n;
   std::uint64_t low = static_cast<std::uint64_t>(m);
@@ -63,7 +113,7 @@ static void fill_os_random(void* out, std::size_t bytes) {
 OsRandom::OsRandom() = default;
 
 std::uint64_t OsRandom::next() {
-  if (pos_ == 64) {
+  if (pos_ == kWords) {
     fill_os_random(buf_, sizeof(buf_));
     pos_ = 0;
   }

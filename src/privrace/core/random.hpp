@@ -14,11 +14,22 @@ class RandomSource {
   virtual bool cryptographic() const = 0;
 
   // Uniform integer in [0, n), exact (Lemire's multiply-and-reject; no modulo bias). n > 0.
+  // n <= 2^32 consumes 32-bit halves: the noise samplers are bound by CSPRNG throughput.
   std::uint64_t below(std::uint64_t n);
+  std::uint32_t next32();
+  bool bit();
+  // Bernoulli(num / den) exactly, for num <= den, den > 0: compares a lazily drawn uniform
+  // binary fraction with the expansion of num / den, two random bits on average.
+  bool bernoulli(std::uint64_t num, std::uint64_t den);
   // Uniform double in [0, 1) with 53 random bits.
   double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
   // Uniform double in (0, 1), never 0: for logarithms.
   double open_unit() { return (static_cast<double>(next() >> 11) + 0.5) * 0x1.0p-53; }
+
+ private:
+  std::uint64_t bits_ = 0, half_ = 0;
+  int bits_left_ = 0;
+  bool half_ready_ = false;
 };
 
 // xoshiro256** seeded through splitmix64: fast, reproducible, NOT for releases.
@@ -40,8 +51,9 @@ class OsRandom final : public RandomSource {
   bool cryptographic() const override { return true; }
 
  private:
-  std::uint64_t buf_[64];
-  int pos_ = 64;
+  static constexpr int kWords = 2048;  // 16 KiB per getrandom call: the syscall is amortised
+  std::uint64_t buf_[kWords];
+  int pos_ = kWords;
 };
 
 // splitmix64 step: derives independent seeds for sub-streams (per LSH row, per thread).

@@ -20,7 +20,8 @@ class PStableL2 final : public LshFamily {
  private:
   std::size_t dim_, power_;
   double width_;
-  DenseMatrix projections_;  // (R p) x d, pre-divided by w
+  DenseMatrix projections_;    // (R p) x d, pre-divided by w
+  DenseMatrix projections_t_;  // d x (R p): the same, laid out for single-point queries
   Eigen::VectorXf offsets_;  // (R p), b / w
 };
 

@@ -19,7 +19,8 @@ void SignedRandomProjection::hash_dense(const DenseRef& batch, CodeMatrix& codes
   const Eigen::Index n = batch.rows();
   const auto pw = static_cast<Eigen::Index>(power_);
   const auto nrows = static_cast<Eigen::Index>(row_end - row_begin);
-  DenseMatrix proj(nrows * pw, n);
+  thread_local DenseMatrix proj;  // reused: a fresh large buffer per call would be an mmap
+  proj.resize(nrows * pw, n);
   proj.noalias() = projections_.middleRows(static_cast<Eigen::Index>(row_begin) * pw, nrows * pw) * batch.transpose();
   codes.resize(nrows, n);
   for (Eigen::Index r = 0; r < nrows; ++r) {

@@ -19,7 +19,7 @@ bool bernoulli_exp(RandomSource& rng, std::uint64_t num, std::uint64_t den) {
   for (;;) {
     unsigned __int128 denk = static_cast<unsigned __int128>(den) * k;
     if (denk > std::numeric_limits<std::uint64_t>::max()) throw Error("bernoulli_exp: denominator overflow");
-    if (rng.below(static_cast<std::uint64_t>(denk)) >= num) break;  // Bernoulli(num / (den k)) = 0
+    if (!rng.bernoulli(num, static_cast<std::uint64_t>(denk))) break;  // Bernoulli(num / (den k)) = 0
     ++k;
   }
   return (k % 2) == 1;
@@ -51,7 +51,7 @@ std::int64_t DiscreteLaplace::sample(RandomSource& rng) const {
     while (bernoulli_exp(rng, 1, 1)) ++v;
     const unsigned __int128 x = static_cast<unsigned __int128>(u) + static_cast<unsigned __int128>(t_) * v;
     const auto y = static_cast<std::int64_t>(x / s_);
-    const bool negative = rng.below(2) == 1;
+    const bool negative = rng.bit();
     if (negative && y == 0) continue;
     return negative ? -y : y;
   }

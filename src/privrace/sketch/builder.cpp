@@ -26,7 +26,8 @@ std::pair<std::size_t, std::size_t> slice(std::size_t n, int t, int threads) {
 
 SketchBuilder::SketchBuilder(RaceSketch& target, BuildOptions opts) : target_(target), opts_(std::move(opts)) {
   threads_ = opts_.threads > 0 ? opts_.threads : omp_get_max_threads();
-  if (opts_.batch == 0) throw UsageError("batch size must be positive");
+  if (opts_.batch == 0 || opts_.row_block == 0) throw UsageError("batch size and row block must be positive");
+  if (target_.is_private()) throw UsageError("cannot add records to a sketch that already carries noise");
   const double copy_bytes = static_cast<double>(target_.rows()) * static_cast<double>(target_.width()) * 8.0;
   if (opts_.strategy == "replicate") split_rows_ = false;
   else if (opts_.strategy == "split_rows") split_rows_ = true;
@@ -57,21 +58,26 @@ void SketchBuilder::add_dense(const DenseRef& chunk) {
   {
     const int t = omp_get_thread_num();
     CodeMatrix codes;
+    // Blocked loops: a batch of points meets a block of rows at a time, so the block's counts
+    // (row_block x W int64) stay in cache while thousands of points land in them.
+    auto fill = [&](RaceSketch& dst, Eigen::Index first, Eigen::Index count, std::size_t r0, std::size_t r1) {
+      const auto points = chunk.middleRows(first, count);
+      for (std::size_t rb = r0; rb < r1; rb += opts_.row_block) {
+        const std::size_t re = std::min(r1, rb + opts_.row_block);
+        target_.family().hash_dense(points, codes, rb, re);
+        dst.add_codes(codes, rb, re);
+      }
+    };
     if (split_rows_) {
       const auto [r0, r1] = slice(target_.rows(), t, threads_);
-      for (Eigen::Index b = 0; b < static_cast<Eigen::Index>(n); b += B) {
-        const Eigen::Index m = std::min<Eigen::Index>(B, static_cast<Eigen::Index>(n) - b);
-        target_.family().hash_dense(chunk.middleRows(b, m), codes, r0, r1);
-        target_.add_codes(codes, r0, r1);
-      }
+      for (Eigen::Index b = 0; b < static_cast<Eigen::Index>(n); b += B)
+        fill(target_, b, std::min<Eigen::Index>(B, static_cast<Eigen::Index>(n) - b), r0, r1);
     } else {
       RaceSketch& mine = (t == 0) ? target_ : *partials_[static_cast<std::size_t>(t)];
       const auto [i0, i1] = slice(n, t, threads_);
-      for (std::size_t b = i0; b < i1; b += static_cast<std::size_t>(B)) {
-        const auto m = static_cast<Eigen::Index>(std::min<std::size_t>(static_cast<std::size_t>(B), i1 - b));
-        target_.family().hash_dense(chunk.middleRows(static_cast<Eigen::Index>(b), m), codes);
-        mine.add_codes(codes, 0, mine.rows());
-      }
+      for (std::size_t b = i0; b < i1; b += static_cast<std::size_t>(B))
+        fill(mine, static_cast<Eigen::Index>(b),
+             static_cast<Eigen::Index>(std::min<std::size_t>(static_cast<std::size_t>(B), i1 - b)), 0, mine.rows());
     }
   }
   points_ += n;

@@ -14,7 +14,8 @@ namespace privrace {
 
 struct BuildOptions {
   int threads = 0;             // 0 = OpenMP default (OMP_NUM_THREADS or all cores)
-  std::size_t batch = 256;     // points hashed per GEMM
+  std::size_t batch = 4096;    // points per batch (one GEMM per row block)
+  std::size_t row_block = 16;  // sketch rows hashed and filled together: their counts stay in L2
   double memory_fraction = 0.5;  // replicate sub-sketches only while they fit in this share of RAM
   std::string strategy = "auto";  // auto | replicate | split_rows
 };

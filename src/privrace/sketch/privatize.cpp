@@ -1,6 +1,8 @@
 #include "privrace/sketch/privatize.hpp"
 
 #include <cmath>
+#include <functional>
+#include <memory>
 
 #include "privrace/core/error.hpp"
 #include "privrace/privacy/mechanisms.hpp"
@@ -11,32 +13,50 @@ void privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& s
   spec.validate();
   if (sketch.is_private()) throw UsageError("the sketch already carries noise; it is privatized once, after the merge");
   const Sensitivity sens = race_sensitivity(sketch.rows(), sketch.family().cells_per_record(), spec.neighbors);
-  auto rng = make_noise_source(source.seeded, source.seed);
   auto counts = sketch.mutable_counts();
+  const std::size_t width = sketch.width(), rows = sketch.rows();
   double realised_epsilon = spec.epsilon;
   double noise_scale = 0.0;
+  std::function<std::int64_t(std::int64_t, RandomSource&)> perturb;
   switch (spec.mechanism) {
     case NoiseMechanism::DiscreteLaplace: {
       // P(Z = z) ~ exp(-eps |z| / L1): the geometric mechanism (Ghosh et al. 2009) is eps-DP for
       // integer queries with L1 sensitivity L1; the scale is rounded up, so eps only shrinks.
       const DiscreteLaplace noise(sens.l1 / spec.epsilon);
-      for (auto& c : counts) c += noise.sample(*rng);
       noise_scale = noise.scale();
       realised_epsilon = sens.l1 / noise.scale();
+      perturb = [noise](std::int64_t c, RandomSource& rng) { return c + noise.sample(rng); };
       break;
     }
     case NoiseMechanism::FlooredLaplace: {
       // Algorithm 1 as printed: floor(S + Lap(L1 / eps)); the floor is post-processing.
       noise_scale = sens.l1 / spec.epsilon;
-      for (auto& c : counts)
-        c = static_cast<std::int64_t>(std::floor(static_cast<double>(c) + sample_laplace(*rng, noise_scale)));
+      perturb = [noise_scale](std::int64_t c, RandomSource& rng) {
+        return static_cast<std::int64_t>(std::floor(static_cast<double>(c) + sample_laplace(rng, noise_scale)));
+      };
       break;
     }
     case NoiseMechanism::Gaussian: {
       // Analytic Gaussian mechanism at L2 sensitivity; rounding to integers is post-processing.
       noise_scale = analytic_gaussian_sigma(spec.epsilon, spec.delta, sens.l2);
-      for (auto& c : counts) c += static_cast<std::int64_t>(std::llround(noise_scale * sample_normal(*rng)));
+      perturb = [noise_scale](std::int64_t c, RandomSource& rng) {
+        return c + static_cast<std::int64_t>(std::llround(noise_scale * sample_normal(rng)));
+      };
       break;
+    }
+  }
+  // Rows are perturbed in parallel. Seeded noise uses one stream per row, so the result does
+  // not depend on the thread count; release noise uses one OS CSPRNG reader per thread.
+#pragma omp parallel
+  {
+    std::unique_ptr<RandomSource> os_rng;
+    if (!source.seeded) os_rng = std::make_unique<OsRandom>();
+#pragma omp for schedule(static)
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::unique_ptr<RandomSource> row_rng;
+      if (source.seeded) row_rng = std::make_unique<SeededRandom>(derive_seed(source.seed, r));
+      RandomSource& rng = source.seeded ? *row_rng : *os_rng;
+      for (std::size_t c = r * width; c < (r + 1) * width; ++c) counts[c] = perturb(counts[c], rng);
     }
   }
   sketch.set_privacy({{"private", true},

@@ -49,17 +49,51 @@ RaceSketch::RaceSketch(std::shared_ptr<const LshFamily> family, std::size_t widt
   counts_.assign(rows_ * width_, 0);
 }
 
+namespace {
+// Columns of one row for a whole batch: a branch-free loop the compiler vectorises.
+void columns_of(const ColumnHash& h, const std::uint64_t* codes, std::uint32_t* cols, Eigen::Index n) {
+  for (Eigen::Index i = 0; i < n; ++i) cols[i] = h(codes[i]);
+}
+}  // namespace
+
 void RaceSketch::add_codes(const CodeMatrix& codes, std::size_t row_begin, std::size_t row_end) {
   const Eigen::Index n = codes.cols();
   const bool mirrored = family_->mirrored_inserts();
   // Row-outer loop: one count row (W int64) stays in L1 while a whole batch lands in it.
-  for (std::size_t r = row_begin; r < row_end; ++r) {
+  // Four rows are incremented together: clustered data sends consecutive points to the same
+  // counter, and four independent load-add-store chains hide that store-forwarding latency.
+  constexpr std::size_t kGroup = 4;
+  thread_local std::vector<std::uint32_t> cols;
+  thread_local std::vector<std::uint64_t> mirror_codes;
+  cols.resize(kGroup * static_cast<std::size_t>(n));
+  std::size_t r = row_begin;
+  for (; r + kGroup <= row_end; r += kGroup) {
+    for (std::size_t j = 0; j < kGroup; ++j)
+      columns_of(columns_[r + j], codes.row(static_cast<Eigen::Index>(r + j - row_begin)).data(), cols.data() + j * n, n);
+    std::int64_t *c0 = row(r), *c1 = row(r + 1), *c2 = row(r + 2), *c3 = row(r + 3);
+    const std::uint32_t *k0 = cols.data(), *k1 = k0 + n, *k2 = k1 + n, *k3 = k2 + n;
+    for (Eigen::Index i = 0; i < n; ++i) {
+      ++c0[k0[i]];
+      ++c1[k1[i]];
+      ++c2[k2[i]];
+      ++c3[k3[i]];
+    }
+  }
+  for (; r < row_end; ++r) {
     std::int64_t* counts = row(r);
-    const ColumnHash h = columns_[r];
-    const std::uint64_t* c = codes.row(static_cast<Eigen::Index>(r - row_begin)).data();
-    for (Eigen::Index i = 0; i < n; ++i) ++counts[h(c[i])];
-    if (mirrored)
-      for (Eigen::Index i = 0; i < n; ++i) ++counts[h(family_->mirror(c[i]))];
+    columns_of(columns_[r], codes.row(static_cast<Eigen::Index>(r - row_begin)).data(), cols.data(), n);
+    for (Eigen::Index i = 0; i < n; ++i) ++counts[cols[static_cast<std::size_t>(i)]];
+  }
+  if (mirrored) {
+    // The regression sketch also inserts -x: its code is the mirror of x's code.
+    mirror_codes.resize(static_cast<std::size_t>(n));
+    for (std::size_t rr = row_begin; rr < row_end; ++rr) {
+      const std::uint64_t* c = codes.row(static_cast<Eigen::Index>(rr - row_begin)).data();
+      for (Eigen::Index i = 0; i < n; ++i) mirror_codes[static_cast<std::size_t>(i)] = family_->mirror(c[i]);
+      columns_of(columns_[rr], mirror_codes.data(), cols.data(), n);
+      std::int64_t* counts = row(rr);
+      for (Eigen::Index i = 0; i < n; ++i) ++counts[cols[static_cast<std::size_t>(i)]];
+    }
   }
 }
 
@@ -103,19 +137,34 @@ double RaceSketch::n_hat() const {
 }
 
 DoubleMatrix RaceSketch::row_estimates(const CodeMatrix& codes) const {
+  // R x queries, filled row by row: a batch of lookups lands in one count row (cache-friendly).
   const Eigen::Index n = codes.cols();
-  DoubleMatrix out(n, static_cast<Eigen::Index>(rows_));
+  DoubleMatrix out(static_cast<Eigen::Index>(rows_), n);
   const bool mirrored = family_->mirrored_queries();
+  thread_local std::vector<std::uint32_t> cols;
+  cols.resize(static_cast<std::size_t>(n));
   for (std::size_t r = 0; r < rows_; ++r) {
     const std::int64_t* counts = row(r);
-    const ColumnHash h = columns_[r];
-    for (Eigen::Index i = 0; i < n; ++i) {
-      const std::uint64_t c = codes(static_cast<Eigen::Index>(r), i);
-      double v = static_cast<double>(counts[h(c)]);
-      if (mirrored) v += static_cast<double>(counts[h(family_->mirror(c))]);
-      out(i, static_cast<Eigen::Index>(r)) = v;
-    }
+    const std::uint64_t* c = codes.row(static_cast<Eigen::Index>(r)).data();
+    double* dst = out.row(static_cast<Eigen::Index>(r)).data();
+    columns_of(columns_[r], c, cols.data(), n);
+    for (Eigen::Index i = 0; i < n; ++i) dst[i] = static_cast<double>(counts[cols[static_cast<std::size_t>(i)]]);
+    if (mirrored)
+      for (Eigen::Index i = 0; i < n; ++i) dst[i] += static_cast<double>(counts[columns_[r](family_->mirror(c[i]))]);
   }
+  return out;
+}
+
+std::vector<double> RaceSketch::row_estimates_single(const std::uint64_t* codes) const {
+  // One query: the R column hashes are independent, so this loop is a vector of hash
+  // computations followed by R independent loads the core overlaps.
+  std::vector<double> out(rows_);
+  const std::int64_t* counts = counts_.data();
+  const ColumnHash* hashes = columns_.data();
+  for (std::size_t r = 0; r < rows_; ++r) out[r] = static_cast<double>(counts[r * width_ + hashes[r](codes[r])]);
+  if (family_->mirrored_queries())
+    for (std::size_t r = 0; r < rows_; ++r)
+      out[r] += static_cast<double>(counts[r * width_ + hashes[r](family_->mirror(codes[r]))]);
   return out;
 }
 
@@ -155,25 +204,39 @@ std::vector<double> RaceSketch::query_dense(const DenseRef& queries, const Query
     throw InputError("queries have " + std::to_string(queries.cols()) + " columns but the sketch was built on " +
                      std::to_string(family_->dim()) + "-dimensional data");
   std::vector<double> out(static_cast<std::size_t>(queries.rows()));
-  constexpr Eigen::Index kBatch = 256;
+  constexpr Eigen::Index kBatch = 64;  // R x 64 estimates stay in L2
   for (Eigen::Index b = 0; b < queries.rows(); b += kBatch) {
     const Eigen::Index n = std::min(kBatch, queries.rows() - b);
-    CodeMatrix codes;
+    thread_local CodeMatrix codes;
     family_->hash_dense(queries.middleRows(b, n), codes);
+    if (n == 1) {
+      out[static_cast<std::size_t>(b)] = combine(row_estimates_single(codes.data()), opts);
+      continue;
+    }
     const DoubleMatrix est = row_estimates(codes);
-    for (Eigen::Index i = 0; i < n; ++i)
-      out[static_cast<std::size_t>(b + i)] = combine(std::span<const double>(est.row(i).data(), rows_), opts);
+    std::vector<double> values(rows_);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      for (std::size_t r = 0; r < rows_; ++r) values[r] = est(static_cast<Eigen::Index>(r), i);
+      out[static_cast<std::size_t>(b + i)] = combine(values, opts);
+    }
   }
   return out;
 }
 
 std::vector<double> RaceSketch::query_sets(const SetBatch& queries, const QueryOptions& opts) const {
-  CodeMatrix codes;
-  family_->hash_sets(queries, codes);
-  const DoubleMatrix est = row_estimates(codes);
   std::vector<double> out(queries.size());
-  for (std::size_t i = 0; i < queries.size(); ++i)
-    out[i] = combine(std::span<const double>(est.row(static_cast<Eigen::Index>(i)).data(), rows_), opts);
+  std::vector<double> values(rows_);
+  constexpr std::size_t kBatch = 64;
+  CodeMatrix codes;
+  for (std::size_t b = queries.begin; b < queries.end; b += kBatch) {
+    const SetBatch part{queries.sets, b, std::min(queries.end, b + kBatch)};
+    family_->hash_sets(part, codes);
+    const DoubleMatrix est = row_estimates(codes);
+    for (std::size_t i = 0; i < part.size(); ++i) {
+      for (std::size_t r = 0; r < rows_; ++r) values[r] = est(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(i));
+      out[b - queries.begin + i] = combine(values, opts);
+    }
+  }
   return out;
 }
 

@@ -58,8 +58,9 @@ class RaceSketch {
   // Kernel-sum estimates sum_x k(x, q) for each query (not divided by N-hat).
   std::vector<double> query_dense(const DenseRef& queries, const QueryOptions& opts = {}) const;
   std::vector<double> query_sets(const SetBatch& queries, const QueryOptions& opts = {}) const;
-  // Per-row estimates X_r for one batch: out is queries x R.
+  // Per-row estimates X_r for one batch: out is R x queries.
   DoubleMatrix row_estimates(const CodeMatrix& codes) const;
+  std::vector<double> row_estimates_single(const std::uint64_t* codes) const;  // codes of one query
   double combine(std::span<const double> row_values, const QueryOptions& opts) const;
 
   // Privacy state, set by privatize(); a fresh sketch holds exact counts.

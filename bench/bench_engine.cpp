@@ -1,0 +1,136 @@
+// Engine microbenchmarks: hashing per family, sketch build (row-updates per second), query
+// latency, merge, privatization, and thread scaling. Report medians:
+//   build/bench/bench_engine --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include "privrace/core/random.hpp"
+#include "privrace/lsh/family.hpp"
+#include "privrace/lsh/gaussian.hpp"
+#include "privrace/sketch/builder.hpp"
+#include "privrace/sketch/privatize.hpp"
+#include "privrace/sketch/race_sketch.hpp"
+
+using namespace privrace;
+
+namespace {
+// Uniform points in [0, 255]^d (the skin data's range for d = 3).
+DenseMatrix cube_points(std::size_t n, std::size_t d, std::uint64_t seed) {
+  SeededRandom rng(seed);
+  DenseMatrix x(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(d));
+  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(255.0 * rng.unit());
+  return x;
+}
+
+std::shared_ptr<const LshFamily> family_for(const std::string& kernel, std::size_t rows, std::size_t dim) {
+  return make_family(FamilySpec{.kernel = kernel, .bandwidth = 5.0, .power = kernel == "angular" ? 4u : 1u, .rows = rows, .dim = dim, .seed = 1});
+}
+}  // namespace
+
+// Codes per second of one family on one thread (batch of 256 points, R = 1000).
+static void BM_Hash(benchmark::State& state, const std::string& kernel) {
+  const auto d = static_cast<std::size_t>(state.range(0));
+  const auto family = family_for(kernel, 1000, d);
+  const DenseMatrix x = cube_points(256, d, 2);
+  CodeMatrix codes;
+  for (auto _ : state) {
+    family->hash_dense(x, codes);
+    benchmark::DoNotOptimize(codes.data());
+  }
+  state.counters["codes/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * 256 * 1000, benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_Hash, l2, std::string("l2"))->Arg(3)->Arg(8)->Arg(128)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Hash, angular, std::string("angular"))->Arg(3)->Arg(8)->Arg(128)->Unit(benchmark::kMicrosecond);
+
+static void BM_HashMinHash(benchmark::State& state) {
+  const auto family = make_family(FamilySpec{.kernel = "jaccard", .rows = 1000, .seed = 1});
+  SetCollection sets;
+  SeededRandom rng(3);
+  for (int i = 0; i < 64; ++i) {
+    std::vector<std::uint32_t> s;
+    for (std::uint32_t e = 0; e < static_cast<std::uint32_t>(state.range(0)); ++e) s.push_back(static_cast<std::uint32_t>(rng.below(1u << 20)));
+    std::sort(s.begin(), s.end());
+    s.erase(std::unique(s.begin(), s.end()), s.end());
+    sets.push_back(s);
+  }
+  CodeMatrix codes;
+  for (auto _ : state) {
+    family->hash_sets(SetBatch{&sets, 0, sets.size()}, codes);
+    benchmark::DoNotOptimize(codes.data());
+  }
+  state.counters["codes/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * 64 * 1000, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_HashMinHash)->Arg(12)->Arg(100)->Unit(benchmark::kMicrosecond);
+
+// Whole build, R = 1000, W = 1000, N = 245,057 (the skin data set's size), given threads.
+static void BM_Build(benchmark::State& state) {
+  const auto d = static_cast<std::size_t>(state.range(0));
+  const int threads = static_cast<int>(state.range(1));
+  const std::size_t n = d >= 128 ? 20000 : 245057;
+  const DenseMatrix x = cube_points(n, d, 4);
+  const auto family = family_for("l2", 1000, d);
+  for (auto _ : state) {
+    RaceSketch sketch(family, 1000);
+    build_dense(sketch, x, {.threads = threads});
+    benchmark::DoNotOptimize(sketch.counts().data());
+  }
+  state.counters["row_updates/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * static_cast<double>(n) * 1000, benchmark::Counter::kIsRate);
+  state.counters["threads"] = threads;
+}
+BENCHMARK(BM_Build)->ArgsProduct({{3, 8, 128}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Thread scaling on N = 1,000,000 points, d = 3: 1 .. all cores.
+static void BM_BuildScaling(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const DenseMatrix x = cube_points(1000000, 3, 5);
+  const auto family = family_for("l2", 1000, 3);
+  for (auto _ : state) {
+    RaceSketch sketch(family, 1000);
+    build_dense(sketch, x, {.threads = threads});
+    benchmark::DoNotOptimize(sketch.counts().data());
+  }
+  state.counters["row_updates/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * 1e9, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_BuildScaling)->DenseRange(1, omp_get_num_procs())->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Latency of one query (R = 1000, d = 3 and 10), and of a batch of 256 queries per query.
+static void BM_Query(benchmark::State& state) {
+  const auto d = static_cast<std::size_t>(state.range(0));
+  const auto batch = static_cast<std::size_t>(state.range(1));
+  const auto family = family_for("l2", 1000, d);
+  RaceSketch sketch(family, 1000);
+  build_dense(sketch, cube_points(10000, d, 6));
+  const DenseMatrix q = cube_points(batch, d, 7);
+  for (auto _ : state) benchmark::DoNotOptimize(sketch.query_dense(q));
+  state.counters["us/query"] = benchmark::Counter(static_cast<double>(state.iterations()) * static_cast<double>(batch),
+                                                  benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["us/query"] = state.counters["us/query"];
+}
+BENCHMARK(BM_Query)->ArgsProduct({{3, 10}, {1, 256}})->Unit(benchmark::kMicrosecond);
+
+static void BM_Merge(benchmark::State& state) {
+  const auto family = family_for("l2", 1000, 3);
+  RaceSketch a(family, 1000), b(family, 1000);
+  for (auto _ : state) {
+    a.merge(b);
+    benchmark::DoNotOptimize(a.counts().data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * 1000 * 1000 * 8);
+}
+BENCHMARK(BM_Merge)->Unit(benchmark::kMillisecond);
+
+// Noise for an R = 1000, W = 1000 sketch: the exact discrete Laplace sampler against the
+// floating-point floor(S + Lap) of the paper, both from the OS CSPRNG.
+static void BM_Privatize(benchmark::State& state, NoiseMechanism mechanism) {
+  const auto family = family_for("l2", 1000, 3);
+  for (auto _ : state) {
+    RaceSketch s(family, 1000);
+    privatize(s, {.epsilon = 1.0, .mechanism = mechanism}, {});
+    benchmark::DoNotOptimize(s.counts().data());
+  }
+}
+BENCHMARK_CAPTURE(BM_Privatize, discrete_laplace, NoiseMechanism::DiscreteLaplace)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Privatize, floored_laplace, NoiseMechanism::FlooredLaplace)->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages privrace needs, skipping those already present.
+# Uses sudo when not root. Safe to run repeatedly.
+set -euo pipefail
+
+packages=(
+  build-essential cmake git pkg-config
+  libeigen3-dev nlohmann-json3-dev libboost-program-options-dev zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libnlopt-cxx-dev
+  python3 python3-numpy python3-matplotlib
+)
+if [[ "${PRIVRACE_WITH_MPI:-0}" == 1 ]]; then packages+=(libopenmpi-dev openmpi-bin); fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then missing+=("$p"); fi
+done
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# An index refresh can fail offline; the install may still succeed from the local cache.
+$sudo apt-get update -qq || echo "setup: apt-get update failed; trying the install anyway" >&2
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
