@@ -1,0 +1,170 @@
+// The `privrace` command end to end: the interface, exit codes (0 ok, 2 usage, 1 other),
+// error messages for bad input, and that a failed run leaves no output file behind.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test_util.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+struct CliRun {
+  int code;
+  std::string out, err;
+};
+
+CliRun run(const std::string& args, const fs::path& dir) {
+  const fs::path err_file = dir / "stderr.txt";
+  const std::string cmd = std::string(PRIVRACE_CLI) + " " + args + " 2>" + err_file.string();
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (const std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  std::ifstream e(err_file);
+  std::stringstream ss;
+  ss << e.rdbuf();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, ss.str()};
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = privrace::testing::temp_dir("cli");
+    write("data.csv", "x,y,label\n1,2,0\n1.5,2.5,1\n3,1,0\n0.5,0.5,1\n2,2,0\n");
+    write("queries.csv", "1,2\n3,1\n");
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  void write(const std::string& name, const std::string& text) { std::ofstream(dir / name) << text; }
+  std::string p(const std::string& name) const { return (dir / name).string(); }
+  std::string sketch_args(const std::string& input, const std::string& out) const {
+    return "sketch --input " + p(input) + " --label-column 3 --kernel l2 --bandwidth 2 --rows 50 --width 64 --epsilon 1 --seed 7 -q -o " + p(out);
+  }
+  void expect_error(const std::string& args, int code, const std::string& fragment, const std::string& output = "") {
+    const CliRun r = run(args, dir);
+    EXPECT_EQ(r.code, code) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << "stderr was: " << r.err;
+    if (!output.empty()) {
+      EXPECT_FALSE(fs::exists(p(output))) << "a failed run left " << output;
+    }
+  }
+  fs::path dir;
+};
+}  // namespace
+
+TEST_F(Cli, SketchQueryInfoMergeRoundTrip) {
+  ASSERT_EQ(run(sketch_args("data.csv", "a.rsk"), dir).code, 0);
+  const CliRun q = run("query " + p("a.rsk") + " --queries " + p("queries.csv"), dir);
+  ASSERT_EQ(q.code, 0) << q.err;
+  EXPECT_EQ(std::count(q.out.begin(), q.out.end(), '\n'), 2);
+  const CliRun info = run("info " + p("a.rsk"), dir);
+  ASSERT_EQ(info.code, 0);
+  const auto header = nlohmann::json::parse(info.out);
+  EXPECT_TRUE(header["privacy"]["private"].get<bool>());
+  EXPECT_FALSE(header["privacy"]["fit_for_release"].get<bool>());  // --seed
+  EXPECT_EQ(header["family"]["dim"].get<int>(), 2);                // label column dropped
+  const CliRun counts = run("info " + p("a.rsk") + " --counts", dir);
+  EXPECT_EQ(std::count(counts.out.begin(), counts.out.end(), '\n'), std::count(info.out.begin(), info.out.end(), '\n') + 50);
+  // Equal seeds give identical files.
+  ASSERT_EQ(run(sketch_args("data.csv", "b.rsk"), dir).code, 0);
+  std::ifstream fa(p("a.rsk"), std::ios::binary), fb(p("b.rsk"), std::ios::binary);
+  std::stringstream sa, sb;
+  sa << fa.rdbuf();
+  sb << fb.rdbuf();
+  EXPECT_EQ(sa.str(), sb.str());
+  ASSERT_EQ(run("merge " + p("a.rsk") + " " + p("b.rsk") + " -o " + p("c.rsk"), dir).code, 0);
+  const auto merged = nlohmann::json::parse(run("info " + p("c.rsk"), dir).out);
+  EXPECT_EQ(merged["privacy"]["merged_from"].size(), 2u);
+  EXPECT_EQ(run("query " + p("c.rsk") + " --queries " + p("queries.csv") + " --estimator mom --debias", dir).code, 0);
+  // Without --seed two runs differ (fresh LSH seed and OS noise).
+  const std::string unseeded = "sketch --input " + p("data.csv") + " --label-column 3 --rows 20 --width 16 --epsilon 1 -q -o ";
+  ASSERT_EQ(run(unseeded + p("u1.rsk"), dir).code, 0);
+  ASSERT_EQ(run(unseeded + p("u2.rsk"), dir).code, 0);
+  const auto u1 = nlohmann::json::parse(run("info " + p("u1.rsk"), dir).out);
+  const auto u2 = nlohmann::json::parse(run("info " + p("u2.rsk"), dir).out);
+  EXPECT_NE(u1["family"]["seed"], u2["family"]["seed"]);
+  EXPECT_TRUE(u1["privacy"]["fit_for_release"].get<bool>());
+}
+
+TEST_F(Cli, HelpAndUsage) {
+  for (const std::string cmd : {"sketch", "query", "merge", "info"}) {
+    const CliRun r = run(cmd + " --help", dir);
+    EXPECT_EQ(r.code, 0) << cmd;
+    EXPECT_NE(r.out.find("usage: privrace " + cmd), std::string::npos);
+  }
+  EXPECT_EQ(run("", dir).code, 2);
+  EXPECT_EQ(run("frobnicate", dir).code, 2);
+  expect_error("sketch --input " + p("data.csv") + " --rows 10 --width 10 -o " + p("o.rsk"), 2, "--epsilon is required", "o.rsk");
+  expect_error("sketch --input " + p("data.csv") + " --rows ten --width 10 --epsilon 1 -o " + p("o.rsk"), 2, "rows", "o.rsk");
+}
+
+TEST_F(Cli, NonPrivateNeedsTheFlag) {
+  std::string base = sketch_args("data.csv", "np.rsk");
+  base.erase(base.find(" --epsilon 1"), 12);
+  expect_error(base, 2, "--epsilon is required", "np.rsk");
+  ASSERT_EQ(run(base + " --no-privacy", dir).code, 0);
+  const auto h = nlohmann::json::parse(run("info " + p("np.rsk"), dir).out);
+  EXPECT_FALSE(h["privacy"]["private"].get<bool>());
+  ASSERT_EQ(run(sketch_args("data.csv", "priv.rsk"), dir).code, 0);
+  expect_error("merge " + p("np.rsk") + " " + p("priv.rsk") + " -o " + p("mix.rsk"), 2, "non-private", "mix.rsk");
+}
+
+TEST_F(Cli, BadInputsGetClearErrorsAndNoOutput) {
+  write("nan.csv", "1,2\n3,nan\n");
+  expect_error(sketch_args("nan.csv", "o.rsk").replace(sketch_args("nan.csv", "o.rsk").find(" --label-column 3"), 17, ""), 1,
+               "nan.csv:2: column 2", "o.rsk");
+  write("inf.csv", "1,2\n3,4\n5,inf\n");
+  expect_error("sketch --input " + p("inf.csv") + " --rows 5 --width 5 --epsilon 1 -o " + p("o.rsk"), 1, "inf.csv:3: column 2", "o.rsk");
+  write("ragged.csv", "1,2,3\n4,5\n");
+  expect_error("sketch --input " + p("ragged.csv") + " --rows 5 --width 5 --epsilon 1 -o " + p("o.rsk"), 1, "ragged.csv:2", "o.rsk");
+  write("empty.csv", "");
+  expect_error("sketch --input " + p("empty.csv") + " --rows 5 --width 5 --epsilon 1 -o " + p("o.rsk"), 1, "no data rows", "o.rsk");
+  const std::string ok = "sketch --input " + p("data.csv") + " --label-column 3 -o " + p("o.rsk");
+  expect_error(ok + " --rows 5 --width 5 --epsilon 0", 2, "--epsilon must be a positive number", "o.rsk");
+  expect_error(ok + " --rows 5 --width 5 --epsilon -1", 2, "--epsilon", "o.rsk");
+  expect_error(ok + " --rows 5 --width 5 --epsilon abc", 2, "--epsilon must be a positive number, got 'abc'", "o.rsk");
+  expect_error(ok + " --rows 0 --width 5 --epsilon 1", 2, "--rows must be at least 1", "o.rsk");
+  expect_error(ok + " --rows 5 --width 0 --epsilon 1", 2, "--width must be at least 1", "o.rsk");
+  expect_error(ok + " --rows 1000000 --width 4000000000 --epsilon 1", 1, "MiB", "o.rsk");  // refused before allocating
+  expect_error(ok + " --rows 5 --width 5 --epsilon 1 --kernel gaussian", 2, "unknown kernel 'gaussian'", "o.rsk");
+  expect_error("sketch --input " + p("missing.csv") + " --rows 5 --width 5 --epsilon 1 -o " + p("o.rsk"), 1, "cannot open", "o.rsk");
+
+  ASSERT_EQ(run(sketch_args("data.csv", "a.rsk"), dir).code, 0);
+  write("q3.csv", "1,2,3\n");
+  expect_error("query " + p("a.rsk") + " --queries " + p("q3.csv"), 1, "3 columns");
+  // Truncated and corrupted sketch files.
+  std::ifstream in(p("a.rsk"), std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ofstream(p("trunc.rsk"), std::ios::binary) << bytes.substr(0, bytes.size() - 7);
+  expect_error("query " + p("trunc.rsk") + " --queries " + p("queries.csv"), 1, "truncated");
+  std::string corrupt = bytes;
+  corrupt[corrupt.size() - 10] ^= 0x55;
+  std::ofstream(p("corrupt.rsk"), std::ios::binary) << corrupt;
+  expect_error("info " + p("corrupt.rsk"), 1, "checksum");
+  // Different parameters or seeds refuse to merge, naming the field.
+  ASSERT_EQ(run(sketch_args("data.csv", "s8.rsk").replace(sketch_args("data.csv", "s8.rsk").find("--seed 7"), 8, "--seed 8"), dir).code, 0);
+  expect_error("merge " + p("a.rsk") + " " + p("s8.rsk") + " -o " + p("m.rsk"), 1, "seed", "m.rsk");
+  ASSERT_EQ(run(sketch_args("data.csv", "w.rsk").replace(sketch_args("data.csv", "w.rsk").find("--width 64"), 10, "--width 65"), dir).code, 0);
+  expect_error("merge " + p("a.rsk") + " " + p("w.rsk") + " -o " + p("m.rsk"), 1, "width", "m.rsk");
+}
+
+TEST_F(Cli, ReadsStdinAndOtherFormats) {
+  const CliRun r = run("sketch --input - --rows 10 --width 16 --epsilon 1 --seed 1 -q -o " + p("s.rsk") + " < " + p("queries.csv"), dir);
+  EXPECT_EQ(r.code, 0) << r.err;
+  write("d.svm", "1 1:0.5 2:1.5\n-1 2:3\n");
+  EXPECT_EQ(run("sketch --input " + p("d.svm") + " --rows 10 --width 16 --epsilon 1 -q -o " + p("svm.rsk"), dir).code, 0);
+  write("d.txt", "0.5 1.5\n  2 3\n");
+  EXPECT_EQ(run("sketch --input " + p("d.txt") + " --kernel angular --power 2 --rows 10 --width 16 --epsilon 1 -q -o " + p("ws.rsk"), dir).code, 0);
+  write("sets.txt", "1 2 3\n2 3 4\n10 11\n");
+  EXPECT_EQ(run("sketch --input " + p("sets.txt") + " --kernel jaccard --rows 10 --width 16 --epsilon 1 -q -o " + p("j.rsk"), dir).code, 0);
+  const CliRun q = run("query " + p("j.rsk") + " --queries " + p("sets.txt"), dir);
+  EXPECT_EQ(q.code, 0) << q.err;
+  EXPECT_EQ(std::count(q.out.begin(), q.out.end(), '\n'), 3);
+}
