@@ -1,0 +1,25 @@
+// The one list of built-in tasks and methods. A new method (KME, Bernstein, PrivBayes, a
+// classifier, ...) is a class deriving from Method plus one line here; see README.md.
+#include "experiment.hpp"
+#include "kde_task.hpp"
+#include "classify_task.hpp"
+#include "regress_task.hpp"
+#include "kde_baselines.hpp"
+
+namespace privrace::experiments {
+
+void register_builtin(Registry& registry) {
+  // Tasks (one driver per task family).
+  registry.add_task(make_kde_task());
+  registry.add_task(make_classification_task());
+  registry.add_task(make_regression_task());
+  // Methods, grouped by task.
+  registry.add_method(make_race_kde_method());
+  registry.add_method(make_race_classifier_method());  // classification
+  registry.add_method(make_objective_perturbation_method());
+  registry.add_method(make_majority_method());
+  for (auto& m : make_regression_methods()) registry.add_method(std::move(m));  // regression
+  register_kde_baselines(registry);  // bernstein, kme, spectral, pfda, histogram, privbayes
+}
+
+}  // namespace privrace::experiments

@@ -1,0 +1,268 @@
+#include "kde_task.hpp"
+
+#include <zlib.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "privrace/core/progress.hpp"
+#include "privrace/io/sketch_file.hpp"
+#include "privrace/privacy/budget.hpp"
+#include "privrace/sketch/builder.hpp"
+#include "privrace/sketch/privatize.hpp"
+
+namespace fs = std::filesystem;
+
+namespace privrace::experiments {
+namespace {
+
+constexpr char kCacheMagic[8] = {'P', 'R', 'G', 'T', 'C', 'A', 'C', 'H'};
+constexpr std::uint32_t kCacheVersion = 1;
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+template <typename T>
+void put(std::string& out, const T& v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+std::string matrix_digest(const DenseMatrix& m) {
+  return sha256_hex(m.data(), static_cast<std::size_t>(m.size()) * sizeof(Real));
+}
+
+class KdeTask final : public Task {
+ public:
+  std::string name() const override { return "kde"; }
+  std::vector<ParamSpec> options() const override {
+    using K = ParamSpec::Kind;
+    return {
+        {"kernel", K::String, "l2", {"l2", "angular"}, "LSH kernel of the ground truth (and of RACE)"},
+        {"bandwidth", K::PositiveNumber, 1.0, {}, "p-stable bucket width w (l2)"},
+        {"power", K::PositiveInt, 1, {}, "concatenated hashes p: kernel k^p"},
+        {"queries", K::PositiveInt, 2000, {}, "held-out queries (or grid points)"},
+        {"query_source", K::String, "held_out", {"held_out", "grid"}, "held_out: a seeded sample removed from the data; grid: evenly spaced (1-D)"},
+        {"query_seed", K::NonNegativeInt, 1, {}, "seed of the held-out split"},
+        {"grid_from", K::Number, 0.0, {}, "grid: first point"},
+        {"grid_to", K::Number, 1.0, {}, "grid: last point"},
+    };
+  }
+  std::vector<std::string> metrics() const override {
+    return {"mre", "mre_debiased", "l2_error", "l2_error_debiased"};
+  }
+
+  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RunEnvironment& env) const override {
+    auto ctx = std::make_unique<KdeContext>();
+    ctx->config = &cfg;
+    const json& o = cfg.task_options;
+    ctx->kernel.kernel = o.at("kernel").get<std::string>();
+    ctx->kernel.bandwidth = o.at("bandwidth").get<double>();
+    ctx->kernel.power = o.at("power").get<std::size_t>();
+    const json& entry = env.datasets->entry(cfg.dataset);
+    Preprocessing prep = Preprocessing::from_json(entry.value("preprocessing", json::object()));
+    prep = Preprocessing::from_json(cfg.preprocessing, prep);
+    ctx->data = load_dataset(*env.datasets, cfg.dataset, prep, env.search);
+
+    const std::size_t q = o.at("queries").get<std::size_t>();
+    const std::string source = o.at("query_source").get<std::string>();
+    if (source == "held_out") {
+      if (q >= static_cast<std::size_t>(ctx->data.x.rows()))
+        throw ConfigError(cfg.file + ": $.task.queries: " + std::to_string(q) + " held-out queries leave no data (the data set has " +
+                          std::to_string(ctx->data.x.rows()) + " rows)");
+      const Split split = seeded_split(static_cast<std::size_t>(ctx->data.x.rows()), q, o.at("query_seed").get<std::uint64_t>());
+      ctx->queries = select_rows(ctx->data.x, split.held_out);
+      ctx->train = select_rows(ctx->data.x, split.kept);
+      ctx->spacing = 1.0 / static_cast<double>(q);  // l2_error = root mean square error
+    } else {
+      if (ctx->data.x.cols() != 1)
+        throw ConfigError(cfg.file + ": $.task.query_source: \"grid\" needs 1-dimensional data (this data has " +
+                          std::to_string(ctx->data.x.cols()) + " features)");
+      const double a = o.at("grid_from").get<double>(), b = o.at("grid_to").get<double>();
+      ctx->queries.resize(static_cast<Eigen::Index>(q), 1);
+      for (std::size_t i = 0; i < q; ++i)
+        ctx->queries(static_cast<Eigen::Index>(i), 0) = static_cast<Real>(q == 1 ? a : a + (b - a) * i / (q - 1));
+      ctx->train = ctx->data.x;
+      ctx->spacing = q > 1 ? (b - a) / static_cast<double>(q - 1) : 1.0;
+    }
+
+    // Ground truth, cached under a key naming everything it depends on (data bytes included).
+    const json key_json = {{"what", "kde exact density"},
+                           {"dataset", cfg.dataset},
+                           {"stand_in", ctx->data.stand_in},
+                           {"preprocessing", ctx->data.preprocessing},
+                           {"queries", {{"source", source}, {"count", q}, {"seed", o.at("query_seed")},
+                                        {"grid", {o.at("grid_from"), o.at("grid_to")}}}},
+                           {"kernel", ctx->kernel.to_json()},
+                           {"train_rows", ctx->train.rows()},
+                           {"train_sha256", matrix_digest(ctx->train)},
+                           {"queries_sha256", matrix_digest(ctx->queries)}};
+    const std::string key = key_json.dump();
+    const std::string path = (fs::path(env.cache_dir) / ("kde-" + sha256_hex(key.data(), key.size()).substr(0, 24) + ".bin")).string();
+    if (read_truth_cache(path, key, ctx->truth)) {
+      ctx->cache_hit = true;
+    } else {
+      const auto t0 = std::chrono::steady_clock::now();
+      if (Progress::enabled())
+        std::cerr << "exact kernel sums: " << ctx->train.rows() << " rows x " << ctx->queries.rows() << " queries...\n";
+      auto sums = exact_kernel_sums(ctx->train, ctx->queries, ctx->kernel);
+      const double n = static_cast<double>(ctx->train.rows());
+      for (auto& s : sums) s /= n;
+      ctx->truth = std::move(sums);
+      write_truth_cache(path, key, ctx->truth);
+      if (Progress::enabled()) std::cerr << "exact kernel sums: " << seconds_since(t0) << " s, cached in " << path << "\n";
+    }
+    ctx->data_summary = {{"name", cfg.dataset},
+                         {"stand_in", ctx->data.stand_in},
+                         {"rows", ctx->data.x.rows()},
+                         {"dim", ctx->data.x.cols()},
+                         {"train_rows", ctx->train.rows()},
+                         {"queries", ctx->queries.rows()},
+                         {"query_source", source},
+                         {"checksum", ctx->data.checksum_status},
+                         {"scale", ctx->data.preprocessing.value("scale", "none")},
+                         {"kernel", ctx->kernel.to_json()}};
+    if (ctx->data.stand_in) ctx->data_summary["stand_in_reason"] = ctx->data.stand_in_reason;
+    return ctx;
+  }
+};
+
+// Private RACE (Coleman & Shrivastava, Algorithm 1 + 2) on the task's kernel. The counts
+// before noise depend only on (R, W, LSH seed), so a group hashes the data once and every
+// epsilon privatizes its own copy with fresh, independent noise.
+class RaceKdeMethod final : public Method {
+ public:
+  std::string name() const override { return "race"; }
+  std::string task() const override { return "kde"; }
+  std::vector<ParamSpec> parameters() const override {
+    using K = ParamSpec::Kind;
+    return {
+        {"rows", K::PositiveInt, nullptr, {}, "sketch rows R"},
+        {"width", K::PositiveInt, 1000, {}, "sketch columns W"},
+        {"mechanism", K::String, "discrete_laplace", {"discrete_laplace", "floored_laplace", "gaussian"}, "noise"},
+        {"delta", K::Number, 0.0, {}, "delta (gaussian only)"},
+        {"neighbors", K::String, "add-remove", {"add-remove", "replace"}, "neighbouring relation"},
+        {"estimator", K::String, "mean", {"mean", "mom"}, "mean over rows or median of means"},
+        {"mom_groups", K::PositiveInt, 5, {}, "median-of-means groups"},
+    };
+  }
+  std::string check(const json& p) const override {
+    const double delta = p.at("delta").get<double>();
+    if (p.at("mechanism") == "gaussian" && !(delta > 0 && delta < 1)) return "mechanism gaussian needs 0 < delta < 1";
+    if (p.at("mechanism") != "gaussian" && delta != 0) return "delta is only used by mechanism gaussian";
+    if (p.at("width").get<std::uint64_t>() > (std::uint64_t{1} << 32)) return "width must be at most 2^32";
+    return {};
+  }
+
+  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
+    const auto& ctx = dynamic_cast<const KdeContext&>(base);
+    const json& p = group.params;
+    FamilySpec fs;
+    fs.kernel = ctx.kernel.kernel;
+    fs.bandwidth = ctx.kernel.bandwidth;
+    fs.power = ctx.kernel.power;
+    fs.rows = p.at("rows").get<std::size_t>();
+    fs.dim = static_cast<std::size_t>(ctx.train.cols());
+    fs.seed = group.seed;
+    std::shared_ptr<const LshFamily> family = make_family(fs);
+    RaceSketch exact(family, p.at("width").get<std::size_t>());
+    BuildOptions bo;
+    bo.threads = ctx.threads;
+    const auto t0 = std::chrono::steady_clock::now();
+    const BuildReport br = build_dense(exact, ctx.train, bo);
+    const double hash_seconds = seconds_since(t0);
+
+    QueryOptions plain, debiased;
+    plain.estimator = debiased.estimator = parse_estimator(p.at("estimator").get<std::string>());
+    plain.mom_groups = debiased.mom_groups = p.at("mom_groups").get<std::size_t>();
+    debiased.debias = true;
+    for (std::size_t i = 0; i < group.cells.size(); ++i) {
+      const PendingCell& cell = group.cells[i];
+      RaceSketch sketch = exact;  // the exact counts are never released or stored
+      PrivacySpec spec;
+      spec.epsilon = cell.epsilon;
+      spec.delta = p.at("delta").get<double>();
+      spec.mechanism = parse_mechanism(p.at("mechanism").get<std::string>());
+      spec.neighbors = parse_neighbors(p.at("neighbors").get<std::string>());
+      const auto t1 = std::chrono::steady_clock::now();
+      privatize(sketch, spec, NoiseSource{true, cell.noise_seed});
+      const double noise_seconds = seconds_since(t1);
+      const auto t2 = std::chrono::steady_clock::now();
+      const auto dens = race_densities(sketch, ctx.queries, {plain, debiased});
+      const double query_seconds = seconds_since(t2);
+      CellResult r;
+      r.metrics = ctx.metrics(dens[0], dens[1]);
+      r.build_seconds = hash_seconds + noise_seconds;
+      r.query_seconds_per_query = query_seconds / static_cast<double>(ctx.queries.rows());
+      r.details = {{"hash_seconds", hash_seconds},
+                   {"noise_seconds", noise_seconds},
+                   {"build_strategy", br.strategy},
+                   {"n_hat", sketch.n_hat()},
+                   {"n_train", ctx.train.rows()},
+                   {"noise_scale", sketch.privacy().value("noise_scale", 0.0)},
+                   {"realised_epsilon", sketch.privacy().value("realised_epsilon", cell.epsilon)}};
+      emit(i, std::move(r));
+    }
+  }
+};
+
+}  // namespace
+
+json KdeContext::metrics(const std::vector<double>& plain, const std::vector<double>& debiased) const {
+  return {{"mre", mean_relative_error(plain, truth)},
+          {"mre_debiased", mean_relative_error(debiased, truth)},
+          {"l2_error", l2_function_error(plain, truth, spacing)},
+          {"l2_error_debiased", l2_function_error(debiased, truth, spacing)}};
+}
+
+std::unique_ptr<Task> make_kde_task() { return std::make_unique<KdeTask>(); }
+std::unique_ptr<Method> make_race_kde_method() { return std::make_unique<RaceKdeMethod>(); }
+
+bool read_truth_cache(const std::string& path, const std::string& key, std::vector<double>& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t head = sizeof kCacheMagic + 4 + 8;
+  if (bytes.size() < head + 8 + 4 || std::memcmp(bytes.data(), kCacheMagic, sizeof kCacheMagic) != 0) return false;
+  std::uint32_t version, crc_stored;
+  std::uint64_t key_len, count;
+  std::memcpy(&version, bytes.data() + 8, 4);
+  std::memcpy(&key_len, bytes.data() + 12, 8);
+  if (version != kCacheVersion || key_len > bytes.size() - head) return false;
+  if (bytes.compare(head, key_len, key) != 0 || key_len != key.size()) return false;
+  const std::size_t pos = head + key_len;
+  if (bytes.size() < pos + 8 + 4) return false;
+  std::memcpy(&count, bytes.data() + pos, 8);
+  if (count > (bytes.size() - pos - 12) / 8 || bytes.size() != pos + 8 + count * 8 + 4) {
+    std::cerr << "warning: " << path << ": truncated ground-truth cache; recomputing\n";
+    return false;
+  }
+  std::memcpy(&crc_stored, bytes.data() + bytes.size() - 4, 4);
+  const auto crc = static_cast<std::uint32_t>(
+      crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size() - 4)));
+  if (crc != crc_stored) {
+    std::cerr << "warning: " << path << ": ground-truth cache fails its checksum; recomputing\n";
+    return false;
+  }
+  out.resize(count);
+  std::memcpy(out.data(), bytes.data() + pos + 8, count * 8);
+  return true;
+}
+
+void write_truth_cache(const std::string& path, const std::string& key, const std::vector<double>& truth) {
+  std::string out(kCacheMagic, sizeof kCacheMagic);
+  put(out, kCacheVersion);
+  put(out, static_cast<std::uint64_t>(key.size()));
+  out += key;
+  put(out, static_cast<std::uint64_t>(truth.size()));
+  out.append(reinterpret_cast<const char*>(truth.data()), truth.size() * sizeof(double));
+  const auto crc = static_cast<std::uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(out.data()), static_cast<uInt>(out.size())));
+  put(out, crc);
+  write_file_atomically(path, out);
+}
+
+}  // namespace privrace::experiments

@@ -1,0 +1,262 @@
+#include "regress_task.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "privrace/baselines/linear_regression.hpp"
+#include "privrace/privacy/budget.hpp"
+#include "privrace/sketch/privatize.hpp"
+#include "privrace/tasks/regress.hpp"
+
+namespace privrace::experiments {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+class RegressionTask final : public Task {
+ public:
+  std::string name() const override { return "regression"; }
+  std::vector<ParamSpec> options() const override {
+    using K = ParamSpec::Kind;
+    return {
+        {"test_fraction", K::PositiveNumber, 0.2, {}, "share of the rows held out as the test set"},
+        {"split_seed", K::NonNegativeInt, 1, {}, "seed of the train/test split"},
+        {"center_y", K::Bool, true, {}, "subtract the training mean of y before dividing by max |y|"},
+    };
+  }
+  std::vector<std::string> metrics() const override { return {"mse"}; }
+
+  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RunEnvironment& env) const override {
+    auto ctx = std::make_unique<RegressContext>();
+    ctx->config = &cfg;
+    const json& o = cfg.task_options;
+    const json& entry = env.datasets->entry(cfg.dataset);
+    Preprocessing prep = Preprocessing::from_json(entry.value("preprocessing", json::object()));
+    prep = Preprocessing::from_json(cfg.preprocessing, prep);
+    ctx->data = load_dataset(*env.datasets, cfg.dataset, prep, env.search);
+    const auto& data = ctx->data;
+    if (data.y.size() != static_cast<std::size_t>(data.x.rows()))
+      throw ConfigError(cfg.file + ": $.dataset.name: data set '" + cfg.dataset + "' has no target");
+    const std::size_t n = static_cast<std::size_t>(data.x.rows());
+    const double tf = o.at("test_fraction").get<double>();
+    if (!(tf < 1)) throw ConfigError(cfg.file + ": $.task.test_fraction: expected a number in (0, 1)");
+    const Split split = seeded_split(n, static_cast<std::size_t>(std::llround(tf * static_cast<double>(n))),
+                                     o.at("split_seed").get<std::uint64_t>());
+    auto take = [&](const std::vector<std::size_t>& idx, DoubleMatrix& x, Eigen::VectorXd& y) {
+      x.resize(static_cast<Eigen::Index>(idx.size()), data.x.cols());
+      y.resize(static_cast<Eigen::Index>(idx.size()));
+      for (std::size_t i = 0; i < idx.size(); ++i) {
+        x.row(static_cast<Eigen::Index>(i)) = data.x.row(static_cast<Eigen::Index>(idx[i])).cast<double>();
+        y(static_cast<Eigen::Index>(i)) = data.y[idx[i]];
+      }
+    };
+    take(split.kept, ctx->train_x, ctx->train_y);
+    take(split.held_out, ctx->test_x, ctx->test_y);
+
+    // Wang's preprocessing, fitted on the training rows.
+    const Eigen::RowVectorXd mean = ctx->train_x.colwise().mean();
+    Eigen::RowVectorXd sd = ((ctx->train_x.rowwise() - mean).array().square().colwise().sum() /
+                             std::max<double>(1, static_cast<double>(ctx->train_x.rows() - 1))).sqrt();
+    int constant = 0;
+    for (Eigen::Index j = 0; j < sd.size(); ++j)
+      if (!(sd(j) > 1e-12)) sd(j) = std::numeric_limits<double>::infinity(), ++constant;  // constant column -> 0
+    auto standardise = [&](DoubleMatrix& x) {
+      x = ((x.rowwise() - mean).array().rowwise() / sd.array()).matrix();
+      for (Eigen::Index i = 0; i < x.rows(); ++i) {
+        const double nrm = x.row(i).norm();
+        if (nrm > 0) x.row(i) /= nrm;
+      }
+    };
+    standardise(ctx->train_x);
+    standardise(ctx->test_x);
+    const double y_shift = o.at("center_y").get<bool>() ? ctx->train_y.mean() : 0.0;
+    ctx->train_y.array() -= y_shift;
+    ctx->test_y.array() -= y_shift;
+    const double y_scale = std::max(ctx->train_y.cwiseAbs().maxCoeff(), 1e-300);
+    ctx->train_y /= y_scale;
+    ctx->test_y /= y_scale;
+    ctx->data_summary = {{"name", cfg.dataset},
+                         {"stand_in", data.stand_in},
+                         {"rows", data.x.rows()},
+                         {"dim", data.x.cols()},
+                         {"train_rows", ctx->train_x.rows()},
+                         {"test_rows", ctx->test_x.rows()},
+                         {"checksum", data.checksum_status},
+                         {"constant_features", constant},
+                         {"preprocessing", "Wang 2018: standardised features (training mean/sd), rows scaled to unit norm, "
+                                           "y centred (training mean) and divided by the training max |y|; not private"},
+                         {"y_shift", y_shift},
+                         {"y_scale", y_scale},
+                         {"test_var_y", (ctx->test_y.array() - ctx->test_y.mean()).square().mean()}};
+    if (data.stand_in) ctx->data_summary["stand_in_reason"] = data.stand_in_reason;
+    return ctx;
+  }
+};
+
+double test_mse(const RegressContext& ctx, const Eigen::VectorXd& theta) {
+  return mean_squared_error(predict_linear(ctx.test_x, theta), ctx.test_y);
+}
+
+// RACE surrogate-loss regression (tasks/regress.hpp). The exact sketch depends only on
+// (R, p, W, pair_mode, seed): built once per group; each epsilon privatizes a copy and
+// minimises its sketched loss.
+class RaceRegressionMethod final : public Method {
+ public:
+  std::string name() const override { return "race_regression"; }
+  std::string task() const override { return "regression"; }
+  std::vector<ParamSpec> parameters() const override {
+    using K = ParamSpec::Kind;
+    return {
+        {"rows", K::PositiveInt, 1000, {}, "sketch rows R"},
+        {"power", K::PositiveInt, 4, {}, "SRP bits p (W = 2^p)"},
+        {"width", K::PositiveInt, 16, {}, "sketch columns W"},
+        {"pair_mode", K::String, "query", {"query", "insert"}, "insert z and -z (sensitivity 2R) or read q and -q (sensitivity R)"},
+        {"optimizer", K::String, "sbplx", {"sbplx", "neldermead", "cobyla", "bobyqa"}, "NLopt derivative-free algorithm"},
+        {"max_evaluations", K::PositiveInt, 3000, {}, "loss evaluations per fit"},
+        {"initial_step", K::PositiveNumber, 0.25, {}, "optimiser's initial step"},
+        {"target_scale", K::PositiveNumber, 1.0, {}, "sketch z = [x, 1, c y] and divide the fitted model by c (1 = the paper)"},
+        {"mechanism", K::String, "discrete_laplace", {"discrete_laplace", "floored_laplace", "gaussian"}, "noise"},
+        {"delta", K::Number, 0.0, {}, "delta (gaussian only)"},
+        {"neighbors", K::String, "add-remove", {"add-remove", "replace"}, "neighbouring relation"},
+    };
+  }
+  std::string check(const json& p) const override {
+    const double delta = p.at("delta").get<double>();
+    if (p.at("mechanism") == "gaussian" && !(delta > 0 && delta < 1)) return "mechanism gaussian needs 0 < delta < 1";
+    if (p.at("mechanism") != "gaussian" && delta != 0) return "delta is only used by mechanism gaussian";
+    return {};
+  }
+  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
+    const auto& ctx = dynamic_cast<const RegressContext&>(base);
+    const json& p = group.params;
+    SurrogateSpec spec;
+    spec.rows = p.at("rows").get<std::size_t>();
+    spec.power = p.at("power").get<std::size_t>();
+    spec.width = p.at("width").get<std::size_t>();
+    spec.pair_mode = p.at("pair_mode").get<std::string>();
+    spec.seed = group.seed;
+    spec.threads = ctx.threads;
+    const auto t0 = std::chrono::steady_clock::now();
+    // The surrogate is ~ sum_i <z_i, q>^2 / (|z_i|^2 |q|^2) near its minimum, and |q|^2 =
+    // 1 + |theta|^2 + b^2 pulls the minimiser towards total least squares when the coefficients
+    // are large; a public factor c < 1 on y shrinks them (theta' = c theta) at the price of a
+    // flatter loss (differences scale with c^2). c = 1 is the paper's construction.
+    const double c = p.at("target_scale").get<double>();
+    const DenseMatrix z = surrogate_inputs(ctx.train_x, c * ctx.train_y);
+    const RaceSketch exact = build_surrogate_sketch(z, spec);
+    const double sketch_seconds = seconds_since(t0);
+    SurrogateFitOptions fo;
+    fo.algorithm = p.at("optimizer").get<std::string>();
+    fo.max_evaluations = p.at("max_evaluations").get<int>();
+    fo.initial_step = p.at("initial_step").get<double>();
+    for (std::size_t i = 0; i < group.cells.size(); ++i) {
+      const PendingCell& cell = group.cells[i];
+      RaceSketch sketch = exact;
+      PrivacySpec ps;
+      ps.epsilon = cell.epsilon;
+      ps.delta = p.at("delta").get<double>();
+      ps.mechanism = parse_mechanism(p.at("mechanism").get<std::string>());
+      ps.neighbors = parse_neighbors(p.at("neighbors").get<std::string>());
+      const auto t1 = std::chrono::steady_clock::now();
+      privatize(sketch, ps, NoiseSource{true, cell.noise_seed});
+      const double noise_seconds = seconds_since(t1);
+      const auto t2 = std::chrono::steady_clock::now();
+      const SurrogateFit fit = fit_surrogate(sketch, fo);
+      const double fit_seconds = seconds_since(t2);
+      CellResult r;
+      r.metrics = {{"mse", test_mse(ctx, fit.theta / c)}};
+      r.build_seconds = sketch_seconds + noise_seconds + fit_seconds;
+      r.details = {{"pair_mode", spec.pair_mode},
+                   {"sensitivity_l1", race_sensitivity(spec.rows, sketch.family().cells_per_record(), ps.neighbors).l1},
+                   {"noise_scale", sketch.privacy().value("noise_scale", 0.0)},
+                   {"sketch_seconds", sketch_seconds},
+                   {"noise_seconds", noise_seconds},
+                   {"fit_seconds", fit_seconds},
+                   {"evaluations", fit.evaluations},
+                   {"sketched_loss", fit.loss},
+                   {"nlopt_result", fit.result}};
+      emit(i, std::move(r));
+    }
+  }
+};
+
+using BaselineFn = std::function<LinearModel(const DoubleMatrix&, const Eigen::VectorXd&, double, double, RandomSource&)>;
+
+// Wang 2018's private baselines (baselines/linear_regression.hpp), delta = 1e-6 by default.
+class WangBaselineMethod final : public Method {
+ public:
+  WangBaselineMethod(std::string name, BaselineFn fn) : name_(std::move(name)), fn_(std::move(fn)) {}
+  std::string name() const override { return name_; }
+  std::string task() const override { return "regression"; }
+  std::vector<ParamSpec> parameters() const override {
+    return {{"delta", ParamSpec::Kind::PositiveNumber, 1e-6, {}, "delta of (eps, delta)-DP"}};
+  }
+  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
+    const auto& ctx = dynamic_cast<const RegressContext&>(base);
+    const double delta = group.params.at("delta").get<double>();
+    for (std::size_t i = 0; i < group.cells.size(); ++i) {
+      const PendingCell& cell = group.cells[i];
+      SeededRandom rng(cell.noise_seed);
+      const auto t0 = std::chrono::steady_clock::now();
+      const LinearModel m = fn_(ctx.train_x, ctx.train_y, cell.epsilon, delta, rng);
+      CellResult r;
+      r.build_seconds = seconds_since(t0);
+      r.metrics = {{"mse", test_mse(ctx, m.theta)}};
+      r.details = m.details;
+      emit(i, std::move(r));
+    }
+  }
+
+ private:
+  std::string name_;
+  BaselineFn fn_;
+};
+
+// Non-private references: least squares and the trivial predictor (0 = the training mean).
+class ReferenceMethod final : public Method {
+ public:
+  explicit ReferenceMethod(bool trivial) : trivial_(trivial) {}
+  std::string name() const override { return trivial_ ? "trivial" : "least_squares"; }
+  std::string task() const override { return "regression"; }
+  std::vector<ParamSpec> parameters() const override { return {}; }
+  bool uses_epsilon() const override { return false; }
+  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
+    const auto& ctx = dynamic_cast<const RegressContext&>(base);
+    const auto t0 = std::chrono::steady_clock::now();
+    const LinearModel m = trivial_ ? trivial_predictor(ctx.train_x) : least_squares(ctx.train_x, ctx.train_y);
+    const double build = seconds_since(t0);
+    for (std::size_t i = 0; i < group.cells.size(); ++i) {
+      CellResult r;
+      r.build_seconds = build;
+      r.metrics = {{"mse", test_mse(ctx, m.theta)}};
+      r.details = {{"private", false}};
+      emit(i, std::move(r));
+    }
+  }
+
+ private:
+  bool trivial_;
+};
+
+}  // namespace
+
+std::unique_ptr<Task> make_regression_task() { return std::make_unique<RegressionTask>(); }
+
+std::vector<std::unique_ptr<Method>> make_regression_methods() {
+  std::vector<std::unique_ptr<Method>> m;
+  m.push_back(std::make_unique<RaceRegressionMethod>());
+  m.push_back(std::make_unique<WangBaselineMethod>("ssp", [](auto& x, auto& y, double e, double d, RandomSource& r) { return ssp(x, y, e, d, r); }));
+  m.push_back(std::make_unique<WangBaselineMethod>("adassp", [](auto& x, auto& y, double e, double d, RandomSource& r) { return adassp(x, y, e, d, r); }));
+  m.push_back(std::make_unique<WangBaselineMethod>("objpert_linear", [](auto& x, auto& y, double e, double d, RandomSource& r) { return objpert_linear(x, y, e, d, r); }));
+  m.push_back(std::make_unique<WangBaselineMethod>("ops", [](auto& x, auto& y, double e, double d, RandomSource& r) { return ops(x, y, e, d, r); }));
+  m.push_back(std::make_unique<WangBaselineMethod>("adaops", [](auto& x, auto& y, double e, double d, RandomSource& r) { return adaops(x, y, e, d, r); }));
+  m.push_back(std::make_unique<ReferenceMethod>(false));
+  m.push_back(std::make_unique<ReferenceMethod>(true));
+  return m;
+}
+
+}  // namespace privrace::experiments

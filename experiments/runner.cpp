@@ -1,0 +1,394 @@
+// The run loop: results file, resume, cells, records, CSV, summary.
+#include <omp.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "experiment.hpp"
+#include "privrace/core/progress.hpp"
+#include "privrace/core/random.hpp"
+#include "privrace/io/sketch_file.hpp"
+#include "results.hpp"
+
+#ifndef PRIVRACE_SOURCE_DIR
+#define PRIVRACE_SOURCE_DIR "."
+#endif
+
+namespace fs = std::filesystem;
+
+namespace privrace::experiments {
+
+// --------------------------------------------------------------------------------------
+// Registry
+
+void Registry::add_task(std::unique_ptr<Task> task) {
+  const std::string n = task->name();
+  if (tasks_.count(n)) throw Error("task '" + n + "' is registered twice");
+  tasks_[n] = std::move(task);
+}
+
+void Registry::add_method(std::unique_ptr<Method> method) {
+  const std::string n = method->name();
+  if (methods_.count(n)) throw Error("method '" + n + "' is registered twice");
+  methods_[n] = std::move(method);
+}
+
+const Task* Registry::task(const std::string& name) const {
+  const auto it = tasks_.find(name);
+  return it == tasks_.end() ? nullptr : it->second.get();
+}
+
+const Method* Registry::method(const std::string& name) const {
+  const auto it = methods_.find(name);
+  return it == methods_.end() ? nullptr : it->second.get();
+}
+
+std::vector<std::string> Registry::task_names() const {
+  std::vector<std::string> out;
+  for (const auto& [n, t] : tasks_) out.push_back(n);
+  return out;
+}
+
+std::vector<std::string> Registry::method_names(const std::string& task) const {
+  std::vector<std::string> out;
+  for (const auto& [n, m] : methods_)
+    if (task.empty() || m->task() == task) out.push_back(n);
+  return out;
+}
+
+const Registry& builtin_registry() {
+  static const Registry registry = [] {
+    Registry r;
+    register_builtin(r);
+    return r;
+  }();
+  return registry;
+}
+
+// --------------------------------------------------------------------------------------
+// Summary
+
+namespace {
+
+std::uint64_t text_hash(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (const unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+json finite_or_null(const json& metrics) {
+  json out = json::object();
+  for (const auto& [k, v] : metrics.items())
+    out[k] = (v.is_number() && !std::isfinite(v.get<double>())) ? json() : v;
+  return out;
+}
+
+struct Aggregate {
+  std::string label;
+  json params;
+  json epsilon;  // number or null
+  std::vector<double> values;
+  double mean = NAN, sd = NAN;
+  bool best = false;
+  std::vector<std::string> keys;
+};
+
+std::string fmt(double v) {
+  if (std::isnan(v)) return "nan";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3e", v);
+  return buf;
+}
+
+// Mean and sample sd of the primary metric for every (label, params, epsilon); with
+// best_over_grid, the grid point with the best mean at each (label, epsilon) is marked.
+std::vector<Aggregate> aggregate(const ExperimentConfig& cfg, const std::vector<json>& records, bool lower_better) {
+  std::map<std::string, Aggregate> groups;
+  std::vector<std::string> order;
+  for (const auto& r : records) {
+    const std::string id = r.value("label", "") + "|" + r.value("params", json::object()).dump() + "|" +
+                           r.value("epsilon", json()).dump();
+    auto [it, fresh] = groups.try_emplace(id);
+    if (fresh) {
+      order.push_back(id);
+      it->second.label = r.value("label", "");
+      it->second.params = r.value("params", json::object());
+      it->second.epsilon = r.value("epsilon", json());
+    }
+    const json m = r.value("metrics", json::object());
+    if (m.contains(cfg.metric) && m.at(cfg.metric).is_number()) it->second.values.push_back(m.at(cfg.metric).get<double>());
+    it->second.keys.push_back(r.value("key", ""));
+  }
+  std::vector<Aggregate> out;
+  for (const auto& id : order) {
+    Aggregate a = groups.at(id);
+    if (!a.values.empty()) {
+      double s = 0;
+      for (const double v : a.values) s += v;
+      a.mean = s / static_cast<double>(a.values.size());
+      double ss = 0;
+      for (const double v : a.values) ss += (v - a.mean) * (v - a.mean);
+      a.sd = a.values.size() > 1 ? std::sqrt(ss / static_cast<double>(a.values.size() - 1)) : 0.0;
+    }
+    out.push_back(std::move(a));
+  }
+  std::map<std::string, std::size_t> best;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::string cell = out[i].label + "|" + out[i].epsilon.dump();
+    if (std::isnan(out[i].mean)) continue;
+    const auto it = best.find(cell);
+    if (it == best.end() || (lower_better ? out[i].mean < out[it->second].mean : out[i].mean > out[it->second].mean))
+      best[cell] = i;
+  }
+  if (cfg.selection == "best_over_grid")
+    for (const auto& [cell, i] : best) out[i].best = true;
+  return out;
+}
+
+// The grid parameters that vary in a method's grid, as "rows=100 width=1000".
+std::string varying(const ExperimentConfig& cfg, const std::string& label, const json& params) {
+  std::string s;
+  for (const auto& m : cfg.methods)
+    if (m.label == label)
+      for (const auto& [k, values] : m.grid)
+        if (values.size() > 1 && params.contains(k)) s += (s.empty() ? "" : " ") + k + "=" + params.at(k).dump();
+  return s;
+}
+
+std::string summary_table(const ExperimentConfig& cfg, const std::vector<Aggregate>& aggs, const json& data_note) {
+  std::ostringstream out;
+  out << cfg.name << (cfg.quick ? " (quick)" : "") << ": " << cfg.metric << ", mean +- sd over repetitions";
+  out << (cfg.selection == "best_over_grid" ? "; best grid point per epsilon (its parameters in [ ])" : "") << "\n";
+  out << "data: " << data_note.dump() << "\n";
+  std::vector<std::string> labels;
+  for (const auto& m : cfg.methods) labels.push_back(m.label);
+  std::vector<json> eps;
+  for (const auto& a : aggs)
+    if (std::find(eps.begin(), eps.end(), a.epsilon) == eps.end()) eps.push_back(a.epsilon);
+  std::sort(eps.begin(), eps.end(), [](const json& a, const json& b) {
+    if (a.is_null() != b.is_null()) return a.is_null();
+    return !a.is_null() && a.get<double>() < b.get<double>();
+  });
+  const int width = 44;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%-10s", "epsilon");
+  out << buf;
+  for (const auto& l : labels) {
+    std::snprintf(buf, sizeof buf, " | %-*s", width, l.c_str());
+    out << buf;
+  }
+  out << "\n" << std::string(10 + labels.size() * (width + 3), '-') << "\n";
+  for (const auto& e : eps) {
+    std::snprintf(buf, sizeof buf, "%-10s", e.is_null() ? "-" : fmt(e.get<double>()).c_str());
+    out << buf;
+    for (const auto& l : labels) {
+      std::vector<const Aggregate*> here;
+      for (const auto& a : aggs)
+        if (a.label == l && a.epsilon == e) here.push_back(&a);
+      std::string cell;
+      if (here.empty()) {
+        cell = "";
+      } else {
+        const Aggregate* pick = here.front();
+        if (cfg.selection == "best_over_grid") {
+          for (const auto* a : here)
+            if (a->best) pick = a;
+          cell = fmt(pick->mean) + " +- " + fmt(pick->sd) + " (n=" + std::to_string(pick->values.size()) + ")";
+          const std::string v = varying(cfg, l, pick->params);
+          if (!v.empty()) cell += " [" + v + "]";
+        } else {
+          cell = fmt(pick->mean) + " +- " + fmt(pick->sd) +
+                 (here.size() > 1 ? " (+" + std::to_string(here.size() - 1) + " grid points in the CSV)" : "");
+        }
+      }
+      std::snprintf(buf, sizeof buf, " | %-*s", width, cell.c_str());
+      out << buf;
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+// Fails before any work when `dir` cannot hold new files.
+void check_writable_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error("cannot create results directory '" + dir + "': " + ec.message());
+  std::string probe = (fs::path(dir) / ".write-test-XXXXXX").string();
+  const int fd = mkstemp(probe.data());
+  if (fd < 0) throw Error("results directory '" + dir + "' is not writable: " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+}  // namespace
+
+// --------------------------------------------------------------------------------------
+
+RunReport run_experiment(const RunOptions& options, const Registry& registry) {
+  const std::string repo = options.repo_root.empty() ? std::string(PRIVRACE_SOURCE_DIR) : options.repo_root;
+  const DatasetRegistry datasets = DatasetRegistry::load_from_repo(repo);
+  const ExperimentConfig cfg = load_config(options.config_path, options.quick, registry, datasets);
+  const Task* task = registry.task(cfg.task);
+
+  const int threads = options.threads >= 0 ? options.threads : cfg.threads;
+  if (threads > 0) omp_set_num_threads(threads);
+  const int threads_used = omp_get_max_threads();
+
+  // Output locations are checked before any work, so a long run cannot fail at the end.
+  const std::string out_dir = options.out_dir.empty() ? (fs::path(repo) / "results").string() : options.out_dir;
+  check_writable_dir(out_dir);
+  const std::string cache_dir = (fs::path(out_dir) / "cache").string();
+  check_writable_dir(cache_dir);
+  const std::string stem = cfg.name + (cfg.quick ? "-quick" : "");
+  RunReport report;
+  report.results_path = (fs::path(out_dir) / (stem + ".jsonl")).string();
+  report.csv_path = (fs::path(out_dir) / (stem + ".csv")).string();
+  report.summary_path = (fs::path(out_dir) / (stem + ".summary.json")).string();
+  ResultsFile results(report.results_path, cfg.fingerprint());
+
+  // Expand the grid: method x params x repetition (a group) x epsilon (its cells).
+  std::vector<CellGroup> groups;
+  for (const auto& m : cfg.methods) {
+    const Method* method = registry.method(m.name);
+    for (const auto& params : m.expand())
+      for (int rep = 0; rep < cfg.repetitions; ++rep) {
+        CellGroup g;
+        g.method = &m;
+        g.params = params;
+        g.rep = rep;
+        g.seed = derive_seed(cfg.seed, text_hash(m.label + "|" + params.dump() + "|" + std::to_string(rep)));
+        const std::vector<double> eps = method->uses_epsilon() ? cfg.epsilons : std::vector<double>{NAN};
+        for (const double e : eps) {
+          ++report.cells_total;
+          PendingCell cell;
+          cell.epsilon = e;
+          cell.key = cell_key(m.label, params, e, rep);
+          cell.noise_seed = derive_seed(g.seed, text_hash(cell.key));
+          if (results.done(cell.key)) {
+            ++report.cells_skipped;
+            continue;
+          }
+          g.cells.push_back(cell);
+        }
+        if (!g.cells.empty()) groups.push_back(std::move(g));
+      }
+  }
+  const std::size_t pending = report.cells_total - report.cells_skipped;
+  if (Progress::enabled() || report.cells_skipped > 0)
+    std::cerr << cfg.name << ": " << report.cells_total << " cells, " << report.cells_skipped
+              << " already in " << report.results_path << ", " << pending << " to run\n";
+
+  json data_note;
+  if (pending > 0) {
+    RunEnvironment env;
+    env.datasets = &datasets;
+    env.search.data_dir = options.data_dir;
+    env.search.repo_root = repo;
+    env.cache_dir = cache_dir;
+    env.threads = threads_used;
+    const auto context = task->prepare(cfg, env);
+    context->threads = threads_used;
+    report.stand_in = context->data.stand_in;
+    data_note = context->data_summary;
+    if (context->data.stand_in)
+      std::cerr << "warning: data set '" << cfg.dataset << "' not found (" << context->data.stand_in_reason
+                << "); using a SYNTHETIC STAND-IN of the same shape; every record says so\n";
+    for (const auto& r : results.records())
+      if (r.value("stand_in", false) != context->data.stand_in)
+        throw Error("'" + report.results_path + "' holds records computed on " +
+                    (r.value("stand_in", false) ? "a synthetic stand-in" : "the real data") + " but this run uses " +
+                    (context->data.stand_in ? "a synthetic stand-in" : "the real data") +
+                    "; move the file away or choose another --out directory");
+
+    Progress progress(cfg.name, pending);
+    std::size_t written = 0;
+    struct Stop {};
+    try {
+      for (const auto& g : groups) {
+        const Method* method = registry.method(g.method->name);
+        method->run_group(*context, g, [&](std::size_t i, CellResult result) {
+          const PendingCell& cell = g.cells.at(i);
+          json record = {
+              {"config", cfg.name},
+              {"config_fingerprint", cfg.fingerprint()},
+              {"key", cell.key},
+              {"task", cfg.task},
+              {"figure", cfg.figure},
+              {"dataset", cfg.dataset},
+              {"stand_in", context->data.stand_in},
+              {"data", context->data_summary},
+              {"method", g.method->name},
+              {"label", g.method->label},
+              {"params", g.params},
+              {"epsilon", std::isnan(cell.epsilon) ? json() : json(cell.epsilon)},
+              {"rep", g.rep},
+              {"seed", g.seed},
+              {"noise_seed", cell.noise_seed},
+              {"metrics", finite_or_null(result.metrics)},
+              {"primary_metric", cfg.metric},
+              {"selection", cfg.selection},
+              {"build_seconds", result.build_seconds},
+              {"query_seconds_per_query", result.query_seconds_per_query},
+              {"threads", threads_used},
+              {"git_commit", PRIVRACE_GIT_COMMIT},
+              {"quick", cfg.quick},
+              {"finished_at", utc_now()},
+              {"details", result.details}};
+          results.append(record);
+          progress.advance();
+          ++report.cells_run;
+          if (options.stop_after && ++written >= options.stop_after) throw Stop{};
+        });
+      }
+    } catch (const Stop&) {
+      progress.finish();
+      return report;  // tests: behave as if killed after the last durable record
+    }
+    progress.finish();
+  }
+
+  // Regenerate the CSV and the summary from everything in the jsonl (this run and earlier).
+  const auto& records = results.records();
+  if (data_note.is_null() && !records.empty()) data_note = records.back().value("data", json());
+  if (!records.empty() && records.back().value("stand_in", false)) report.stand_in = true;
+  const auto aggs = aggregate(cfg, records, task->lower_is_better(cfg.metric));
+  std::set<std::string> best_keys;
+  json rows = json::array();
+  for (const auto& a : aggs) {
+    if (a.best) best_keys.insert(a.keys.begin(), a.keys.end());
+    rows.push_back({{"label", a.label}, {"params", a.params}, {"epsilon", a.epsilon}, {"n", a.values.size()},
+                    {"mean", std::isnan(a.mean) ? json() : json(a.mean)}, {"sd", std::isnan(a.sd) ? json() : json(a.sd)},
+                    {"best_over_grid", a.best}});
+  }
+  write_file_atomically(report.csv_path, records_to_csv(records, best_keys));
+  const json summary = {{"config", cfg.name},        {"metric", cfg.metric},   {"selection", cfg.selection},
+                        {"quick", cfg.quick},        {"data", data_note},      {"stand_in", report.stand_in},
+                        {"lower_is_better", task->lower_is_better(cfg.metric)}, {"rows", rows}};
+  write_file_atomically(report.summary_path, summary.dump(2) + "\n");
+  report.summary_table = summary_table(cfg, aggs, data_note);
+  if (options.print_summary) {
+    std::cout << report.summary_table;
+    std::cout << "results: " << report.results_path << " (+ " << fs::path(report.csv_path).filename().string() << ", "
+              << fs::path(report.summary_path).filename().string() << ")\n";
+  }
+  return report;
+}
+
+}  // namespace privrace::experiments

@@ -1,0 +1,101 @@
+"""Shared helpers for the figure scripts: read results/*.jsonl, aggregate over repetitions,
+pick the best grid point per epsilon, and save paper-style PNG + PDF figures.
+
+Needs numpy and matplotlib (Debian: python3-numpy python3-matplotlib for /usr/bin/python3).
+"""
+import glob
+import json
+import math
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display needed
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def read_jsonl(path):
+    """Records of one results file; a partial last line (killed run) is skipped."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                print(f"warning: {path}:{n}: not a complete record; skipped", file=sys.stderr)
+    return out
+
+
+def result_sets(results_dir, task):
+    """{config name: (records, quick)} for every results file of `task`; a full run's file
+    wins over the same config's -quick file."""
+    sets = {}
+    for path in sorted(glob.glob(os.path.join(results_dir, "*.jsonl"))):
+        records = [r for r in read_jsonl(path) if r.get("task") == task]
+        if not records:
+            continue
+        name = records[0]["config"]
+        quick = bool(records[0].get("quick"))
+        if name in sets and not sets[name][1] and quick:
+            continue
+        sets[name] = (records, quick)
+    return sets
+
+
+def best_over_grid(records, metric, lower_is_better=True):
+    """{label: [(epsilon, values over reps, params)]}: at each epsilon the grid point with the
+    best mean (the paper's "best over the grid"); non-finite values are dropped."""
+    cells = {}
+    for r in records:
+        v = r.get("metrics", {}).get(metric)
+        if v is None or not math.isfinite(v):
+            continue
+        key = (r["label"], json.dumps(r["params"], sort_keys=True), r.get("epsilon"))
+        cells.setdefault(key, []).append(v)
+    best = {}
+    for (label, params, eps), values in cells.items():
+        mean = float(np.mean(values))
+        cur = best.get((label, eps))
+        if cur is None or (mean < cur[0] if lower_is_better else mean > cur[0]):
+            best[(label, eps)] = (mean, values, json.loads(params))
+    out = {}
+    for (label, eps), (_, values, params) in best.items():
+        out.setdefault(label, []).append((eps, values, params))
+    for label in out:
+        out[label].sort(key=lambda t: (t[0] is None, t[0] or 0))
+    return out
+
+
+def style():
+    plt.rcParams.update({
+        "font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 8,
+        "lines.linewidth": 1.6, "lines.markersize": 4, "axes.grid": True, "grid.alpha": 0.3,
+        "figure.figsize": (4.2, 3.2), "savefig.bbox": "tight",
+    })
+
+
+def save(fig, out_dir, name):
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    for ext in ("png", "pdf"):
+        p = os.path.join(out_dir, f"{name}.{ext}")
+        fig.savefig(p, dpi=150)
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+def title_suffix(records):
+    s = ""
+    if any(r.get("stand_in") for r in records):
+        s += " (synthetic stand-in)"
+    if any(r.get("quick") for r in records):
+        s += " [quick]"
+    return s

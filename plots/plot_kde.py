@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""KDE figures (private-race Figure 2 / CCS'21 Figure 3 style): error vs epsilon, log-log,
+one line per method (best grid point at each epsilon), shaded band = min..max over repetitions.
+
+usage: plot_kde.py [--results DIR] [--out DIR]   (defaults: <repo>/results, <repo>/plots)
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+
+LABELS = {"mre": "Relative Error", "mre_debiased": "Relative Error (debiased)",
+          "l2_error": "L2 Function Error", "l2_error_debiased": "L2 Function Error (debiased)"}
+
+
+def plot_config(name, records, out_dir):
+    metric = records[0].get("primary_metric", "mre")
+    data = records[0].get("data", {})
+    series = common.best_over_grid(records, metric)
+    fig, ax = plt.subplots()
+    for label, points in sorted(series.items()):
+        eps = np.array([p[0] for p in points if p[0] is not None], dtype=float)
+        vals = [p[1] for p in points if p[0] is not None]
+        if len(eps) == 0:  # a non-private reference: a horizontal line
+            v = np.mean(points[0][1])
+            ax.axhline(v, linestyle="--", color="gray", label=label)
+            continue
+        mean = np.array([np.mean(v) for v in vals])
+        lo = np.array([np.min(v) for v in vals])
+        hi = np.array([np.max(v) for v in vals])
+        line, = ax.plot(eps, mean, marker="o", label=label)
+        ax.fill_between(eps, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("Privacy (ε)")
+    ax.set_ylabel(LABELS.get(metric, metric))
+    n = data.get("train_rows", data.get("rows"))
+    shape = f" (d = {data.get('dim')}, N = {n / 1000:.0f}k)" if n else ""
+    ax.set_title(f"{data.get('name', name)}{shape}{common.title_suffix(records)}")
+    ax.legend()
+    figure = records[0].get("figure", name)
+    return common.save(fig, out_dir, figure)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--results", default=os.path.join(common.REPO, "results"))
+    ap.add_argument("--out", default=os.path.join(common.REPO, "plots"))
+    args = ap.parse_args()
+    common.style()
+    sets = common.result_sets(args.results, "kde")
+    if not sets:
+        print(f"plot_kde: no KDE results in {args.results}", file=sys.stderr)
+        return 0
+    for name, (records, _quick) in sorted(sets.items()):
+        for p in plot_config(name, records, args.out):
+            print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

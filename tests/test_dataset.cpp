@@ -1,0 +1,385 @@
+// Data set registry, loaders, preprocessing, stand-ins, and the exact KDE ground truth.
+// Every fixture is written by the test itself into a temporary directory.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <zlib.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "privrace/core/error.hpp"
+#include "privrace/io/dataset.hpp"
+#include "privrace/lsh/family.hpp"
+#include "privrace/tasks/kde.hpp"
+#include "test_util.hpp"
+
+namespace fs = std::filesystem;
+using namespace privrace;
+using nlohmann::json;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "privrace-ds-XXXXXX").string();
+    path = mkdtemp(t.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+void write(const fs::path& p, const std::string& bytes) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << bytes;
+}
+
+void write_gz(const fs::path& p, const std::string& bytes) {
+  fs::create_directories(p.parent_path());
+  gzFile f = gzopen(p.string().c_str(), "wb");
+  gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+  gzclose(f);
+}
+
+// A registry with one entry per loader path, pointing at fixtures under <dir>/data.
+DatasetRegistry fixture_registry(const fs::path& dir) {
+  const json reg = {
+      {"schema", 1},
+      {"datasets",
+       {{"ws",
+         {{"kind", "table"}, {"source_url", "test"}, {"format", "whitespace"}, {"header", false}, {"columns", 4},
+          {"files", {{{"path", "ws/a.txt"}, {"sha256", nullptr}}}},
+          {"features", {1, 2, 3}}, {"label", 4}, {"label_values", {1, 2}},
+          {"bounds", {{0, 10}, {0, 10}, {0, 10}}}}},
+        {"csvh",
+         {{"kind", "table"}, {"source_url", "test"}, {"format", "csv"}, {"header", true}, {"columns", 3},
+          {"files", {{{"path", "csvh/b.csv"}, {"sha256", nullptr}}}}, {"features", {1, 3}}, {"label", 2}}},
+        {"svm",
+         {{"kind", "table"}, {"source_url", "test"}, {"format", "libsvm"}, {"dim", 3},
+          {"files", {{{"path", "svm/c.svm.gz"}, {"sha256", nullptr}}, {{"path", "svm/c.t.gz"}, {"role", "test"}, {"sha256", nullptr}}}},
+          {"features", {1, 3}}, {"label", 0}, {"label_values", {-1, 1}}}},
+        {"text",
+         {{"kind", "table"}, {"source_url", "test"}, {"format", "text_csv"}, {"header", true}, {"columns", 4},
+          {"files", {{{"path", "text/d.csv"}, {"sha256", nullptr}}}},
+          {"features", {2, 3}}, {"money", {3}}, {"skip_unparsable", {3}},
+          {"categorical", {{"2", {"lo", "mid", "hi"}}}},
+          {"filters", {{{"column", 4}, {"equals", "keep"}}}}, {"label", nullptr}}},
+        {"absent",
+         {{"kind", "table"}, {"source_url", "test"}, {"format", "csv"}, {"rows", 777}, {"columns", 3},
+          {"files", {{{"path", "absent/none.csv"}, {"sha256", nullptr}}}},
+          {"features", {1, 2}}, {"label", 3}, {"label_values", {0, 1}}, {"stand_in", {{"rows", 500}}}}},
+        {"graph", {{"kind", "graph"}, {"source_url", "test"}, {"format", "snap_edgelist"}, {"directed", true},
+                   {"files", {{{"path", "g.txt.gz"}, {"sha256", nullptr}}}}}}}}};
+  write(dir / "registry.json", reg.dump(2));
+  return DatasetRegistry::load((dir / "registry.json").string());
+}
+
+DataSearch search_in(const fs::path& dir) {
+  DataSearch s;
+  s.data_dir = (dir / "data").string();
+  s.repo_root = "";  // only --data-dir
+  return s;
+}
+
+struct NoEnv {  // $PRIVRACE_DATA would add a search directory
+  std::string saved;
+  bool had = false;
+  NoEnv() {
+    if (const char* e = std::getenv("PRIVRACE_DATA")) {
+      had = true;
+      saved = e;
+    }
+    unsetenv("PRIVRACE_DATA");
+  }
+  ~NoEnv() {
+    if (had) setenv("PRIVRACE_DATA", saved.c_str(), 1);
+  }
+};
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
+
+}  // namespace
+
+TEST(Sha256, KnownVectors) {
+  EXPECT_EQ(sha256_hex("abc", 3), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("", 0), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  const std::string million(1000000, 'a');
+  EXPECT_EQ(sha256_hex(million.data(), million.size()),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(Registry, EveryEntryHasSourceUrlAndChecksums) {
+  const auto reg = DatasetRegistry::load_from_repo(PRIVRACE_SOURCE_DIR);
+  const std::regex hex64("[0-9a-f]{64}");
+  const std::set<std::string> formats = {"csv", "whitespace", "libsvm", "text_csv", "snap_edgelist", "jlg"};
+  ASSERT_GE(reg.names().size(), 20u);
+  for (const auto& name : reg.names()) {
+    SCOPED_TRACE(name);
+    const json& e = reg.entry(name);
+    ASSERT_TRUE(e.contains("source_url") && e.at("source_url").is_string());
+    EXPECT_EQ(e.at("source_url").get<std::string>().rfind("https://", 0), 0u);
+    EXPECT_TRUE(formats.count(e.at("format").get<std::string>()));
+    ASSERT_FALSE(e.at("files").empty());
+    for (const auto& f : e.at("files")) {
+      ASSERT_TRUE(f.contains("sha256"));
+      if (f.at("sha256").is_null()) {
+        EXPECT_FALSE(f.value("sha256_note", "").empty()) << "a null sha256 needs a note";
+      } else {
+        EXPECT_TRUE(std::regex_match(f.at("sha256").get<std::string>(), hex64));
+      }
+    }
+    if (e.value("kind", "") == "graph") {
+      EXPECT_TRUE(e.at("directed").is_boolean());
+    } else {
+      EXPECT_TRUE(e.contains("features") && e.at("features").is_array());
+      EXPECT_TRUE(e.contains("label"));
+    }
+  }
+  for (const char* required : {"skin", "codrna", "covtype", "nomao", "occupancy", "pulsar", "airfoil", "naval", "gas",
+                                "nyc_salaries", "sf_salaries", "nursery", "lifesci", "slashdot", "enron", "twitter",
+                                "wiki_vote", "ca_hepph", "facebook", "ca_condmat", "gplus", "friendster"})
+    EXPECT_TRUE(reg.contains(required)) << required;
+}
+
+TEST(Registry, ChecksumsAgreeWithTheSharedManifest) {
+  const fs::path sums = fs::path(PRIVRACE_SOURCE_DIR).parent_path() / "shared" / "datasets" / "SHA256SUMS";
+  if (!fs::exists(sums)) GTEST_SKIP() << "no shared data here";
+  std::map<std::string, std::string> manifest;
+  std::ifstream in(sums);
+  for (std::string h, p; in >> h >> p;) manifest[p] = h;
+  const auto reg = DatasetRegistry::load_from_repo(PRIVRACE_SOURCE_DIR);
+  std::set<std::string> referenced;
+  for (const auto& name : reg.names())
+    for (const auto& f : reg.entry(name).at("files"))
+      if (manifest.count(f.at("path").get<std::string>())) {
+        EXPECT_EQ(f.at("sha256"), manifest.at(f.at("path").get<std::string>())) << f.at("path");
+        referenced.insert(f.at("path").get<std::string>());
+      }
+  for (const auto& [path, hash] : manifest) EXPECT_TRUE(referenced.count(path)) << path << " has no registry entry";
+}
+
+TEST(Registry, UnknownDataSetAndBadJson) {
+  TempDir t;
+  const auto reg = fixture_registry(t.path);
+  EXPECT_THROW(reg.entry("nope"), UsageError);
+  EXPECT_NE(message_of([&] { reg.entry("nope"); }).find("known: "), std::string::npos);
+  write(t.path / "bad.json", "{\n  \"datasets\": {\n    \"x\": [1,,]\n}");
+  const std::string msg = message_of([&] { DatasetRegistry::load((t.path / "bad.json").string()); });
+  EXPECT_NE(msg.find("bad.json:3:"), std::string::npos) << msg;
+}
+
+TEST(Loader, WhitespaceCrlfWithLabelsAndScaling) {
+  NoEnv env;
+  TempDir t;
+  const auto reg = fixture_registry(t.path);
+  write(t.path / "data/ws/a.txt", "1\t2\t3\t1\r\n4 5 6 2\r\n10\t0\t5\t1\r\n");
+  Preprocessing p;
+  auto d = load_dataset(reg, "ws", p, search_in(t.path));
+  ASSERT_EQ(d.x.rows(), 3);
+  ASSERT_EQ(d.x.cols(), 3);
+  EXPECT_FALSE(d.stand_in);
+  EXPECT_FLOAT_EQ(d.x(1, 2), 6.0f);
+  EXPECT_EQ(d.y, (std::vector<double>{1, 2, 1}));
+  EXPECT_EQ(d.checksum_status, "no_reference");
+  p.scale = "unit_cube";  // registry bounds [0, 10]
+  d = load_dataset(reg, "ws", p, search_in(t.path));
+  EXPECT_FLOAT_EQ(d.x(2, 0), 1.0f);
+  EXPECT_FLOAT_EQ(d.x(0, 1), 0.2f);
+  p.scale = "unit_sphere";
+  d = load_dataset(reg, "ws", p, search_in(t.path));
+  EXPECT_NEAR(d.x.rowwise().norm().maxCoeff(), 1.0, 1e-6);
+  p = Preprocessing();
+  p.features = {3};
+  d = load_dataset(reg, "ws", p, search_in(t.path));
+  ASSERT_EQ(d.x.cols(), 1);
+  EXPECT_FLOAT_EQ(d.x(2, 0), 5.0f);
+}
+
+TEST(Loader, MismatchNamesRowAndWhatWasFound) {
+  NoEnv env;
+  TempDir t;
+  const auto reg = fixture_registry(t.path);
+  write(t.path / "data/ws/a.txt", "1 2 3 4 1\n");
+  std::string msg = message_of([&] { load_dataset(reg, "ws", {}, search_in(t.path)); });
+  EXPECT_NE(msg.find("expects 4 columns, found 5"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("row 1"), std::string::npos) << msg;
+  write(t.path / "data/ws/a.txt", "1 2 3 1\n1 2 3 2\n1 2 3 7\n");
+  msg = message_of([&] { load_dataset(reg, "ws", {}, search_in(t.path)); });
+  EXPECT_NE(msg.find("data row 3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("label 7"), std::string::npos) << msg;
+  write(t.path / "data/text/d.csv", "h1,h2,h3,h4\nx,lo,1,keep\ny,huge,2,keep\n");
+  msg = message_of([&] { load_dataset(reg, "text", {}, search_in(t.path)); });
+  EXPECT_NE(msg.find("data row 2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'huge'"), std::string::npos) << msg;
+  write(t.path / "data/text/d.csv", "h1,h2,h3,h4\nx,lo,1\n");
+  msg = message_of([&] { load_dataset(reg, "text", {}, search_in(t.path)); });
+  EXPECT_NE(msg.find("expects 4 fields, found 3"), std::string::npos) << msg;
+}
+
+TEST(Loader, CsvWithHeaderPicksFeatureColumnsAroundTheLabel) {
+  NoEnv env;
+  TempDir t;
+  const auto reg = fixture_registry(t.path);
+  write(t.path / "data/csvh/b.csv", "a,b,c\n1,0,3\n4,1,6\n");
+  const auto d = load_dataset(reg, "csvh", {}, search_in(t.path));
+  ASSERT_EQ(d.x.rows(), 2);
+  EXPECT_FLOAT_EQ(d.x(1, 0), 4.0f);
+  EXPECT_FLOAT_EQ(d.x(1, 1), 6.0f);
+  EXPECT_EQ(d.y, (std::vector<double>{0, 1}));
+}
+
+TEST(Loader, LibsvmGzipAndFileRoles) {
+  NoEnv env;
+  TempDir t;
+  const auto reg = fixture_registry(t.path);
+  write_gz(t.path / "data/svm/c.svm.gz", "-1 1:0.5 2:7 3:2\n+1 1:1.5 3:4\n");
+  write_gz(t.path / "data/svm/c.t.gz", "1 1:9 2:9 3:9\n");
+  auto d = load_dataset(reg, "svm", {}, search_in(t.path));
+  ASSERT_EQ(d.x.rows(), 2);
+  EXPECT_FLOAT_EQ(d.x(1, 1), 4.0f);  // feature 3 of row 2
+  EXPECT_EQ(d.y, (std::vector<double>{-1, 1}));
+  Preprocessing p;
+  p.roles = {"data", "test"};
+  d = load_dataset(reg, "svm", p, search_in(t.path));
+  EXPECT_EQ(d.x.rows(), 3);
+}
+
+TEST(Loader, TextCsvQuotesMoneyCategoriesFiltersAndCrOnlyLines) {
+  NoEnv env;
+  TempDir t;
+  const auto reg = fixture_registry(t.path);
+  // CR-only line ends and no final newline, as in two of the SF salary files.
+  write(t.path / "data/text/d.csv",
+        "name,level,pay,status\r\"Doe, J\",mid,\"$1,200.50\",keep\r"
+        "x,hi,Not Provided,keep\rz,lo,5,drop\ry, lo ,  7 ,keep");
+  Preprocessing p;
+  auto d = load_dataset(reg, "text", p, search_in(t.path));
+  ASSERT_EQ(d.x.rows(), 2);  // 'Not Provided' skipped, 'drop' filtered
+  EXPECT_EQ(d.rows_skipped, 2u);
+  EXPECT_FLOAT_EQ(d.x(0, 0), 1.0f);  // 'mid' = level 1
+  EXPECT_FLOAT_EQ(d.x(0, 1), 1200.5f);
+  EXPECT_FLOAT_EQ(d.x(1, 0), 0.0f);
+  EXPECT_FLOAT_EQ(d.x(1, 1), 7.0f);
+  p.categorical = "binary";
+  d = load_dataset(reg, "text", p, search_in(t.path));
+  ASSERT_EQ(d.x.cols(), 4);  // 3 one-hot columns + pay
+  EXPECT_FLOAT_EQ(d.x(0, 1), 1.0f);
+  EXPECT_FLOAT_EQ(d.x(0, 0) + d.x(0, 2), 0.0f);
+}
+
+TEST(Loader, SearchOrderDataDirThenEnvironment) {
+  NoEnv env;
+  TempDir t;
+  const auto reg = fixture_registry(t.path);
+  write(t.path / "first/ws/a.txt", "1 1 1 1\n");
+  write(t.path / "second/ws/a.txt", "2 2 2 2\n2 2 2 2\n");
+  DataSearch s;
+  s.data_dir = (t.path / "first").string();
+  setenv("PRIVRACE_DATA", (t.path / "second").string().c_str(), 1);
+  EXPECT_EQ(load_dataset(reg, "ws", {}, s).x.rows(), 1);
+  s.data_dir = (t.path / "nowhere").string();
+  const auto d = load_dataset(reg, "ws", {}, s);
+  EXPECT_EQ(d.x.rows(), 2);
+  EXPECT_EQ(d.data_dir, (t.path / "second").string());
+  const auto dirs = data_search_path(DataSearch{"a", "/repo", true, true});
+  ASSERT_EQ(dirs.size(), 4u);
+  EXPECT_EQ(dirs[0], "a");
+  EXPECT_EQ(dirs[1], (t.path / "second").string());
+  EXPECT_EQ(dirs[2], "/repo/datasets");
+  EXPECT_EQ(dirs[3], "/shared/datasets");
+}
+
+TEST(Loader, MissingFileGivesALabelledStandInOfTheSameShape) {
+  NoEnv env;
+  TempDir t;
+  const auto reg = fixture_registry(t.path);
+  const auto d = load_dataset(reg, "absent", {}, search_in(t.path));
+  EXPECT_TRUE(d.stand_in);
+  EXPECT_NE(d.stand_in_reason.find("absent/none.csv"), std::string::npos);
+  EXPECT_EQ(d.x.rows(), 500);
+  EXPECT_EQ(d.x.cols(), 2);
+  ASSERT_EQ(d.y.size(), 500u);
+  for (const double y : d.y) EXPECT_TRUE(y == 0 || y == 1);
+  EXPECT_TRUE(d.describe().at("stand_in").get<bool>());
+  // Deterministic.
+  const auto again = load_dataset(reg, "absent", {}, search_in(t.path));
+  EXPECT_TRUE(d.x.isApprox(again.x));
+  DataSearch strict = search_in(t.path);
+  strict.allow_stand_in = false;
+  EXPECT_THROW(load_dataset(reg, "absent", {}, strict), InputError);
+  EXPECT_THROW(load_dataset(reg, "graph", {}, search_in(t.path)), UsageError);
+}
+
+TEST(Loader, RealSkinWhenPresent) {
+  NoEnv env;
+  const auto reg = DatasetRegistry::load_from_repo(PRIVRACE_SOURCE_DIR);
+  DataSearch s;
+  s.repo_root = PRIVRACE_SOURCE_DIR;
+  const auto d = load_dataset(reg, "skin", {}, s);
+  if (d.stand_in) GTEST_SKIP() << d.stand_in_reason;
+  EXPECT_EQ(d.x.rows(), 245057);
+  EXPECT_EQ(d.x.cols(), 3);
+  EXPECT_EQ(d.checksum_status, "ok");
+  EXPECT_EQ(std::count(d.y.begin(), d.y.end(), 1.0), 50859);
+}
+
+TEST(Split, SeededDisjointAndComplete) {
+  const Split a = seeded_split(1000, 100, 5), b = seeded_split(1000, 100, 5);
+  EXPECT_EQ(a.held_out, b.held_out);
+  std::set<std::size_t> all(a.held_out.begin(), a.held_out.end());
+  all.insert(a.kept.begin(), a.kept.end());
+  EXPECT_EQ(all.size(), 1000u);
+  EXPECT_EQ(a.kept.size(), 900u);
+}
+
+TEST(ExactKde, TabulatedPStableKernelIsAccurate) {
+  for (double s = 0.0; s < 80.0; s += 0.0137) {
+    const double exact = pstable_collision(s * 3.0, 3.0);
+    EXPECT_NEAR(pstable_kernel_tabulated(s), exact, 1e-10 + 1e-8 * exact) << s;
+  }
+}
+
+TEST(ExactKde, MatchesBruteForceWithDuplicates) {
+  for (const std::size_t d : {2u, 12u}) {
+    DenseMatrix x = privrace::testing::clustered_points(700, d, 11);
+    x.bottomRows(200) = x.topRows(200);  // duplicates exercise the merge
+    const DenseMatrix q = privrace::testing::clustered_points(40, d, 12);
+    for (const std::string kernel : {"l2", "angular"}) {
+      KernelSpec spec;
+      spec.kernel = kernel;
+      spec.bandwidth = 1.5;
+      spec.power = 2;
+      const auto sums = exact_kernel_sums(x, q, spec);
+      FamilySpec fs;
+      fs.kernel = kernel;
+      fs.bandwidth = 1.5;
+      fs.power = 2;
+      fs.rows = 1;
+      fs.dim = d;
+      const auto family = make_family(fs);
+      for (Eigen::Index j = 0; j < q.rows(); ++j) {
+        double brute = 0;
+        const Eigen::VectorXd qj = q.row(j).cast<double>();
+        for (Eigen::Index i = 0; i < x.rows(); ++i) {
+          const Eigen::VectorXd xi = x.row(i).cast<double>();
+          brute += family->kernel_dense({xi.data(), d}, {qj.data(), d});
+        }
+        EXPECT_NEAR(sums[static_cast<std::size_t>(j)], brute, 1e-7 * brute + 1e-9) << kernel << " d=" << d;
+      }
+    }
+  }
+}
+
+TEST(ExactKde, Metrics) {
+  const std::vector<double> truth = {1, 2, 4}, est = {1.5, 2, 2};
+  EXPECT_DOUBLE_EQ(mean_relative_error(est, truth), (0.5 + 0 + 0.5) / 3);
+  EXPECT_DOUBLE_EQ(l2_function_error(est, truth, 0.5), std::sqrt((0.25 + 4) * 0.5));
+}

@@ -1,0 +1,355 @@
+// The experiment runner: config validation messages, grid expansion, resume, repair of a
+// killed run, results/CSV/summary files, the ground-truth cache, and the stand-in label.
+// Runs use a throw-away repository root whose registry has one small, absent data set, so
+// every run takes the stand-in path and finishes in well under a second.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "experiment.hpp"
+#include "kde_task.hpp"
+#include "privrace/core/error.hpp"
+
+namespace fs = std::filesystem;
+using namespace privrace;
+using namespace privrace::experiments;
+using nlohmann::json;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "privrace-exp-XXXXXX").string();
+    path = mkdtemp(t.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+void write(const fs::path& p, const std::string& bytes) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << bytes;
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<json> read_records(const fs::path& p) {
+  std::vector<json> out;
+  std::istringstream in(read(p));
+  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));  // throws if corrupt
+  return out;
+}
+
+// A fake repository: datasets/registry.json with one absent 2-D data set.
+struct Repo {
+  TempDir dir;
+  std::string saved_env;
+  bool had_env = false;
+  Repo() {
+    if (const char* e = std::getenv("PRIVRACE_DATA")) {
+      had_env = true;
+      saved_env = e;
+    }
+    unsetenv("PRIVRACE_DATA");
+    const json reg = {{"schema", 1},
+                      {"datasets",
+                       {{"tiny",
+                         {{"kind", "table"}, {"source_url", "test"}, {"format", "csv"}, {"rows", 3000}, {"columns", 2},
+                          {"files", {{{"path", "tiny/tiny.csv"}, {"sha256", nullptr}, {"sha256_note", "test"}}}},
+                          {"features", {1, 2}}, {"label", nullptr}, {"bounds", {{0, 1}, {0, 1}}},
+                          {"preprocessing", {{"scale", "none"}}}}}}}};
+    write(root() / "datasets" / "registry.json", reg.dump());
+  }
+  ~Repo() {
+    if (had_env) setenv("PRIVRACE_DATA", saved_env.c_str(), 1);
+  }
+  fs::path root() const { return dir.path / "repo"; }
+  fs::path out() const { return dir.path / "results"; }
+  DatasetRegistry datasets() const { return DatasetRegistry::load_from_repo(root().string()); }
+};
+
+json base_config() {
+  return json::parse(R"({
+    "name": "t_kde",
+    "task": {"type": "kde", "kernel": "l2", "bandwidth": 0.3, "queries": 200},
+    "dataset": {"name": "tiny"},
+    "metric": "mre",
+    "methods": [{"name": "race", "label": "RACE", "grid": {"rows": [20, 50]}, "fixed": {"width": 100}}],
+    "epsilons": [0.1, 10],
+    "repetitions": 2,
+    "seed": 3,
+    "threads": 1,
+    "quick": {"repetitions": 1, "epsilons": [10], "grids": {"RACE": {"rows": [20]}}}
+  })");
+}
+
+std::string config_error(const json& j, const Repo& repo) {
+  try {
+    parse_config(j, "configs/x.json", false, builtin_registry(), repo.datasets());
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(valid)";
+}
+
+RunOptions options(const Repo& repo, const fs::path& config) {
+  RunOptions o;
+  o.config_path = config.string();
+  o.repo_root = repo.root().string();
+  o.out_dir = repo.out().string();
+  o.threads = 1;
+  o.print_summary = false;
+  return o;
+}
+
+fs::path write_config(const Repo& repo, const json& j, const std::string& name = "cfg.json") {
+  const fs::path p = repo.dir.path / name;
+  write(p, j.dump(2));
+  return p;
+}
+
+}  // namespace
+
+TEST(ExperimentConfig, ValidConfigExpands) {
+  Repo repo;
+  const auto cfg = parse_config(base_config(), "x.json", false, builtin_registry(), repo.datasets());
+  EXPECT_EQ(cfg.methods.size(), 1u);
+  const auto points = cfg.methods[0].expand();
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[0].at("width"), 100);
+  EXPECT_EQ(points[0].at("mechanism"), "discrete_laplace");  // defaults filled in
+  EXPECT_EQ(cfg.epsilons, (std::vector<double>{0.1, 10}));
+  const auto quick = parse_config(base_config(), "x.json", true, builtin_registry(), repo.datasets());
+  EXPECT_EQ(quick.repetitions, 1);
+  EXPECT_EQ(quick.methods[0].expand().size(), 1u);
+  EXPECT_NE(quick.fingerprint(), cfg.fingerprint());
+}
+
+TEST(ExperimentConfig, LogspaceEpsilonsAreCanonical) {
+  Repo repo;
+  json j = base_config();
+  j["epsilons"] = {{"logspace", {{"from", 1e-4}, {"to", 10}, {"count", 11}}}};
+  const auto cfg = parse_config(j, "x.json", false, builtin_registry(), repo.datasets());
+  ASSERT_EQ(cfg.epsilons.size(), 11u);
+  EXPECT_EQ(cfg.epsilons.front(), 1e-4);
+  EXPECT_EQ(cfg.epsilons[1], 0.000316227766017);  // half decades, 12 significant digits
+  EXPECT_EQ(cfg.epsilons[6], 0.1);
+  EXPECT_EQ(cfg.epsilons.back(), 10.0);
+  EXPECT_EQ(cell_key("R", json{{"rows", 1}}, 0.1, 0), "R|{\"rows\":1}|eps=0.1|rep=0");
+}
+
+TEST(ExperimentConfig, ErrorsNameTheJsonPath) {
+  Repo repo;
+  json j = base_config();
+  j.erase("epsilons");
+  EXPECT_EQ(config_error(j, repo), "configs/x.json: $.epsilons: missing (required)");
+
+  j = base_config();
+  j["methods"][0]["grid"]["rows"] = {100, "many"};
+  EXPECT_EQ(config_error(j, repo), "configs/x.json: $.methods[0].grid.rows: expected an array of positive integers");
+
+  j = base_config();
+  j["methods"].push_back({{"name", "race"}, {"label", "R2"}, {"grid", {{"rows", 5}}}});
+  EXPECT_EQ(config_error(j, repo), "configs/x.json: $.methods[1].grid.rows: expected an array of positive integers");
+
+  j = base_config();
+  j["methods"][0]["name"] = "kme_typo";
+  EXPECT_NE(config_error(j, repo).find("$.methods[0].name: unknown method 'kme_typo'"), std::string::npos);
+
+  j = base_config();
+  j["dataset"]["name"] = "skinn";
+  EXPECT_NE(config_error(j, repo).find("$.dataset.name: unknown data set 'skinn' (known: tiny)"), std::string::npos);
+
+  j = base_config();
+  j["repetitions"] = "ten";
+  EXPECT_EQ(config_error(j, repo), "configs/x.json: $.repetitions: expected a positive integer");
+
+  j = base_config();
+  j["task"]["bandwith"] = 5;
+  EXPECT_NE(config_error(j, repo).find("$.task.bandwith: unknown key"), std::string::npos);
+
+  j = base_config();
+  j["methods"][0]["fixed"]["mechanism"] = "laplace";
+  EXPECT_NE(config_error(j, repo).find("$.methods[0].fixed.mechanism: expected one of discrete_laplace"), std::string::npos);
+
+  j = base_config();
+  j["methods"][0].erase("grid");
+  EXPECT_NE(config_error(j, repo).find("$.methods[0].grid.rows: missing"), std::string::npos);
+
+  j = base_config();
+  j["metric"] = "accuracy";
+  EXPECT_NE(config_error(j, repo).find("$.metric:"), std::string::npos);
+
+  j = base_config();
+  j["task"]["type"] = "sorting";
+  EXPECT_NE(config_error(j, repo).find("$.task.type: unknown task 'sorting'"), std::string::npos);
+
+  j = base_config();
+  j["quick"]["grids"]["NOPE"] = json::object();
+  EXPECT_NE(config_error(j, repo).find("$.quick.grids.NOPE"), std::string::npos);
+}
+
+TEST(ExperimentConfig, NotJsonGivesLineAndColumn) {
+  Repo repo;
+  const fs::path p = repo.dir.path / "broken.json";
+  write(p, "{\n  \"name\": \"x\",\n  \"task\": {\"type\": \"kde\",}\n}\n");
+  try {
+    load_config(p.string(), false, builtin_registry(), repo.datasets());
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(p.string() + ":3:"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("not valid JSON"), std::string::npos) << msg;
+  }
+}
+
+TEST(ExperimentRun, RecordsAreCompleteAndLabelledAsStandIn) {
+  Repo repo;
+  const auto report = run_experiment(options(repo, write_config(repo, base_config())));
+  EXPECT_EQ(report.cells_total, 8u);  // 2 rows x 2 eps x 2 reps
+  EXPECT_EQ(report.cells_run, 8u);
+  EXPECT_TRUE(report.stand_in);
+  const auto records = read_records(report.results_path);
+  ASSERT_EQ(records.size(), 8u);
+  for (const auto& r : records) {
+    for (const char* key : {"config", "dataset", "stand_in", "method", "params", "epsilon", "rep", "seed", "metrics",
+                            "build_seconds", "query_seconds_per_query", "threads", "git_commit", "key", "selection"})
+      EXPECT_TRUE(r.contains(key)) << key;
+    EXPECT_TRUE(r.at("stand_in").get<bool>());
+    EXPECT_EQ(r.at("config"), "t_kde");
+    EXPECT_EQ(r.at("threads"), 1);
+    EXPECT_TRUE(r.at("metrics").at("mre").is_number());
+    EXPECT_TRUE(r.at("metrics").at("mre_debiased").is_number());
+    EXPECT_EQ(r.at("git_commit"), PRIVRACE_GIT_COMMIT);
+  }
+  // Every record's key is distinct, and the seed depends on (params, rep), not on epsilon.
+  std::set<std::string> keys;
+  for (const auto& r : records) keys.insert(r.at("key").get<std::string>());
+  EXPECT_EQ(keys.size(), 8u);
+  // CSV: header + one row per record; exactly one grid point is best at each epsilon.
+  const std::string csv = read(report.csv_path);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 9);
+  EXPECT_NE(csv.find("param_rows"), std::string::npos);
+  const json summary = json::parse(read(report.summary_path));
+  int best = 0;
+  for (const auto& row : summary.at("rows")) best += row.at("best_over_grid").get<bool>() ? 1 : 0;
+  EXPECT_EQ(best, 2);  // one per epsilon
+  EXPECT_TRUE(summary.at("stand_in").get<bool>());
+  // The ground truth was cached.
+  std::size_t cached = 0;
+  for (const auto& e : fs::directory_iterator(repo.out() / "cache")) cached += e.path().extension() == ".bin";
+  EXPECT_EQ(cached, 1u);
+}
+
+TEST(ExperimentRun, RerunSkipsFinishedCellsAndReproduces) {
+  Repo repo;
+  const auto cfg = write_config(repo, base_config());
+  const auto first = run_experiment(options(repo, cfg));
+  const std::string before = read(first.results_path);
+  const auto a = read_records(first.results_path);
+  const auto second = run_experiment(options(repo, cfg));
+  EXPECT_EQ(second.cells_skipped, 8u);
+  EXPECT_EQ(second.cells_run, 0u);
+  EXPECT_EQ(read(second.results_path), before);
+  // Extending the sweep (another epsilon) runs only the new cells.
+  json j = base_config();
+  j["epsilons"] = {0.1, 1, 10};
+  const auto third = run_experiment(options(repo, write_config(repo, j, "more.json")));
+  EXPECT_EQ(third.cells_skipped, 8u);
+  EXPECT_EQ(third.cells_run, 4u);
+  // Same seeds give the same metrics: rerun into a fresh directory and compare one cell.
+  RunOptions o = options(repo, cfg);
+  o.out_dir = (repo.dir.path / "again").string();
+  const auto fresh = run_experiment(o);
+  const auto b = read_records(fresh.results_path);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].at("key"), b[i].at("key"));
+    EXPECT_EQ(a[i].at("metrics"), b[i].at("metrics"));
+  }
+}
+
+TEST(ExperimentRun, KilledRunLeavesNoCorruptRecordAndResumes) {
+  Repo repo;
+  const auto cfg = write_config(repo, base_config());
+  RunOptions o = options(repo, cfg);
+  o.stop_after = 3;
+  const auto partial = run_experiment(o);
+  EXPECT_EQ(partial.cells_run, 3u);
+  ASSERT_EQ(read_records(partial.results_path).size(), 3u);
+  // Simulate a kill in the middle of writing the 4th record.
+  {
+    std::ofstream out(partial.results_path, std::ios::app | std::ios::binary);
+    out << R"({"config":"t_kde","config_fingerprint":"abc","key":"RACE|{"rows)";
+  }
+  const auto resumed = run_experiment(options(repo, cfg));
+  EXPECT_EQ(resumed.cells_skipped, 3u);
+  EXPECT_EQ(resumed.cells_run, 5u);
+  const auto records = read_records(resumed.results_path);  // every line parses
+  ASSERT_EQ(records.size(), 8u);
+  std::set<std::string> keys;
+  for (const auto& r : records) keys.insert(r.at("key").get<std::string>());
+  EXPECT_EQ(keys.size(), 8u);
+  const std::string text = read(resumed.results_path);
+  EXPECT_EQ(text.back(), '\n');
+}
+
+TEST(ExperimentRun, QuickWritesItsOwnFile) {
+  Repo repo;
+  RunOptions o = options(repo, write_config(repo, base_config()));
+  o.quick = true;
+  const auto report = run_experiment(o);
+  EXPECT_EQ(fs::path(report.results_path).filename(), "t_kde-quick.jsonl");
+  EXPECT_EQ(report.cells_total, 1u);
+  EXPECT_TRUE(read_records(report.results_path).at(0).at("quick").get<bool>());
+}
+
+TEST(ExperimentRun, ChangedDataRefusesToMixRecords) {
+  Repo repo;
+  run_experiment(options(repo, write_config(repo, base_config())));
+  json j = base_config();
+  j["task"]["bandwidth"] = 0.5;  // a different ground truth: old records no longer apply
+  EXPECT_THROW(run_experiment(options(repo, write_config(repo, j))), Error);
+}
+
+TEST(ExperimentRun, UnwritableResultsDirectoryFailsBeforeAnyWork) {
+  Repo repo;
+  write(repo.dir.path / "a_file", "x");
+  RunOptions o = options(repo, write_config(repo, base_config()));
+  o.out_dir = (repo.dir.path / "a_file" / "results").string();
+  try {
+    run_experiment(o);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("results directory"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ExperimentRun, DamagedGroundTruthCacheIsRecomputed) {
+  Repo repo;
+  const auto cfg = write_config(repo, base_config());
+  const auto first = run_experiment(options(repo, cfg));
+  fs::path cache;
+  for (const auto& e : fs::directory_iterator(repo.out() / "cache")) cache = e.path();
+  std::string bytes = read(cache);
+  bytes[bytes.size() / 2] ^= 0x55;
+  write(cache, bytes);
+  std::vector<double> truth;
+  EXPECT_FALSE(read_truth_cache(cache.string(), "any", truth));
+  const auto before = read_records(first.results_path);
+  fs::remove(first.results_path);
+  const auto again = run_experiment(options(repo, cfg));
+  EXPECT_EQ(again.cells_run, 8u);
+  const auto after = read_records(again.results_path);
+  ASSERT_EQ(after.size(), before.size());
+  for (std::size_t i = 0; i < after.size(); ++i) EXPECT_EQ(after[i].at("metrics"), before[i].at("metrics"));
+}
