@@ -1,0 +1,82 @@
+#include "privrace/baselines/function_release.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <sstream>
+
+#include "privrace/core/error.hpp"
+
+namespace privrace::baselines {
+
+double Domain::to_unit(double v) const {
+  const double t = (v - lower) / span();
+  return std::clamp(t, 0.0, 1.0);
+}
+
+DoubleMatrix clip_to_domain(const DenseRef& data, const Domain& dom) {
+  DoubleMatrix out = data.cast<double>();
+  for (Eigen::Index i = 0; i < out.size(); ++i) out.data()[i] = std::clamp(out.data()[i], dom.lower, dom.upper);
+  return out;
+}
+
+double kernel_value(const KernelSpec& spec, const double* x, const double* q, std::size_t d) {
+  double k;
+  if (spec.kernel == "l2") {
+    double s2 = 0;
+    for (std::size_t j = 0; j < d; ++j) s2 += (x[j] - q[j]) * (x[j] - q[j]);
+    k = pstable_kernel_tabulated(std::sqrt(s2) / spec.bandwidth);
+  } else {
+    double xq = 0, xx = 0, qq = 0;
+    for (std::size_t j = 0; j < d; ++j) xq += x[j] * q[j], xx += x[j] * x[j], qq += q[j] * q[j];
+    const double c = (xx > 0 && qq > 0) ? std::clamp(xq / std::sqrt(xx * qq), -1.0, 1.0) : 1.0;
+    k = 1.0 - std::acos(c) / std::numbers::pi;
+  }
+  double r = 1.0;
+  for (std::size_t p = 0; p < spec.power; ++p) r *= k;
+  return r;
+}
+
+std::vector<double> weighted_kernel_sums(const DoubleMatrix& points, const std::vector<double>& weights,
+                                         const DenseRef& queries, const KernelSpec& spec) {
+  const auto nq = static_cast<std::ptrdiff_t>(queries.rows());
+  const auto d = static_cast<std::size_t>(points.cols());
+  const auto m = static_cast<std::ptrdiff_t>(points.rows());
+  std::vector<double> out(static_cast<std::size_t>(nq), 0.0);
+  // Points with weight 0 (KME's non-pivot points, empty histogram bins) cost nothing.
+  std::vector<std::ptrdiff_t> live;
+  for (std::ptrdiff_t i = 0; i < m; ++i)
+    if (weights[static_cast<std::size_t>(i)] != 0.0) live.push_back(i);
+#pragma omp parallel for schedule(dynamic, 8)
+  for (std::ptrdiff_t j = 0; j < nq; ++j) {
+    double q[64];
+    std::vector<double> qv;
+    double* qp = q;
+    if (d > 64) { qv.resize(d); qp = qv.data(); }
+    for (std::size_t c = 0; c < d; ++c) qp[c] = static_cast<double>(queries(j, static_cast<Eigen::Index>(c)));
+    double s = 0;
+    for (const auto i : live) s += weights[static_cast<std::size_t>(i)] * kernel_value(spec, points.row(i).data(), qp, d);
+    out[static_cast<std::size_t>(j)] = s;
+  }
+  return out;
+}
+
+std::vector<double> kde_at(const DenseRef& data, const DoubleMatrix& points, const KernelSpec& spec) {
+  const DenseMatrix p = points.cast<Real>();
+  auto sums = exact_kernel_sums(data, p, spec);
+  const double n = static_cast<double>(data.rows());
+  for (auto& s : sums) s /= n;
+  return sums;
+}
+
+void refuse_if_infeasible(double work_units, double units_per_second, double limit_seconds, const char* what) {
+  const double est = work_units / units_per_second;
+  if (est > limit_seconds) {
+    std::ostringstream m;
+    m << what << ": refused, estimated " << est << " s on this machine (" << work_units
+      << " operations), above the limit of " << limit_seconds << " s (raise max_seconds to run it)";
+    throw UsageError(m.str());
+  }
+}
+
+}  // namespace privrace::baselines

@@ -1,0 +1,200 @@
+#include "privrace/baselines/privbayes.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "privrace/core/error.hpp"
+#include "privrace/privacy/mechanisms.hpp"
+
+namespace privrace::baselines {
+namespace {
+
+// All size-r subsets of `pool` (sorted).
+void subsets(const std::vector<int>& pool, std::size_t r, std::size_t start, std::vector<int>& cur,
+             std::vector<std::vector<int>>& out) {
+  if (cur.size() == r) { out.push_back(cur); return; }
+  for (std::size_t i = start; i < pool.size(); ++i) {
+    cur.push_back(pool[i]);
+    subsets(pool, r, i + 1, cur, out);
+    cur.pop_back();
+  }
+}
+
+// Index into a distribution drawn by inversion; uniform if it has no mass.
+std::size_t draw(const double* p, std::size_t len, RandomSource& rng) {
+  double total = 0;
+  for (std::size_t i = 0; i < len; ++i) total += p[i];
+  if (!(total > 0)) return static_cast<std::size_t>(rng.below(len));
+  double u = rng.unit() * total;
+  for (std::size_t i = 0; i < len; ++i) {
+    if (u < p[i]) return i;
+    u -= p[i];
+  }
+  return len - 1;
+}
+
+}  // namespace
+
+PrivBayes::PrivBayes(const DenseRef& train, const Domain& dom, const PrivBayesOptions& opt)
+    : dom_(dom), opt_(opt), n_(static_cast<std::size_t>(train.rows())), d_(static_cast<std::size_t>(train.cols())) {
+  if (opt.degree < 1) throw UsageError("privbayes: degree must be at least 1");
+  if (opt.bins < 2 || opt.bins > 65535) throw UsageError("privbayes: bins must be in 2..65535");
+  if (!(opt.beta > 0 && opt.beta < 1)) throw UsageError("privbayes: beta must be in (0, 1)");
+  const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(opt.degree), d_ - 1);
+  const double cells = std::pow(static_cast<double>(opt.bins), static_cast<double>(k + 1));
+  if (cells > double(1 << 24))
+    throw UsageError("privbayes: bins^(k+1) = " + std::to_string(cells) + " cells per marginal is too many (at most 2^24)");
+  codes_.resize(n_ * d_);
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(n_); ++i)
+    for (std::size_t j = 0; j < d_; ++j) {
+      const double t = dom.to_unit(train(i, static_cast<Eigen::Index>(j)));
+      codes_[static_cast<std::size_t>(i) * d_ + j] = static_cast<std::uint16_t>(std::min(opt.bins - 1, static_cast<int>(t * opt.bins)));
+    }
+}
+
+std::vector<double> PrivBayes::joint_counts(int x, const std::vector<int>& parents) const {
+  const auto b = static_cast<std::size_t>(opt_.bins);
+  std::size_t len = b;
+  for (std::size_t i = 0; i < parents.size(); ++i) len *= b;
+  std::vector<double> out(len, 0.0);
+#pragma omp parallel
+  {
+    std::vector<double> local(len, 0.0);
+#pragma omp for schedule(static)
+    for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(n_); ++i) {
+      const std::uint16_t* row = &codes_[static_cast<std::size_t>(i) * d_];
+      std::size_t idx = 0;
+      for (int p : parents) idx = idx * b + row[p];
+      local[idx * b + row[x]] += 1.0;
+    }
+#pragma omp critical
+    for (std::size_t c = 0; c < len; ++c) out[c] += local[c];
+  }
+  return out;
+}
+
+double PrivBayes::mutual_information(int x, const std::vector<int>& parents) const {
+  const auto key = std::make_pair(x, parents);
+  if (auto it = mi_cache_.find(key); it != mi_cache_.end()) return it->second;
+  const auto b = static_cast<std::size_t>(opt_.bins);
+  const std::vector<double> joint = joint_counts(x, parents);
+  const std::size_t np = joint.size() / b;
+  std::vector<double> px(b, 0.0), pp(np, 0.0);
+  for (std::size_t p = 0; p < np; ++p)
+    for (std::size_t v = 0; v < b; ++v) px[v] += joint[p * b + v], pp[p] += joint[p * b + v];
+  const double n = static_cast<double>(n_);
+  double mi = 0;
+  for (std::size_t p = 0; p < np; ++p)
+    for (std::size_t v = 0; v < b; ++v) {
+      const double c = joint[p * b + v];
+      if (c > 0) mi += c / n * std::log2(c * n / (px[v] * pp[p]));
+    }
+  mi_cache_[key] = mi;
+  return mi;
+}
+
+double PrivBayes::mi_sensitivity() const {
+  const double n = static_cast<double>(n_);
+  return std::log2(n) / n + (n - 1) / n * std::log2(n / (n - 1));
+}
+
+double PrivBayes::conditional_noise_scale(double epsilon) const {
+  const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(opt_.degree), d_ - 1);
+  const double marginals = static_cast<double>(d_ - k);  // >= 1
+  const double eps2 = d_ == 1 ? epsilon : (1 - opt_.beta) * epsilon;
+  return 4.0 * marginals / (static_cast<double>(n_) * eps2);
+}
+
+WeightedPoints PrivBayes::release(double epsilon, RandomSource* rng, RandomSource& sampler, PrivBayesNetwork* network_out) const {
+  const std::size_t d = d_;
+  const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(opt_.degree), d - 1);
+  const auto b = static_cast<std::size_t>(opt_.bins);
+  PrivBayesNetwork net;
+  // --- network
+  std::vector<int> rest(d);
+  std::iota(rest.begin(), rest.end(), 0);
+  const std::size_t first = rng ? static_cast<std::size_t>(rng->below(d)) : 0;
+  net.order.push_back(static_cast<int>(first));
+  net.parents.push_back({});
+  rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(first));
+  const double eps_step = d > 1 ? opt_.beta * epsilon / static_cast<double>(d - 1) : 0.0;
+  const double dI = mi_sensitivity();
+  while (!rest.empty()) {
+    std::vector<int> V = net.order;
+    std::sort(V.begin(), V.end());
+    std::vector<std::vector<int>> psets;
+    std::vector<int> cur;
+    subsets(V, std::min(k, V.size()), 0, cur, psets);
+    std::vector<std::pair<int, std::size_t>> cand;
+    std::vector<double> score;
+    for (int x : rest)
+      for (std::size_t p = 0; p < psets.size(); ++p) {
+        cand.emplace_back(x, p);
+        score.push_back(mutual_information(x, psets[p]));
+      }
+    std::size_t pick;
+    if (rng) {
+      // Exponential mechanism: Pr ~ exp(eps_step * I / (2 S(I))), through log-sum-exp.
+      std::vector<double> logits(score.size());
+      for (std::size_t c = 0; c < score.size(); ++c) logits[c] = eps_step * score[c] / (2 * dI);
+      const double mx = *std::max_element(logits.begin(), logits.end());
+      for (auto& l : logits) l = std::exp(l - mx);
+      pick = draw(logits.data(), logits.size(), *rng);
+    } else {
+      pick = static_cast<std::size_t>(std::max_element(score.begin(), score.end()) - score.begin());
+    }
+    net.order.push_back(cand[pick].first);
+    net.parents.push_back(psets[cand[pick].second]);
+    rest.erase(std::find(rest.begin(), rest.end(), cand[pick].first));
+  }
+  // --- noisy distributions: index i0 = k covers order[0..k] jointly; then one per attribute.
+  const std::size_t i0 = k;  // (k <= d - 1)
+  std::vector<std::vector<int>> dist_parents(d);
+  std::vector<std::vector<double>> dist(d);
+  for (std::size_t i = 0; i <= i0; ++i) {
+    dist_parents[i].assign(net.order.begin(), net.order.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  const double lap = rng ? conditional_noise_scale(epsilon) : 0.0;
+  auto noisy = [&](int x, const std::vector<int>& parents) {
+    std::vector<double> p = joint_counts(x, parents);
+    for (auto& v : p) {
+      v /= static_cast<double>(n_);
+      if (rng) v = std::max(0.0, v + sample_laplace(*rng, lap));
+    }
+    return p;
+  };
+  dist[i0] = noisy(net.order[i0], dist_parents[i0]);
+  for (std::size_t i = i0 + 1; i < d; ++i) {
+    dist_parents[i] = net.parents[i];
+    dist[i] = noisy(net.order[i], dist_parents[i]);
+  }
+  // --- sampling: order[0..i0] jointly from dist[i0], then each later attribute from its
+  // conditional slice given its parents' sampled bins.
+  WeightedPoints wp;
+  const std::size_t M = opt_.samples;
+  wp.points.resize(static_cast<Eigen::Index>(M), static_cast<Eigen::Index>(d));
+  wp.weights.assign(M, 1.0 / static_cast<double>(M));
+  std::vector<std::size_t> bin(d);
+  for (std::size_t s = 0; s < M; ++s) {
+    std::size_t cell = draw(dist[i0].data(), dist[i0].size(), sampler);
+    for (std::size_t i = i0 + 1; i-- > 0;) {
+      bin[static_cast<std::size_t>(net.order[i])] = cell % b;
+      cell /= b;
+    }
+    for (std::size_t i = i0 + 1; i < d; ++i) {
+      std::size_t idx = 0;
+      for (int p : dist_parents[i]) idx = idx * b + bin[static_cast<std::size_t>(p)];
+      bin[static_cast<std::size_t>(net.order[i])] = draw(&dist[i][idx * b], b, sampler);
+    }
+    for (std::size_t j = 0; j < d; ++j)
+      wp.points(static_cast<Eigen::Index>(s), static_cast<Eigen::Index>(j)) =
+          dom_.from_unit((static_cast<double>(bin[j]) + sampler.unit()) / static_cast<double>(b));
+  }
+  if (network_out) *network_out = net;
+  return wp;
+}
+
+}  // namespace privrace::baselines

@@ -1,0 +1,357 @@
+// The function-release baselines of the KDE experiments (issue 4): each one's non-private
+// limit approximates the exact KDE, its noise has the scale its derivation gives (seeded
+// statistical checks), and the structural facts the derivations rely on hold.
+#include <gtest/gtest.h>
+
+#include <Eigen/Eigenvalues>
+#include <cmath>
+#include <numeric>
+
+#include "privrace/baselines/bernstein.hpp"
+#include "privrace/baselines/histogram.hpp"
+#include "privrace/baselines/kme.hpp"
+#include "privrace/baselines/pfda.hpp"
+#include "privrace/baselines/privbayes.hpp"
+#include "privrace/baselines/spectral.hpp"
+#include "privrace/core/error.hpp"
+#include "privrace/privacy/mechanisms.hpp"
+
+namespace privrace::baselines {
+namespace {
+
+KernelSpec l2(double w) {
+  KernelSpec k;
+  k.kernel = "l2";
+  k.bandwidth = w;
+  k.power = 1;
+  return k;
+}
+
+// n points in [0,1]^d: two clusters (seeded).
+DenseMatrix unit_data(std::size_t n, std::size_t d, std::uint64_t seed) {
+  SeededRandom rng(seed);
+  DenseMatrix x(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(d));
+  for (Eigen::Index i = 0; i < x.rows(); ++i) {
+    const double c = rng.below(3) == 0 ? 0.3 : 0.65;
+    for (Eigen::Index j = 0; j < x.cols(); ++j)
+      x(i, j) = static_cast<Real>(std::clamp(c + 0.1 * sample_normal(rng), 0.0, 1.0));
+  }
+  return x;
+}
+
+DenseMatrix grid_1d(int n, double a, double b) {
+  DenseMatrix q(n, 1);
+  for (int i = 0; i < n; ++i) q(i, 0) = static_cast<Real>(a + (b - a) * i / (n - 1));
+  return q;
+}
+
+std::vector<double> exact(const DenseMatrix& data, const DenseMatrix& q, const KernelSpec& k) {
+  return kde_at(data, q.cast<double>(), k);
+}
+
+double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
+  return m;
+}
+
+double binom(int n, int k) { return std::exp(std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0)); }
+
+// ---------------------------------------------------------------- Bernstein
+TEST(Bernstein, BasisReproducesPolynomialsUpToDegreeK) {
+  // t^j = sum_{v >= j} C(v, j) / C(k, j) b_v(t) for j <= k: the span is all polynomials of
+  // degree <= k; in 2-D the tensor product reproduces t1^a t2^b.
+  const int k = 8;
+  const DenseMatrix data = unit_data(50, 2, 1);
+  BernsteinRelease r(data, l2(0.5), Domain{0, 1}, k);
+  DenseMatrix q(25, 2);
+  SeededRandom rng(3);
+  for (Eigen::Index i = 0; i < q.rows(); ++i) q(i, 0) = static_cast<Real>(rng.unit()), q(i, 1) = static_cast<Real>(rng.unit());
+  for (int a = 0; a <= k; a += 3)
+    for (int b = 0; b <= k; b += 4) {
+      std::vector<double> coef((k + 1) * (k + 1));
+      for (int v0 = 0; v0 <= k; ++v0)
+        for (int v1 = 0; v1 <= k; ++v1)
+          coef[static_cast<std::size_t>(v0 * (k + 1) + v1)] =
+              (v0 >= a ? binom(v0, a) / binom(k, a) : 0.0) * (v1 >= b ? binom(v1, b) / binom(k, b) : 0.0);
+      r.set_values(coef);
+      const auto got = r.evaluate(q);
+      for (Eigen::Index i = 0; i < q.rows(); ++i)
+        EXPECT_NEAR(got[static_cast<std::size_t>(i)], std::pow(double(q(i, 0)), a) * std::pow(double(q(i, 1)), b), 1e-9);
+    }
+  // Lattice values of a linear function are reproduced exactly (B_k is exact on degree 1).
+  std::vector<double> lin((k + 1) * (k + 1));
+  for (int v0 = 0; v0 <= k; ++v0)
+    for (int v1 = 0; v1 <= k; ++v1) lin[static_cast<std::size_t>(v0 * (k + 1) + v1)] = 2.0 * v0 / k - 0.5 * v1 / k + 1.0;
+  r.set_values(lin);
+  const auto got = r.evaluate(q);
+  for (Eigen::Index i = 0; i < q.rows(); ++i) EXPECT_NEAR(got[static_cast<std::size_t>(i)], 2.0 * q(i, 0) - 0.5 * q(i, 1) + 1.0, 1e-6);
+}
+
+TEST(Bernstein, NoiseFreeLimitApproximatesKde) {
+  const DenseMatrix data = unit_data(3000, 1, 2);
+  const KernelSpec k = l2(0.4);
+  const DenseMatrix q = grid_1d(101, 0, 1);
+  const auto truth = exact(data, q, k);
+  double prev = 1e9;
+  for (int deg : {4, 20, 100}) {
+    BernsteinRelease r(data, k, Domain{0, 1}, deg);
+    const double err = max_abs_diff(r.evaluate(q), truth);
+    EXPECT_LT(err, prev);  // converges as k grows
+    prev = err;
+  }
+  EXPECT_LT(prev, 0.01);
+}
+
+TEST(Bernstein, LatticeValueSensitivityAndNoiseScale) {
+  const DenseMatrix data = unit_data(400, 2, 4);
+  const KernelSpec k = l2(0.3);
+  const int deg = 30;
+  BernsteinRelease r(data, k, Domain{0, 1}, deg);
+  // Replace one record by the point farthest from it: no lattice value moves more than 1/N.
+  DenseMatrix other = data;
+  other(0, 0) = 1.0f - other(0, 0), other(0, 1) = 1.0f - other(0, 1);
+  BernsteinRelease r2(other, k, Domain{0, 1}, deg);
+  double worst = 0;
+  for (std::size_t i = 0; i < r.values().size(); ++i) worst = std::max(worst, std::abs(r.values()[i] - r2.values()[i]));
+  EXPECT_LE(worst, 1.0 / 400 + 1e-12);
+  EXPECT_GT(worst, 0.2 / 400);  // and the bound is not vacuous
+  // Noise: Lap((k+1)^d / (N eps)): mean |noise| = b, var = 2 b^2 over 961 x 20 draws.
+  const double eps = 2.0, b = 961.0 / (400 * eps);
+  EXPECT_DOUBLE_EQ(r.noise_scale(eps), b);
+  SeededRandom rng(11);
+  double s1 = 0, s2 = 0;
+  std::size_t n = 0;
+  for (int rep = 0; rep < 20; ++rep) {
+    const auto p = r.privatized(eps, rng);
+    for (std::size_t i = 0; i < p.values().size(); ++i, ++n) {
+      const double z = p.values()[i] - r.values()[i];
+      s1 += std::abs(z), s2 += z * z;
+    }
+  }
+  EXPECT_NEAR(s1 / n / b, 1.0, 0.03);
+  EXPECT_NEAR(s2 / n / (2 * b * b), 1.0, 0.06);
+}
+
+TEST(Bernstein, RefusesInfeasibleLatticeWithAnEstimate) {
+  const DenseMatrix data = unit_data(1000, 8, 5);
+  try {
+    BernsteinRelease r(data, l2(0.5), Domain{0, 1}, 100, 60.0);
+    FAIL() << "expected a refusal";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("estimated"), std::string::npos) << e.what();
+  }
+}
+
+// ---------------------------------------------------------------- KME
+TEST(Kme, PStableKernelGramIsPositiveSemidefinite) {
+  // k = P[h(x) = h(q)] is an average of one-hot inner products, hence PSD.
+  const DenseMatrix pts = unit_data(300, 3, 6);
+  const KernelSpec k = l2(0.2);
+  Eigen::MatrixXd G(300, 300);
+  const DoubleMatrix p = pts.cast<double>();
+  for (int i = 0; i < 300; ++i)
+    for (int j = 0; j < 300; ++j) G(i, j) = kernel_value(k, p.row(i).data(), p.row(j).data(), 3);
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(G);
+  EXPECT_GT(es.eigenvalues().minCoeff(), -1e-9);
+}
+
+TEST(Kme, PivotedCholeskyFactorsTheGram) {
+  const DoubleMatrix p = unit_data(200, 2, 7).cast<double>();
+  const KernelSpec k = l2(0.3);
+  const auto pc = pivoted_cholesky(p, k, 1e-12, 200);
+  const auto m = static_cast<Eigen::Index>(pc.pivots.size());
+  ASSERT_GT(m, 10);
+  for (Eigen::Index a = 0; a < m; a += 7)
+    for (Eigen::Index b = 0; b < m; b += 5) {
+      const double kv = kernel_value(k, p.row(static_cast<Eigen::Index>(pc.pivots[static_cast<std::size_t>(a)])).data(),
+                                     p.row(static_cast<Eigen::Index>(pc.pivots[static_cast<std::size_t>(b)])).data(), 2);
+      EXPECT_NEAR(pc.L.row(a).dot(pc.L.row(b)), kv, 1e-9);
+    }
+}
+
+TEST(Kme, WeightsReproduceTheEmbeddingOnThePublicPoints) {
+  // Noise off, the released function equals f_D at every pivot (the projection of mu onto
+  // span{phi(z)} interpolates <phi(z_p), mu>); weighting by beta instead of w = B beta does not.
+  const DenseMatrix data = unit_data(2000, 1, 8);
+  const KernelSpec k = l2(0.25);
+  KmeOptions o;
+  o.points = 400;
+  o.tol = 1e-10;
+  o.seed = 3;
+  KmeRelease kme(data, k, Domain{0, 1}, o);
+  const WeightedPoints wp = kme.release(1.0, 0.01, nullptr);
+  const DenseMatrix z = wp.points.cast<Real>();
+  const auto at_pivots = wp.evaluate(z, k);
+  const auto truth = exact(data, z, k);
+  EXPECT_LT(max_abs_diff(at_pivots, truth), 1e-6);
+  WeightedPoints wrong = wp;
+  wrong.weights = kme.alpha();
+  EXPECT_GT(max_abs_diff(wrong.evaluate(z, k), truth), 1e-2);
+  // ... and approximates it everywhere (public points cover the domain).
+  const DenseMatrix q = grid_1d(97, 0, 1);
+  EXPECT_LT(max_abs_diff(wp.evaluate(q, k), exact(data, q, k)), 1e-3);
+}
+
+TEST(Kme, NoiseIsTheGaussianMechanismAtSensitivityTwoOverN) {
+  EXPECT_NEAR(kme_sigma(0.5, 1e-2, 2e-3), 2e-3 * std::sqrt(2 * std::log(125.0)) / 0.5, 1e-15);
+  EXPECT_DOUBLE_EQ(kme_sigma(2.0, 1e-2, 2e-3), analytic_gaussian_sigma(2.0, 1e-2, 2e-3));
+  const DenseMatrix data = unit_data(500, 1, 9);
+  const KernelSpec k = l2(0.3);
+  KmeOptions o;
+  o.points = 200;
+  o.seed = 4;
+  KmeRelease kme(data, k, Domain{0, 1}, o);
+  const auto clean = kme.release(0.5, 0.01, nullptr);
+  SeededRandom rng(12);
+  // beta - alpha = L^T (w - w0) must be N(0, sigma^2 I).
+  const auto pc = pivoted_cholesky(kme.public_points(), k, o.tol, o.max_rank);
+  double s2 = 0;
+  std::size_t n = 0;
+  double sigma = 0;
+  for (int rep = 0; rep < 40; ++rep) {
+    const auto noisy = kme.release(0.5, 0.01, &rng, &sigma);
+    Eigen::VectorXd dw(static_cast<Eigen::Index>(noisy.weights.size()));
+    for (std::size_t i = 0; i < noisy.weights.size(); ++i) dw(static_cast<Eigen::Index>(i)) = noisy.weights[i] - clean.weights[i];
+    const Eigen::VectorXd db = pc.L.transpose() * dw;
+    s2 += db.squaredNorm();
+    n += static_cast<std::size_t>(db.size());
+  }
+  EXPECT_NEAR(sigma, kme_sigma(0.5, 0.01, 2.0 / 500), 1e-15);
+  EXPECT_NEAR(s2 / n / (sigma * sigma), 1.0, 0.08);
+}
+
+// ---------------------------------------------------------------- spectral
+TEST(Spectral, NoiseFreeLimitAndSensitivity) {
+  const DenseMatrix data = unit_data(2000, 1, 10);
+  const KernelSpec k = l2(0.3);
+  const DenseMatrix q = grid_1d(101, 0, 1);
+  const auto truth = exact(data, q, k);
+  SpectralRelease s20(data, k, Domain{0, 1}, 20);
+  SpectralRelease s2(data, k, Domain{0, 1}, 2);
+  const double e20 = max_abs_diff(s20.evaluate(s20.release(1, nullptr), q), truth);
+  const double e2 = max_abs_diff(s2.evaluate(s2.release(1, nullptr), q), truth);
+  EXPECT_LT(e20, e2);
+  EXPECT_LT(e20, 0.02);
+  // Brute force: replacing one record moves the coefficients by at most the L1 bound.
+  DenseMatrix other = data;
+  other(0, 0) = other(0, 0) < 0.5f ? 1.0f : 0.0f;
+  SpectralRelease o20(other, k, Domain{0, 1}, 20);
+  double l1 = 0;
+  for (std::size_t j = 0; j < 20; ++j) l1 += std::abs(o20.coefficients()[j] - s20.coefficients()[j]);
+  EXPECT_LE(l1, s20.l1_sensitivity());
+  EXPECT_GT(l1, 0.1 * s20.l1_sensitivity());
+  // Laplace of scale L1 / eps on every coefficient.
+  SeededRandom rng(13);
+  double s1 = 0;
+  const double eps = 0.5, b = s20.l1_sensitivity() / eps;
+  for (int rep = 0; rep < 200; ++rep) {
+    const auto c = s20.release(eps, &rng);
+    for (std::size_t j = 0; j < 20; ++j) s1 += std::abs(c[j] - s20.coefficients()[j]);
+  }
+  EXPECT_NEAR(s1 / 4000 / b, 1.0, 0.05);
+}
+
+// ---------------------------------------------------------------- PFDA
+TEST(Pfda, ManyEigenpairsNoiseFreeLimitAndNoiseVariance) {
+  const DenseMatrix data = unit_data(2000, 1, 14);
+  const KernelSpec k = l2(0.2);
+  PfdaOptions o;
+  o.phi = 1e-6;
+  o.grid = 400;
+  PfdaRelease pf(data, k, Domain{0, 1}, o);
+  EXPECT_GT(pf.eigenpairs(), 10);
+  const DenseMatrix q = grid_1d(81, 0.05, 0.95);
+  EXPECT_LT(max_abs_diff(pf.evaluate(pf.release(1, 0.01, nullptr), q), exact(data, q, k)), 0.01);
+  // sigma = Delta sqrt(2 ln(2/delta)) / eps for eps <= 1; the noise at a grid point has
+  // variance sigma^2 sum_j tau_j v_j(t)^2 = sigma^2 C(t, t) (up to truncation): C(t,t) = 1.
+  const double eps = 0.5, delta = 0.01;
+  EXPECT_NEAR(pf.sigma(eps, delta), pf.sensitivity() * std::sqrt(2 * std::log(2 / delta)) / eps, 1e-18);
+  EXPECT_LE(pf.sensitivity(), 2.0 * 1.01 / 2000 / (2 * std::sqrt(o.phi)) + 1e-15);  // <= M/(N sqrt(phi))
+  const auto clean = pf.release(eps, delta, nullptr);
+  SeededRandom rng(15);
+  double s2 = 0;
+  const int reps = 400, at = 200;
+  for (int rep = 0; rep < reps; ++rep) {
+    const auto f = pf.release(eps, delta, &rng);
+    s2 += (f[at] - clean[at]) * (f[at] - clean[at]);
+  }
+  const double sig = pf.sigma(eps, delta);
+  EXPECT_NEAR(s2 / reps / (sig * sig), 1.0, 0.2);
+}
+
+// ---------------------------------------------------------------- histogram
+TEST(Histogram, CountsNoiseAndNoiseFreeLimit) {
+  const DenseMatrix data = unit_data(5000, 2, 16);
+  HistogramRelease h(data, Domain{0, 1}, 10);
+  EXPECT_EQ(h.cells(), 100u);
+  EXPECT_EQ(std::accumulate(h.counts().begin(), h.counts().end(), std::int64_t{0}), 5000);
+  // Cell of the first record holds it.
+  const int c0 = std::min(9, int(data(0, 0) * 10)), c1 = std::min(9, int(data(0, 1) * 10));
+  EXPECT_GE(h.counts()[static_cast<std::size_t>(c0 * 10 + c1)], 1);
+  // Discrete Laplace of scale 1/eps: variance 2a/(1-a)^2, a = exp(-eps).
+  SeededRandom rng(17);
+  const double eps = 0.7;
+  double s2 = 0;
+  for (int rep = 0; rep < 200; ++rep) {
+    const auto nc = h.noisy_counts(eps, 1.0, &rng);
+    for (std::size_t c = 0; c < nc.size(); ++c) s2 += double(nc[c] - h.counts()[c]) * double(nc[c] - h.counts()[c]);
+  }
+  EXPECT_NEAR(s2 / 20000 / DiscreteLaplace(1 / eps).variance(), 1.0, 0.05);
+  const auto wp = h.points(h.noisy_counts(eps, 1.0, &rng));
+  EXPECT_NEAR(std::accumulate(wp.weights.begin(), wp.weights.end(), 0.0), 1.0, 1e-12);
+  // Fine bins, no noise: the bin-centre KDE is close to the exact one.
+  const DenseMatrix one = unit_data(5000, 1, 18);
+  HistogramRelease h1(one, Domain{0, 1}, 200);
+  const DenseMatrix q = grid_1d(51, 0, 1);
+  const KernelSpec k = l2(0.2);
+  EXPECT_LT(max_abs_diff(h1.points(h1.counts()).evaluate(q, k), exact(one, q, k)), 5e-3);
+}
+
+// ---------------------------------------------------------------- PrivBayes
+TEST(PrivBayes, SampleCountNetworkNoiseFreeLimitAndNoiseScale) {
+  // x1 = x0 (strong dependence), x2 independent: the noise-free network links x1 and x0.
+  SeededRandom g(19);
+  DenseMatrix data(20000, 3);
+  for (Eigen::Index i = 0; i < data.rows(); ++i) {
+    data(i, 0) = static_cast<Real>(g.unit());
+    data(i, 1) = data(i, 0);
+    data(i, 2) = static_cast<Real>(g.unit());
+  }
+  PrivBayesOptions o;
+  o.degree = 1;
+  o.bins = 16;
+  o.samples = 30000;
+  PrivBayes pb(data, Domain{0, 1}, o);
+  SeededRandom sampler(20);
+  PrivBayesNetwork net;
+  const auto wp = pb.release(1.0, nullptr, sampler, &net);
+  EXPECT_EQ(wp.points.rows(), 30000);
+  EXPECT_EQ(wp.weights.size(), 30000u);
+  ASSERT_EQ(net.order.size(), 3u);
+  EXPECT_EQ(net.order[0], 0);
+  EXPECT_EQ(net.order[1], 1);
+  EXPECT_EQ(net.parents[1], std::vector<int>{0});
+  // Synthetic points keep the dependence: |x0 - x1| <= one bin.
+  for (Eigen::Index i = 0; i < 1000; ++i) EXPECT_LE(std::abs(wp.points(i, 0) - wp.points(i, 1)), 2.0 / 16 + 1e-9);
+  // KDE through the synthetic points is close to the exact one (bins narrower than the kernel).
+  DenseMatrix q(200, 3);
+  for (Eigen::Index i = 0; i < q.rows(); ++i) q.row(i) = data.row(i * 37);
+  const KernelSpec k = l2(1.0);
+  const auto est = wp.evaluate(q, k), truth = exact(data, q, k);
+  double rel = 0;
+  for (std::size_t i = 0; i < est.size(); ++i) rel += std::abs(est[i] - truth[i]) / truth[i];
+  EXPECT_LT(rel / 200, 0.03);
+  // Noise scales as the paper: S(I) and 4 (d - k) / (n eps2).
+  const double n = 20000;
+  EXPECT_NEAR(pb.mi_sensitivity(), std::log2(n) / n + (n - 1) / n * std::log2(n / (n - 1)), 1e-15);
+  EXPECT_NEAR(pb.conditional_noise_scale(2.0), 4.0 * 2 / (n * 0.7 * 2.0), 1e-15);
+  EXPECT_NEAR(pb.mutual_information(1, {0}), 4.0, 0.01);  // 16 near-equiprobable bins: 4 bits
+  EXPECT_LT(pb.mutual_information(2, {0}), 0.01);
+  // Private release still yields M points.
+  SeededRandom rng(21);
+  EXPECT_EQ(pb.release(0.1, &rng, sampler).points.rows(), 30000);
+}
+
+}  // namespace
+}  // namespace privrace::baselines
