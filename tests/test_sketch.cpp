@@ -283,3 +283,23 @@ TEST(SketchFile, MergedPrivacyRecordsParallelComposition) {
   EXPECT_EQ(m["merged_from"].size(), 2u);
   EXPECT_THROW(merged_privacy({a, nlohmann::json{{"private", false}}}), UsageError);
 }
+
+TEST(RaceSketch, SmallCodeSpacesMapOneToOneWithoutRehashCollisions) {
+  // SRP with p = 4 bits has 16 codes: at W = 16 every code gets its own column, so each row's
+  // counts are exactly the code histogram and the estimate is unbiased without debiasing.
+  const DenseMatrix data = clustered_points(3000, 3, 21, 3.0);
+  auto family = std::shared_ptr<const LshFamily>(make_family(FamilySpec{.kernel = "angular", .power = 4, .rows = 300, .dim = 3, .seed = 4}));
+  RaceSketch sketch(family, 16);
+  EXPECT_TRUE(sketch.direct_columns());
+  build_dense(sketch, data);
+  CodeMatrix codes;
+  family->hash_dense(data, codes);
+  for (std::size_t r = 0; r < sketch.rows(); r += 37) {
+    std::vector<std::int64_t> histogram(16, 0);
+    for (Eigen::Index i = 0; i < codes.cols(); ++i) ++histogram[codes(static_cast<Eigen::Index>(r), i)];
+    EXPECT_TRUE(std::equal(histogram.begin(), histogram.end(), sketch.row(r))) << "row " << r;
+  }
+  const DenseMatrix queries = clustered_points(20, 3, 22, 3.0);
+  EXPECT_EQ(sketch.query_dense(queries, {.debias = true}), sketch.query_dense(queries));
+  EXPECT_FALSE(RaceSketch(family, 15).direct_columns());  // 16 codes do not fit in 15 columns
+}

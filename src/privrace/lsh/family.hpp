@@ -51,7 +51,15 @@ class LshFamily {
   // Everything needed to rebuild the identical family: {"kernel":..., "seed":..., ...}.
   virtual nlohmann::json params() const = 0;
 
+  // Number of distinct codes when it is small (SRP with p bits: 2^p), else 0. A sketch whose
+  // width holds every code maps codes to columns one-to-one instead of rehashing them.
+  std::uint64_t code_space() const { return code_space_; }
+
+ protected:
+  void set_code_space(std::uint64_t n) { code_space_ = n; }
+
  private:
+  std::uint64_t code_space_ = 0;
   std::size_t rows_;
   std::uint64_t seed_;
 };

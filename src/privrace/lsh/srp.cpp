@@ -12,6 +12,7 @@ SignedRandomProjection::SignedRandomProjection(std::size_t rows, std::size_t dim
   projections_.resize(static_cast<Eigen::Index>(m), static_cast<Eigen::Index>(dim));
   SeededRandom rng(derive_seed(seed, 2));
   fill_gaussian(rng, projections_.data(), m * dim);
+  if (power <= 32) set_code_space(std::uint64_t{1} << power);  // codes are p packed sign bits
 }
 
 void SignedRandomProjection::hash_dense(const DenseRef& batch, CodeMatrix& codes, std::size_t row_begin,

@@ -46,15 +46,18 @@ RaceSketch::RaceSketch(std::shared_ptr<const LshFamily> family, std::size_t widt
     : family_(std::move(family)), rows_(family_->rows()), width_(width) {
   check_sketch_fits(rows_, width_, 1);
   columns_ = make_column_hashes(family_->seed(), rows_, width_);
+  direct_columns_ = family_->code_space() != 0 && family_->code_space() <= width_;
   counts_.assign(rows_ * width_, 0);
 }
 
-namespace {
-// Columns of one row for a whole batch: a branch-free loop the compiler vectorises.
-void columns_of(const ColumnHash& h, const std::uint64_t* codes, std::uint32_t* cols, Eigen::Index n) {
-  for (Eigen::Index i = 0; i < n; ++i) cols[i] = h(codes[i]);
+void RaceSketch::columns_of(const ColumnHash& h, const std::uint64_t* codes, std::uint32_t* cols, Eigen::Index n) const {
+  // Branch outside the loops so each is a plain vector loop.
+  if (direct_columns_) {
+    for (Eigen::Index i = 0; i < n; ++i) cols[i] = static_cast<std::uint32_t>(codes[i]);
+  } else {
+    for (Eigen::Index i = 0; i < n; ++i) cols[i] = h(codes[i]);
+  }
 }
-}  // namespace
 
 void RaceSketch::add_codes(const CodeMatrix& codes, std::size_t row_begin, std::size_t row_end) {
   const Eigen::Index n = codes.cols();
@@ -150,7 +153,10 @@ DoubleMatrix RaceSketch::row_estimates(const CodeMatrix& codes) const {
     columns_of(columns_[r], c, cols.data(), n);
     for (Eigen::Index i = 0; i < n; ++i) dst[i] = static_cast<double>(counts[cols[static_cast<std::size_t>(i)]]);
     if (mirrored)
-      for (Eigen::Index i = 0; i < n; ++i) dst[i] += static_cast<double>(counts[columns_[r](family_->mirror(c[i]))]);
+      for (Eigen::Index i = 0; i < n; ++i) {
+        const std::uint64_t m = family_->mirror(c[i]);
+        dst[i] += static_cast<double>(counts[direct_columns_ ? m : columns_[r](m)]);
+      }
   }
   return out;
 }
@@ -161,10 +167,16 @@ std::vector<double> RaceSketch::row_estimates_single(const std::uint64_t* codes)
   std::vector<double> out(rows_);
   const std::int64_t* counts = counts_.data();
   const ColumnHash* hashes = columns_.data();
-  for (std::size_t r = 0; r < rows_; ++r) out[r] = static_cast<double>(counts[r * width_ + hashes[r](codes[r])]);
+  if (direct_columns_) {
+    for (std::size_t r = 0; r < rows_; ++r) out[r] = static_cast<double>(counts[r * width_ + codes[r]]);
+  } else {
+    for (std::size_t r = 0; r < rows_; ++r) out[r] = static_cast<double>(counts[r * width_ + hashes[r](codes[r])]);
+  }
   if (family_->mirrored_queries())
-    for (std::size_t r = 0; r < rows_; ++r)
-      out[r] += static_cast<double>(counts[r * width_ + hashes[r](family_->mirror(codes[r]))]);
+    for (std::size_t r = 0; r < rows_; ++r) {
+      const std::uint64_t m = family_->mirror(codes[r]);
+      out[r] += static_cast<double>(counts[r * width_ + (direct_columns_ ? m : hashes[r](m))]);
+    }
   return out;
 }
 
@@ -189,14 +201,17 @@ double RaceSketch::combine(std::span<const double> values, const QueryOptions& o
     std::sort(means.begin(), means.end());
     estimate = (g % 2) ? means[g / 2] : 0.5 * (means[g / 2 - 1] + means[g / 2]);
   }
-  if (opts.debias) {
-    // E[X_r] = f (1 - 1/W) + m N / W with m lookups per record-query pair (2 for the SRP pair),
-    // so f = (E W - m N) / (W - 1).
-    const double w = static_cast<double>(width_);
-    const double m = (family_->mirrored_inserts() || family_->mirrored_queries()) ? 2.0 : 1.0;
-    if (width_ > 1) estimate = (estimate * w - m * n_hat()) / (w - 1.0);
-  }
+  if (opts.debias) estimate = debiased(estimate);
   return estimate;
+}
+
+double RaceSketch::debiased(double estimate) const {
+  if (direct_columns_ || width_ <= 1) return estimate;
+  // E[X_r] = f (1 - 1/W) + m N / W: each of the m lookups of a record-query pair with unequal
+  // codes lands in the query's column with probability 1/W.
+  const double w = static_cast<double>(width_);
+  const double m = (family_->mirrored_inserts() || family_->mirrored_queries()) ? 2.0 : 1.0;
+  return (estimate * w - m * n_hat()) / (w - 1.0);
 }
 
 std::vector<double> RaceSketch::query_dense(const DenseRef& queries, const QueryOptions& opts) const {

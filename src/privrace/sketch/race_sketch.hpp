@@ -51,6 +51,14 @@ class RaceSketch {
   // Empty string when compatible, else which field differs.
   std::string incompatibility(const RaceSketch& other) const;
 
+  // Codes map to columns one-to-one when the family's codes all fit (e.g. SRP with 2^p <= W):
+  // then unequal codes never share a column and there is nothing to debias.
+  bool direct_columns() const { return direct_columns_; }
+  // Removes the 1/W rehash collisions from a combined estimate E (affine, so it commutes
+  // with the mean and the median of means): f = (E W - m N-hat) / (W - 1), m lookups per
+  // record-query pair (2 for the SRP pair).
+  double debiased(double estimate) const;
+
   // N-hat = total count / (R x cells per record).
   double n_hat() const;
   std::int64_t total() const;
@@ -69,9 +77,12 @@ class RaceSketch {
   void set_privacy(nlohmann::json p) { privacy_ = std::move(p); }
 
  private:
+  void columns_of(const ColumnHash& h, const std::uint64_t* codes, std::uint32_t* cols, Eigen::Index n) const;
+
   std::shared_ptr<const LshFamily> family_;
   std::size_t rows_, width_;
   std::vector<ColumnHash> columns_;
+  bool direct_columns_ = false;
   std::vector<std::int64_t> counts_;
   nlohmann::json privacy_ = {{"private", false}};
 };

@@ -10,7 +10,8 @@ nlohmann::json sketch_header(const RaceSketch& sketch) {
           {"rows", sketch.rows()},
           {"width", sketch.width()},
           {"family", sketch.family().params()},
-          {"column_hash", "vector-multiply-shift-32 + range reduction, seeded from family.seed"},
+          {"column_map", sketch.direct_columns() ? "identity (every code has its own column)"
+                                                  : "vector-multiply-shift-32 + range reduction, seeded from family.seed"},
           {"n_hat", sketch.n_hat()},
           {"privacy", sketch.privacy()},
           {"software", {{"name", "privrace"}, {"version", PRIVRACE_VERSION}, {"commit", PRIVRACE_GIT_COMMIT}}}};

@@ -178,11 +178,8 @@ std::vector<double> exact_kernel_sums(const DenseRef& data, const DenseRef& quer
 std::vector<std::vector<double>> race_densities(const RaceSketch& sketch, const DenseRef& queries,
                                                 const std::vector<QueryOptions>& options) {
   // Built on query_dense (not on the row-estimate layout): one pass per distinct estimator,
-  // and the 1/W debiasing applied here, since it is affine in the combined estimate:
-  // f = (E W - m N-hat) / (W - 1), m = lookups per record-query pair.
+  // and the 1/W debiasing applied here, since it is affine in the combined estimate.
   const double n_hat = sketch.n_hat();
-  const double w = static_cast<double>(sketch.width());
-  const double m = (sketch.family().mirrored_inserts() || sketch.family().mirrored_queries()) ? 2.0 : 1.0;
   std::vector<std::vector<double>> out(options.size());
   std::vector<std::pair<QueryOptions, std::vector<double>>> done;
   for (std::size_t k = 0; k < options.size(); ++k) {
@@ -198,7 +195,7 @@ std::vector<std::vector<double>> race_densities(const RaceSketch& sketch, const 
     out[k].resize(sums->size());
     for (std::size_t j = 0; j < sums->size(); ++j) {
       double e = (*sums)[j];
-      if (options[k].debias && sketch.width() > 1) e = (e * w - m * n_hat) / (w - 1.0);
+      if (options[k].debias) e = sketch.debiased(e);
       out[k][j] = e / n_hat;
     }
   }
