@@ -12,6 +12,7 @@
 
 #include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
+#include "privrace/io/edge_list.hpp"
 #include "privrace/io/table_reader.hpp"
 #include "privrace/lsh/family.hpp"
 #include "privrace/privacy/budget.hpp"
@@ -19,6 +20,7 @@
 #include "privrace/sketch/privatize.hpp"
 #include "privrace/sketch/race_sketch.hpp"
 #include "privrace/sketch/sketch_io.hpp"
+#include "privrace/tasks/graph.hpp"
 
 namespace po = boost::program_options;
 using namespace privrace;
@@ -69,7 +71,7 @@ int cmd_sketch(int argc, char** argv) {
   desc.add_options()("help,h", "show this help")
       ("input,i", po::value(&input)->required(), "data file: CSV (header optional), whitespace, libsvm or sets; .gz allowed; - = stdin")
       ("output,o", po::value(&output)->required(), "sketch file to write (written atomically)")
-      ("kernel,k", po::value(&kernel)->default_value("l2"), "l2 (p-stable) | angular (SRP) | angular_pair (regression surrogate) | jaccard (MinHash)")
+      ("kernel,k", po::value(&kernel)->default_value("l2"), "l2 (p-stable) | angular (SRP) | angular_pair (regression surrogate) | jaccard (densified MinHash) | jaccard_classic (independent MinHashes)")
       ("bandwidth", po::value(&bandwidth)->default_value(1.0), "p-stable bucket width w (l2)")
       ("power,p", po::value(&power)->default_value(1), "concatenated hashes per row (p)")
       ("rows,R", po::value(&rows)->required(), "sketch rows R")
@@ -82,10 +84,14 @@ int cmd_sketch(int argc, char** argv) {
       ("threads,t", po::value(&threads)->default_value(0), "OpenMP threads (0 = all)")
       ("no-privacy", "write the exact counts without noise (never for release)")
       ("label-column", po::value(&label_column)->default_value(0), "1-based column to drop from the features (CSV/whitespace)")
-      ("format", po::value(&format)->default_value("auto"), "auto | csv | whitespace | libsvm | sets (one set of ids per line)")
+      ("format", po::value(&format)->default_value("auto"), "auto | csv | whitespace | libsvm | sets (one set of ids per line) | edgelist (SNAP 'u v' lines, .gz ok: node u's set = its out-neighbours) | jlg")
       ("dim", po::value(&dim)->default_value(0), "libsvm: number of features (needed when reading stdin)")
       ("pair-mode", po::value(&pair_mode)->default_value("query"), "angular_pair: insert (x and -x, sensitivity 2R) | query (q and -q, sensitivity R)")
-      ("strategy", po::value(&strategy)->default_value("auto"), "parallel build: auto | replicate (per-thread sketches) | split_rows")
+      ("strategy", po::value(&strategy)->default_value("auto"), "parallel build: auto | replicate (per-thread sketches) | split_rows | two_phase (sets: the default)")
+      ("undirected", "edgelist: add every edge in both directions (an undirected graph listed once or twice)")
+      ("drop-self-loops", "edgelist: drop u-u edges (they are counted in the summary either way)")
+      ("nodes", po::value<std::uint64_t>(), "edgelist: declared node count; ids must be below it")
+      ("graph-cache", po::value<std::string>(), "edgelist: binary CSR cache file, reused while the input is unchanged")
       ("chunk-rows", po::value(&chunk_rows)->default_value(65536), "rows read per chunk (bounds memory)")
       ("quiet,q", "no summary on stderr");
   const auto vm = parse("usage: privrace sketch --input FILE --rows R --width W (--epsilon E | --no-privacy) -o OUT.rsk [options]",
@@ -124,7 +130,12 @@ int cmd_sketch(int argc, char** argv) {
   fam.rows = rows;
   fam.seed = derive_seed(master, 101);
   fam.pair_mode = pair_mode;
-  if (kernel != "l2" && kernel != "angular" && kernel != "angular_pair" && kernel != "jaccard")
+  const bool set_kernel = kernel == "jaccard" || kernel == "jaccard_classic";
+  const bool graph_input = format == "edgelist" || format == "snap" || format == "jlg";
+  if (graph_input && !set_kernel) throw UsageError("--format " + format + " needs --kernel jaccard");
+  if (!graph_input && (vm.count("undirected") || vm.count("drop-self-loops") || vm.count("nodes") || vm.count("graph-cache")))
+    throw UsageError("--undirected, --drop-self-loops, --nodes and --graph-cache apply to --format edgelist or jlg");
+  if (kernel != "l2" && kernel != "angular" && kernel != "angular_pair" && !set_kernel)
     make_family(fam);  // throws the unknown-kernel message
 
   BuildOptions build;
@@ -133,12 +144,31 @@ int cmd_sketch(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   std::optional<RaceSketch> sketch;
   BuildReport report;
-  if (kernel == "jaccard") {
-    if (format != "auto" && format != "sets") throw UsageError("the jaccard kernel reads --format sets (one set of ids per line)");
-    const SetCollection sets = read_sets(input);
+  nlohmann::json graph_info;
+  if (set_kernel) {
+    if (format != "auto" && format != "sets" && !graph_input)
+      throw UsageError("the " + kernel + " kernel reads --format sets (one set of ids per line), edgelist or jlg");
+    SetCollection sets;
+    if (graph_input) {
+      EdgeListOptions eopts;
+      eopts.format = parse_edge_list_format(format);
+      eopts.symmetrise = vm.count("undirected") > 0;
+      eopts.keep_self_loops = vm.count("drop-self-loops") == 0;
+      if (vm.count("nodes")) eopts.declared_nodes = vm["nodes"].as<std::uint64_t>();
+      EdgeListReport g;
+      bool cached = false;
+      if (vm.count("graph-cache")) sets = read_edge_list_cached(input, vm["graph-cache"].as<std::string>(), eopts, &g, &cached);
+      else sets = read_edge_list(input, eopts, &g);
+      graph_info = {{"nodes", g.nodes}, {"edge_lines", g.lines}, {"stored_edges", g.edges}, {"self_loops", g.self_loops},
+                    {"self_loops_kept", eopts.keep_self_loops}, {"duplicates", g.duplicates}, {"max_degree", g.max_degree},
+                    {"empty_sets", g.empty_sets}, {"symmetrised", g.symmetrised}, {"from_cache", cached}};
+    } else {
+      sets = read_sets(input);
+    }
     if (sets.size() == 0) throw InputError(input + ": no sets");
     sketch.emplace(std::shared_ptr<const LshFamily>(make_family(fam)), width);
-    report = build_sets(*sketch, sets, build);
+    // Sets go through the two-phase builder (no per-thread sketch copies, no merge).
+    report = build_set_sketch(*sketch, sets, SetBuildOptions{.threads = threads, .strategy = strategy});
   } else {
     if (format == "sets") throw UsageError("--format sets needs --kernel jaccard");
     TableOptions topts;
@@ -152,13 +182,20 @@ int cmd_sketch(int argc, char** argv) {
         *sketch, [&](DenseMatrix& chunk) { return reader.next_chunk(chunk, chunk_rows); }, build);
   }
   if (!no_privacy) privatize(*sketch, spec, NoiseSource{seeded, derive_seed(master, 202)});
-  const nlohmann::json extra = {{"build", {{"points", report.points}, {"threads", report.threads}, {"strategy", report.strategy},
-                                           {"input", std::filesystem::path(input).filename().string()}}}};
+  nlohmann::json extra = {{"build", {{"points", report.points}, {"threads", report.threads}, {"strategy", report.strategy},
+                                     {"input", std::filesystem::path(input).filename().string()}}}};
+  if (!graph_info.is_null()) extra["graph"] = graph_info;
   save_sketch(output, *sketch, no_privacy, extra);
   if (!vm.count("quiet")) {
     std::fprintf(stderr, "privrace: sketched %zu records (%s, R=%zu, W=%zu) on %d thread(s), %s, in %.3f s%s -> %s\n",
                  report.points, kernel.c_str(), rows, width, report.threads, report.strategy.c_str(), seconds_since(t0),
                  no_privacy ? " WITHOUT NOISE" : (seeded ? " (seeded noise: NOT fit for release)" : ""), output.c_str());
+    if (!graph_info.is_null())
+      std::fprintf(stderr, "privrace: graph: %s nodes, %s neighbours stored from %s edge lines%s; %s self-loops (%s), %s duplicate edges removed; max degree %s\n",
+                   graph_info["nodes"].dump().c_str(), graph_info["stored_edges"].dump().c_str(), graph_info["edge_lines"].dump().c_str(),
+                   graph_info["symmetrised"].get<bool>() ? " (symmetrised)" : "", graph_info["self_loops"].dump().c_str(),
+                   graph_info["self_loops_kept"].get<bool>() ? "kept" : "dropped", graph_info["duplicates"].dump().c_str(),
+                   graph_info["max_degree"].dump().c_str());
   }
   return 0;
 }

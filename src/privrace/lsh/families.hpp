@@ -67,7 +67,8 @@ class SrpPair final : public SignedRandomProjection {
 
 // MinHash over sets of 32-bit ids (Broder 1997): per row and concatenation, the minimum of a
 // seeded 64-bit mixing hash over the set. Collision probability J(x, q)^p.
-// This is the classic O(R p |S|) form; sets of the same size share one pass per row.
+// This is the classic O(R p |S|) form with independent rows: kernel "jaccard_classic" (and every
+// "jaccard" header without a "scheme" field, as written before the densified family existed).
 class MinHash final : public LshFamily {
  public:
   MinHash(std::size_t rows, std::size_t power, std::uint64_t seed);
@@ -82,6 +83,55 @@ class MinHash final : public LshFamily {
  private:
   std::size_t power_;
   std::vector<std::uint64_t> salts_;  // R p
+};
+
+// Densified one-permutation MinHash (Shrivastava & Li 2014; Shrivastava 2017): one hash per
+// element picks a bin (row) and a value; row r keeps the smallest value of its bin. A row whose
+// bin is empty borrows the value of the first occupied bin in ITS OWN fixed pseudo-random order
+// of the bins (a seeded k-bit bijection G_r, 2^k >= R: bin b comes at position G_r(b)).
+// The order depends only on the seed, so P[code_r(A) = code_r(B)] = J(A, B) exactly: the first
+// bin in the order that is occupied in A u B holds the minimum of A u B inside it, which is a
+// uniformly random element of A u B (elements are exchangeable), and both sets stop there with
+// the same value iff that element is in A n B. Values are mix64 of the id, a bijection, so two
+// different elements never give equal codes. p > 1 concatenates p independent instances.
+//
+// Two ways to compute the SAME codes, chosen per set (a cost decision only):
+//  - large sets: fill the R bins (|S| hashes), then walk G_r^{-1}(0), G_r^{-1}(1), ... for
+//    each empty row until an occupied bin (about 2^k / occupied probes);
+//  - small sets (|S| << R, where those probes dominate): sort the few occupied bins and take,
+//    for every row, the occupied bin of least rank G_r(b): a vectorised classic-MinHash-shaped
+//    loop over (bin, row) pairs. Rows whose own bin is occupied keep it.
+// The crossover (|S| ~ 160 at R = 2000) is a cost model fitted to bench/bench_minhash.cpp (doph.cpp).
+class DensifiedMinHash final : public LshFamily {
+ public:
+  enum class Path { Auto, Small, Large };
+  DensifiedMinHash(std::size_t rows, std::size_t power, std::uint64_t seed);
+  std::string kernel_name() const override { return "jaccard"; }
+  InputKind input_kind() const override { return InputKind::Sets; }
+  void hash_sets(const SetBatch& batch, CodeMatrix& codes, std::size_t row_begin, std::size_t row_end) const override;
+  using LshFamily::hash_sets;
+  double kernel_sets(std::span<const std::uint32_t> x, std::span<const std::uint32_t> q) const override;
+  nlohmann::json params() const override;
+
+  // Codes of one sorted, duplicate-free set for rows [row_begin, row_end) into out[0 ..).
+  // `path` forces a computation path (tests and benchmarks); every path gives identical codes.
+  void hash_one(std::span<const std::uint32_t> set, std::uint64_t* out, std::size_t row_begin, std::size_t row_end,
+                Path path = Path::Auto) const;
+  // The path Auto takes for a set of this size.
+  Path choose(std::size_t set_size, std::size_t rows_in_range) const;
+
+ private:
+  struct Instance {
+    std::uint64_t salt;                              // element hash: mix64(salt ^ id)
+    std::vector<std::uint32_t> c, m1, m2, m3;        // G_r parameters, one per row
+    std::vector<std::uint32_t> m1i, m2i, m3i;        // their inverses mod 2^k (for G_r^{-1})
+  };
+  void instance_codes(const Instance& in, std::span<const std::uint32_t> set, std::uint64_t* out, std::size_t r0,
+                      std::size_t r1, Path path) const;
+  std::size_t power_;
+  unsigned bits_, shift_;  // k and ceil(k / 2)
+  std::uint32_t mask_;
+  std::vector<Instance> inst_;
 };
 
 // murmur3 fmix64: a bijective 64-bit mixer.

@@ -46,8 +46,11 @@ std::unique_ptr<LshFamily> make_family(const FamilySpec& spec) {
       throw UsageError("pair mode must be 'insert' or 'query', got '" + spec.pair_mode + "'");
     return std::make_unique<SrpPair>(spec.rows, spec.dim, spec.power, spec.seed, spec.pair_mode == "insert");
   }
-  if (spec.kernel == "jaccard") return std::make_unique<MinHash>(spec.rows, spec.power, spec.seed);
-  throw UsageError("unknown kernel '" + spec.kernel + "' (expected l2, angular, angular_pair or jaccard)");
+  // "jaccard": the densified one-permutation family (fast for every set size, exact J^p);
+  // "jaccard_classic": R p independent MinHash permutations (the reference, O(R p |S|)).
+  if (spec.kernel == "jaccard") return std::make_unique<DensifiedMinHash>(spec.rows, spec.power, spec.seed);
+  if (spec.kernel == "jaccard_classic") return std::make_unique<MinHash>(spec.rows, spec.power, spec.seed);
+  throw UsageError("unknown kernel '" + spec.kernel + "' (expected l2, angular, angular_pair, jaccard or jaccard_classic)");
 }
 
 std::unique_ptr<LshFamily> make_family(const nlohmann::json& params) {
@@ -61,7 +64,16 @@ std::unique_ptr<LshFamily> make_family(const nlohmann::json& params) {
     spec.rows = field("rows").get<std::size_t>();
     spec.power = field("power").get<std::size_t>();
     spec.seed = field("seed").get<std::uint64_t>();
-    if (spec.kernel != "jaccard") spec.dim = field("dim").get<std::size_t>();
+    if (spec.kernel == "jaccard") {
+      // Headers without a scheme predate the densified family: they were classic MinHash.
+      const std::string scheme = params.contains("scheme") ? params.at("scheme").get<std::string>() : "classic";
+      if (scheme == "classic") spec.kernel = "jaccard_classic";
+      else if (scheme != "doph") throw InputError("family header: unknown jaccard scheme '" + scheme + "' (expected doph or classic)");
+    } else if (spec.kernel == "jaccard_classic") {
+      throw InputError("family header: kernel 'jaccard_classic' is written as kernel 'jaccard' without a scheme");
+    } else {
+      spec.dim = field("dim").get<std::size_t>();
+    }
     if (spec.kernel == "l2") spec.bandwidth = field("bandwidth").get<double>();
     if (spec.kernel == "angular_pair") spec.pair_mode = field("pair_mode").get<std::string>();
     return make_family(spec);

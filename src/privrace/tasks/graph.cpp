@@ -1,0 +1,376 @@
+#include "privrace/tasks/graph.hpp"
+
+#include <omp.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "privrace/core/error.hpp"
+#include "privrace/core/random.hpp"
+
+namespace privrace {
+
+namespace {
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+int resolve_threads(int t) { return t > 0 ? t : omp_get_max_threads(); }
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Exact ground truth
+
+std::vector<double> exact_jaccard_sums(const SetCollection& sets, const SetCollection& in_sets, const SetCollection& queries,
+                                       int threads) {
+  const std::size_t n = sets.size();
+  std::size_t empty_nodes = 0;
+  for (std::size_t u = 0; u < n; ++u) empty_nodes += sets.offsets[u + 1] == sets.offsets[u];
+  std::vector<double> out(queries.size());
+#pragma omp parallel num_threads(resolve_threads(threads))
+  {
+    // Sparse accumulator: dense counters plus the list of touched nodes, reset after each query.
+    std::vector<std::uint32_t> common(n, 0);
+    std::vector<std::uint32_t> touched;
+#pragma omp for schedule(dynamic, 8)
+    for (std::size_t qi = 0; qi < queries.size(); ++qi) {
+      const auto q = queries.set(qi);
+      if (q.empty()) {
+        out[qi] = static_cast<double>(empty_nodes);  // J(empty, empty) = 1, J(empty, X) = 0
+        continue;
+      }
+      touched.clear();
+      for (const std::uint32_t v : q) {
+        if (v >= in_sets.size()) continue;  // an element no node links to
+        for (const std::uint32_t u : in_sets.set(v)) {
+          if (common[u]++ == 0) touched.push_back(u);
+        }
+      }
+      double f = 0.0;
+      const double qs = static_cast<double>(q.size());
+      for (const std::uint32_t u : touched) {
+        const double c = common[u];
+        f += c / (static_cast<double>(sets.offsets[u + 1] - sets.offsets[u]) + qs - c);
+        common[u] = 0;
+      }
+      out[qi] = f;
+    }
+  }
+  return out;
+}
+
+SetCollection sets_of_nodes(const SetCollection& sets, std::span<const std::uint32_t> nodes) {
+  SetCollection q;
+  for (const std::uint32_t u : nodes) {
+    if (u >= sets.size()) throw InputError("query node " + std::to_string(u) + " is not in the graph (" + std::to_string(sets.size()) + " nodes)");
+    q.push_back(sets.set(u));
+  }
+  return q;
+}
+
+std::vector<double> exact_jaccard_sums_nodes(const SetCollection& sets, const SetCollection& in_sets,
+                                             std::span<const std::uint32_t> nodes, int threads) {
+  return exact_jaccard_sums(sets, in_sets, sets_of_nodes(sets, nodes), threads);
+}
+
+std::vector<std::uint32_t> choose_query_nodes(std::uint64_t nodes, std::size_t count, std::uint64_t seed) {
+  std::vector<std::uint32_t> out;
+  if (count >= nodes) {
+    out.resize(nodes);
+    for (std::uint64_t i = 0; i < nodes; ++i) out[i] = static_cast<std::uint32_t>(i);
+    return out;
+  }
+  // Floyd's algorithm: count distinct draws with count random numbers, no O(nodes) memory.
+  SeededRandom rng(derive_seed(seed, 0x9e5));
+  std::vector<std::uint32_t> chosen;
+  chosen.reserve(count);
+  std::vector<std::uint32_t> sorted;
+  for (std::uint64_t j = nodes - count; j < nodes; ++j) {
+    const auto t = static_cast<std::uint32_t>(rng.below(j + 1));
+    const auto it = std::lower_bound(sorted.begin(), sorted.end(), t);
+    const std::uint32_t pick = (it != sorted.end() && *it == t) ? static_cast<std::uint32_t>(j) : t;
+    sorted.insert(std::lower_bound(sorted.begin(), sorted.end(), pick), pick);
+  }
+  return sorted;
+}
+
+double graph_mean_relative_error(std::span<const double> estimate, std::span<const double> truth) {
+  if (estimate.size() != truth.size())
+    throw InputError("mean relative error: " + std::to_string(estimate.size()) + " estimates for " + std::to_string(truth.size()) + " true values");
+  if (truth.empty()) throw InputError("mean relative error of no queries");
+  double s = 0.0;
+  for (std::size_t i = 0; i < truth.size(); ++i) {
+    if (truth[i] == 0.0) throw InputError("mean relative error: true value " + std::to_string(i) + " is 0");
+    s += std::abs(estimate[i] - truth[i]) / std::abs(truth[i]);
+  }
+  return s / static_cast<double>(truth.size());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sketch build
+
+BuildReport build_set_sketch(RaceSketch& sketch, const SetCollection& sets, const SetBuildOptions& opts) {
+  const LshFamily& family = sketch.family();
+  if (family.input_kind() != InputKind::Sets) throw UsageError("build_set_sketch needs a set kernel (jaccard)");
+  std::string strategy = opts.strategy;
+  if (strategy == "auto") strategy = family.mirrored_inserts() ? "replicate" : "two_phase";
+  if (strategy == "replicate" || strategy == "split_rows") {
+    BuildOptions b;
+    b.threads = opts.threads;
+    b.strategy = strategy;
+    return build_sets(sketch, sets, b);
+  }
+  if (strategy != "two_phase")
+    throw UsageError("unknown build strategy '" + opts.strategy + "' (expected auto, two_phase, replicate or split_rows)");
+  if (sketch.is_private()) throw UsageError("cannot add records to a sketch that already carries noise");
+  if (opts.mini_batch == 0) throw UsageError("mini batch must be positive");
+  const double t0 = now_seconds();
+  const int threads = resolve_threads(opts.threads);
+  const std::size_t R = sketch.rows(), n = sets.size(), mb = opts.mini_batch;
+  // Chunk: as many points as fit the column-index budget (4 bytes per row and point), a whole
+  // number of mini batches. More points per chunk = more increments per cached count row.
+  std::size_t chunk = std::max<std::size_t>(mb, opts.chunk_bytes / (4 * R));
+  chunk = std::min(chunk, std::max<std::size_t>(n, 1));
+  chunk = (chunk + mb - 1) / mb * mb;
+  // Phase 1 writes R rows far apart for every mini batch: 2 MiB pages (madvise; THP is often
+  // madvise-only) keep those stores from being TLB misses too.
+  const std::size_t bytes = (R * chunk * sizeof(std::uint32_t) + kHugePage - 1) / kHugePage * kHugePage;
+  std::unique_ptr<std::uint32_t, decltype(&std::free)> cols_mem(static_cast<std::uint32_t*>(std::aligned_alloc(kHugePage, bytes)), &std::free);
+  if (!cols_mem) throw ResourceError("cannot allocate " + std::to_string(bytes >> 20) + " MiB for the build's column buffer");
+  ::madvise(cols_mem.get(), bytes, MADV_HUGEPAGE);
+  std::uint32_t* const cols = cols_mem.get();
+  // Empty sets all get the same code in every row: they are counted and added in bulk (many
+  // R-MAT nodes are isolated; each would otherwise cost R increments).
+  std::uint64_t empties = 0;
+  std::vector<std::size_t> start;
+  for (std::size_t c0 = 0; c0 < n; c0 += chunk) {
+    const std::size_t nc = std::min(chunk, n - c0);
+    const std::size_t batches = (nc + mb - 1) / mb;
+    // Where each mini batch's non-empty sets go in the chunk's column matrix.
+    start.assign(batches + 1, 0);
+    for (std::size_t bi = 0; bi < batches; ++bi) {
+      std::size_t k = 0;
+      for (std::size_t i = c0 + bi * mb; i < std::min(c0 + nc, c0 + (bi + 1) * mb); ++i) k += sets.offsets[i + 1] != sets.offsets[i];
+      start[bi + 1] = start[bi] + k;
+    }
+    const std::size_t filled = start[batches];
+    empties += nc - filled;
+#pragma omp parallel num_threads(threads)
+    {
+      CodeMatrix codes;
+      // Phase 1: hash disjoint mini batches (dynamic: set sizes vary by orders of magnitude).
+#pragma omp for schedule(dynamic, 4)
+      for (std::size_t bi = 0; bi < batches; ++bi) {
+        const std::size_t i1 = std::min(c0 + nc, c0 + (bi + 1) * mb);
+        std::size_t pos = start[bi];
+        for (std::size_t a = c0 + bi * mb; a < i1;) {  // runs of non-empty sets
+          if (sets.offsets[a + 1] == sets.offsets[a]) {
+            ++a;
+            continue;
+          }
+          std::size_t e = a + 1;
+          while (e < i1 && sets.offsets[e + 1] != sets.offsets[e]) ++e;
+          family.hash_sets(SetBatch{&sets, a, e}, codes);
+          const auto b = static_cast<Eigen::Index>(e - a);
+          for (std::size_t r = 0; r < R; ++r) {
+            const ColumnHash& h = sketch.column_hash(r);
+            const std::uint64_t* src = codes.row(static_cast<Eigen::Index>(r)).data();
+            std::uint32_t* dst = cols + r * chunk + pos;
+            for (Eigen::Index j = 0; j < b; ++j) dst[j] = h(src[j]);
+          }
+          pos += e - a;
+          a = e;
+        }
+      }
+      // Phase 2: disjoint rows of the one sketch; a count row stays in L2 for the whole chunk.
+#pragma omp for schedule(static)
+      for (std::size_t r = 0; r < R; ++r) {
+        std::int64_t* row = sketch.row(r);
+        const std::uint32_t* c = cols + r * chunk;
+        // While this row is being filled, pull the next row in sequentially (two lines every
+        // eight increments): otherwise its first touch of each line is a random DRAM miss.
+        const char* next = r + 1 < R ? reinterpret_cast<const char*>(sketch.row(r + 1)) : nullptr;
+        const std::size_t next_bytes = next ? sketch.width() * sizeof(std::int64_t) : 0;
+        std::size_t i = 0, ahead = 0;
+        for (; i + 8 <= filled; i += 8) {
+          if (ahead < next_bytes) {
+            __builtin_prefetch(next + ahead, 1, 3);
+            __builtin_prefetch(next + ahead + 64, 1, 3);
+            ahead += 128;
+          }
+          ++row[c[i]];
+          ++row[c[i + 1]];
+          ++row[c[i + 2]];
+          ++row[c[i + 3]];
+          ++row[c[i + 4]];
+          ++row[c[i + 5]];
+          ++row[c[i + 6]];
+          ++row[c[i + 7]];
+        }
+        for (; i < filled; ++i) ++row[c[i]];
+      }
+    }
+  }
+  if (empties > 0) {
+    SetCollection empty;
+    empty.push_back(std::span<const std::uint32_t>{});
+    CodeMatrix codes;
+    family.hash_sets(SetBatch{&empty, 0, 1}, codes);
+    for (std::size_t r = 0; r < R; ++r) sketch.row(r)[sketch.column_hash(r)(codes(static_cast<Eigen::Index>(r), 0))] += static_cast<std::int64_t>(empties);
+  }
+  return {n, threads, "two_phase", now_seconds() - t0};
+}
+
+// ---------------------------------------------------------------------------------------------
+// R-MAT
+
+namespace {
+
+constexpr std::uint64_t kRmatBlock = std::uint64_t{1} << 16;  // edges per random stream
+
+struct Quadrants {
+  std::uint32_t ab, abc, a;  // cumulative thresholds out of 2^16
+};
+
+// A seeded bijection of [0, 2^scale): alternating odd multiplications and xor-shifts.
+struct Scrambler {
+  std::uint64_t mask, m1, m2, c;
+  unsigned sh;
+  std::uint64_t operator()(std::uint64_t x) const {
+    x = ((x ^ c) * m1) & mask;
+    x ^= x >> sh;
+    x = (x * m2) & mask;
+    x ^= x >> sh;
+    return x;
+  }
+};
+
+// Edge k of the graph: the generator is a pure function of (seed, k), so both passes agree.
+template <typename F>
+void rmat_block(const RmatOptions& o, const Quadrants& q, const Scrambler& scr, std::uint64_t block, std::uint64_t m, F&& emit) {
+  SeededRandom rng(derive_seed(o.seed, block));
+  const std::uint64_t e0 = block * kRmatBlock, e1 = std::min(m, e0 + kRmatBlock);
+  for (std::uint64_t e = e0; e < e1; ++e) {
+    std::uint64_t u = 0, v = 0, bits = 0;
+    int left = 0;
+    for (unsigned level = 0; level < o.scale; ++level) {
+      if (left == 0) {
+        bits = rng.next();
+        left = 4;
+      }
+      const auto r = static_cast<std::uint32_t>(bits & 0xFFFF);
+      bits >>= 16;
+      --left;
+      const std::uint64_t bu = r >= q.ab, bv = (r >= q.a && r < q.ab) || r >= q.abc;
+      u = (u << 1) | bu;
+      v = (v << 1) | bv;
+    }
+    if (o.scramble) {
+      u = scr(u);
+      v = scr(v);
+    }
+    emit(static_cast<std::uint32_t>(u), static_cast<std::uint32_t>(v));
+  }
+}
+
+}  // namespace
+
+double rmat_bytes(const RmatOptions& o) {
+  const double n = std::ldexp(1.0, static_cast<int>(o.scale));
+  const double m = o.edge_factor * n * (o.undirected ? 2.0 : 1.0);
+  return 4.0 * m + 8.0 * (n + 1) * 2.0 + 8.0 * n;  // ids + offsets + cursors + kept counts
+}
+
+SetCollection generate_rmat(const RmatOptions& o, EdgeListReport* report) {
+  if (o.scale == 0 || o.scale > 31) throw UsageError("R-MAT scale must be in 1..31");
+  if (!(o.edge_factor > 0) || o.a < 0 || o.b < 0 || o.c < 0 || o.a + o.b + o.c > 1.0)
+    throw UsageError("R-MAT needs edge_factor > 0 and a, b, c >= 0 with a + b + c <= 1");
+  const std::uint64_t limit = graph_memory_limit(o.memory_limit);
+  const double need = rmat_bytes(o);
+  if (need > static_cast<double>(limit))
+    throw ResourceError("an R-MAT graph of scale " + std::to_string(o.scale) + " and edge factor " + std::to_string(o.edge_factor) +
+                        " needs about " + std::to_string(static_cast<long long>(need / 1048576.0)) + " MiB, more than the " +
+                        std::to_string(static_cast<long long>(static_cast<double>(limit) / 1048576.0)) +
+                        " MiB allowed; refused before allocating");
+  const std::uint64_t n = std::uint64_t{1} << o.scale;
+  const auto m = static_cast<std::uint64_t>(std::llround(o.edge_factor * static_cast<double>(n)));
+  const Quadrants q{static_cast<std::uint32_t>(std::lround((o.a + o.b) * 65536.0)),
+                    static_cast<std::uint32_t>(std::lround((o.a + o.b + o.c) * 65536.0)),
+                    static_cast<std::uint32_t>(std::lround(o.a * 65536.0))};
+  std::uint64_t st = derive_seed(o.seed, 0x5C7A);
+  const Scrambler scr{n - 1, splitmix64(st) | 1, splitmix64(st) | 1, splitmix64(st) & (n - 1), (o.scale + 1) / 2};
+  const std::uint64_t blocks = (m + kRmatBlock - 1) / kRmatBlock;
+  const int threads = resolve_threads(o.threads);
+  SetCollection g;
+  g.offsets.assign(n + 1, 0);
+  std::uint64_t loops = 0;
+  // Pass 1: degrees.
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) reduction(+ : loops)
+  for (std::uint64_t b = 0; b < blocks; ++b) {
+    rmat_block(o, q, scr, b, m, [&](std::uint32_t u, std::uint32_t v) {
+      if (u == v) {
+        ++loops;
+        if (!o.keep_self_loops) return;
+      }
+      std::atomic_ref<std::uint64_t>(g.offsets[u + 1]).fetch_add(1, std::memory_order_relaxed);
+      if (o.undirected && u != v) std::atomic_ref<std::uint64_t>(g.offsets[v + 1]).fetch_add(1, std::memory_order_relaxed);
+    });
+  }
+  for (std::uint64_t i = 0; i < n; ++i) g.offsets[i + 1] += g.offsets[i];
+  g.ids.resize(g.offsets[n]);
+  {
+    // Pass 2: the same edges again, scattered. Order inside a set is fixed by the sort below.
+    std::vector<std::uint64_t> cursor(g.offsets.begin(), g.offsets.end() - 1);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (std::uint64_t b = 0; b < blocks; ++b) {
+      rmat_block(o, q, scr, b, m, [&](std::uint32_t u, std::uint32_t v) {
+        if (u == v && !o.keep_self_loops) return;
+        g.ids[std::atomic_ref<std::uint64_t>(cursor[u]).fetch_add(1, std::memory_order_relaxed)] = v;
+        if (o.undirected && u != v) g.ids[std::atomic_ref<std::uint64_t>(cursor[v]).fetch_add(1, std::memory_order_relaxed)] = u;
+      });
+    }
+  }
+  std::vector<std::uint64_t> kept(n);
+  std::uint64_t dups = 0;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 256) reduction(+ : dups)
+  for (std::uint64_t u = 0; u < n; ++u) {
+    auto* b = g.ids.data() + g.offsets[u];
+    auto* e = g.ids.data() + g.offsets[u + 1];
+    std::sort(b, e);
+    auto* ue = std::unique(b, e);
+    kept[u] = static_cast<std::uint64_t>(ue - b);
+    dups += static_cast<std::uint64_t>(e - ue);
+  }
+  std::uint64_t pos = 0, max_deg = 0, empty = 0;
+  for (std::uint64_t u = 0; u < n; ++u) {
+    const std::uint64_t from = g.offsets[u];
+    if (from != pos) std::memmove(g.ids.data() + pos, g.ids.data() + from, kept[u] * sizeof(std::uint32_t));
+    g.offsets[u] = pos;
+    pos += kept[u];
+    max_deg = std::max(max_deg, kept[u]);
+    empty += kept[u] == 0;
+  }
+  g.offsets[n] = pos;
+  g.ids.resize(pos);
+  g.ids.shrink_to_fit();
+  if (report) {
+    *report = EdgeListReport{};
+    report->nodes = n;
+    report->lines = m;
+    report->edges = pos;
+    report->self_loops = loops;
+    report->duplicates = dups;
+    report->max_degree = max_deg;
+    report->empty_sets = empty;
+    report->symmetrised = o.undirected;
+  }
+  return g;
+}
+
+}  // namespace privrace
