@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "experiment.hpp"
+#include "privrace/core/version.hpp"
 #include "privrace/core/progress.hpp"
 #include "privrace/core/random.hpp"
 #include "privrace/io/sketch_file.hpp"
@@ -347,7 +348,7 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
               {"build_seconds", result.build_seconds},
               {"query_seconds_per_query", result.query_seconds_per_query},
               {"threads", threads_used},
-              {"git_commit", PRIVRACE_GIT_COMMIT},
+              {"git_commit", git_commit()},
               {"quick", cfg.quick},
               {"finished_at", utc_now()},
               {"details", result.details}};

@@ -12,6 +12,7 @@
 
 #include "experiment.hpp"
 #include "kde_task.hpp"
+#include "privrace/core/version.hpp"
 #include "privrace/core/error.hpp"
 
 namespace fs = std::filesystem;
@@ -229,7 +230,7 @@ TEST(ExperimentRun, RecordsAreCompleteAndLabelledAsStandIn) {
     EXPECT_EQ(r.at("threads"), 1);
     EXPECT_TRUE(r.at("metrics").at("mre").is_number());
     EXPECT_TRUE(r.at("metrics").at("mre_debiased").is_number());
-    EXPECT_EQ(r.at("git_commit"), PRIVRACE_GIT_COMMIT);
+    EXPECT_EQ(r.at("git_commit"), privrace::git_commit());
   }
   // Every record's key is distinct, and the seed depends on (params, rep), not on epsilon.
   std::set<std::string> keys;

@@ -50,7 +50,7 @@ std::string encode_counts(const std::vector<std::int64_t>& counts) {
   uLongf bound = compressBound(static_cast<uLong>(raw.size()));
   std::string packed(bound, '\0');
   if (compress2(reinterpret_cast<Bytef*>(packed.data()), &bound, reinterpret_cast<const Bytef*>(raw.data()),
-                static_cast<uLong>(raw.size()), 6) != Z_OK)
+                static_cast<uLong>(raw.size()), 1) != Z_OK)  // level 1: noisy counts gain little from more effort
     throw Error("zlib compression of the counts failed");
   packed.resize(bound);
   put_le<std::uint64_t>(packed, raw.size());  // trailing: the uncompressed size
@@ -141,7 +141,7 @@ void write_sketch_file(const std::string& path, const SketchFileContents& conten
   out += header;
   put_le<std::uint64_t>(out, payload.size());
   out += payload;
-  const uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(out.data()), static_cast<uInt>(out.size()));
+  const uLong crc = crc32_z(0L, reinterpret_cast<const Bytef*>(out.data()), out.size());
   put_le<std::uint32_t>(out, static_cast<std::uint32_t>(crc));
   write_file_atomically(path, out);
 }
@@ -176,7 +176,7 @@ SketchFileContents read_sketch_file(const std::string& path) {
   pos += payload_len;
   const std::size_t body = pos;
   const auto stored_crc = get_le<std::uint32_t>(bytes, pos);
-  const uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(body));
+  const uLong crc = crc32_z(0L, reinterpret_cast<const Bytef*>(bytes.data()), body);
   if (static_cast<std::uint32_t>(crc) != stored_crc) throw InputError(path + ": checksum mismatch: the file is corrupted");
   SketchFileContents out;
   try {

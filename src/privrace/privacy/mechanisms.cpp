@@ -27,13 +27,14 @@ bool bernoulli_exp(RandomSource& rng, std::uint64_t num, std::uint64_t den) {
 
 DiscreteLaplace::DiscreteLaplace(double scale) {
   if (!(scale > 0.0) || !std::isfinite(scale)) throw UsageError("discrete Laplace scale must be positive and finite");
-  // Represent the scale as t / 2^k with t in [2^20, 2^21) (or k = 0 for large scales), rounding
-  // t up: the realised epsilon is at most the requested one, relatively smaller by < 2^-20.
+  // Represent the scale as t / 2^k with t in [2^12, 2^13) (or k = 0 for large scales), rounding
+  // t up: the realised epsilon is at most the requested one, relatively smaller by < 2^-12.
+  // A small t keeps the uniform draw U in [0, t) short: the sampler is bound by CSPRNG bits.
   constexpr double kMaxScale = 0x1.0p50;
   if (scale > kMaxScale) throw UsageError("noise scale above 2^50: epsilon is too small for this sketch");
   int k = 0;
   double scaled = scale;
-  while (scaled < 0x1.0p20 && k < 60) {
+  while (scaled < 0x1.0p12 && k < 60) {
     scaled *= 2.0;
     ++k;
   }

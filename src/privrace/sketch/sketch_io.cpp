@@ -1,3 +1,4 @@
+#include "privrace/core/version.hpp"
 #include "privrace/sketch/sketch_io.hpp"
 
 #include "privrace/core/error.hpp"
@@ -14,7 +15,7 @@ nlohmann::json sketch_header(const RaceSketch& sketch) {
                                                   : "vector-multiply-shift-32 + range reduction, seeded from family.seed"},
           {"n_hat", sketch.n_hat()},
           {"privacy", sketch.privacy()},
-          {"software", {{"name", "privrace"}, {"version", PRIVRACE_VERSION}, {"commit", PRIVRACE_GIT_COMMIT}}}};
+          {"software", {{"name", "privrace"}, {"version", version()}, {"commit", git_commit()}}}};
 }
 
 void save_sketch(const std::string& path, const RaceSketch& sketch, bool allow_nonprivate, const nlohmann::json& extra) {
