@@ -181,6 +181,10 @@ std::vector<double> RaceSketch::row_estimates_single(const std::uint64_t* codes)
 }
 
 double RaceSketch::combine(std::span<const double> values, const QueryOptions& opts) const {
+  return combine(values, opts, opts.debias ? n_hat() : 0.0);
+}
+
+double RaceSketch::combine(std::span<const double> values, const QueryOptions& opts, double n_hat) const {
   double estimate;
   if (opts.estimator == Estimator::Mean || opts.mom_groups <= 1 || values.size() < 2) {
     double s = 0;
@@ -201,17 +205,17 @@ double RaceSketch::combine(std::span<const double> values, const QueryOptions& o
     std::sort(means.begin(), means.end());
     estimate = (g % 2) ? means[g / 2] : 0.5 * (means[g / 2 - 1] + means[g / 2]);
   }
-  if (opts.debias) estimate = debiased(estimate);
+  if (opts.debias) estimate = debiased(estimate, n_hat);
   return estimate;
 }
 
-double RaceSketch::debiased(double estimate) const {
+double RaceSketch::debiased(double estimate, double n) const {
   if (direct_columns_ || width_ <= 1) return estimate;
   // E[X_r] = f (1 - 1/W) + m N / W: each of the m lookups of a record-query pair with unequal
   // codes lands in the query's column with probability 1/W.
   const double w = static_cast<double>(width_);
   const double m = (family_->mirrored_inserts() || family_->mirrored_queries()) ? 2.0 : 1.0;
-  return (estimate * w - m * n_hat()) / (w - 1.0);
+  return (estimate * w - m * n) / (w - 1.0);
 }
 
 std::vector<double> RaceSketch::query_dense(const DenseRef& queries, const QueryOptions& opts) const {
@@ -219,20 +223,21 @@ std::vector<double> RaceSketch::query_dense(const DenseRef& queries, const Query
     throw InputError("queries have " + std::to_string(queries.cols()) + " columns but the sketch was built on " +
                      std::to_string(family_->dim()) + "-dimensional data");
   std::vector<double> out(static_cast<std::size_t>(queries.rows()));
+  const double nh = opts.debias ? n_hat() : 0.0;  // once, not per query: it sums R x W counts
   constexpr Eigen::Index kBatch = 64;  // R x 64 estimates stay in L2
   for (Eigen::Index b = 0; b < queries.rows(); b += kBatch) {
     const Eigen::Index n = std::min(kBatch, queries.rows() - b);
     thread_local CodeMatrix codes;
     family_->hash_dense(queries.middleRows(b, n), codes);
     if (n == 1) {
-      out[static_cast<std::size_t>(b)] = combine(row_estimates_single(codes.data()), opts);
+      out[static_cast<std::size_t>(b)] = combine(row_estimates_single(codes.data()), opts, nh);
       continue;
     }
     const DoubleMatrix est = row_estimates(codes);
     std::vector<double> values(rows_);
     for (Eigen::Index i = 0; i < n; ++i) {
       for (std::size_t r = 0; r < rows_; ++r) values[r] = est(static_cast<Eigen::Index>(r), i);
-      out[static_cast<std::size_t>(b + i)] = combine(values, opts);
+      out[static_cast<std::size_t>(b + i)] = combine(values, opts, nh);
     }
   }
   return out;
@@ -241,6 +246,7 @@ std::vector<double> RaceSketch::query_dense(const DenseRef& queries, const Query
 std::vector<double> RaceSketch::query_sets(const SetBatch& queries, const QueryOptions& opts) const {
   std::vector<double> out(queries.size());
   std::vector<double> values(rows_);
+  const double nh = opts.debias ? n_hat() : 0.0;
   constexpr std::size_t kBatch = 64;
   CodeMatrix codes;
   for (std::size_t b = queries.begin; b < queries.end; b += kBatch) {
@@ -249,7 +255,7 @@ std::vector<double> RaceSketch::query_sets(const SetBatch& queries, const QueryO
     const DoubleMatrix est = row_estimates(codes);
     for (std::size_t i = 0; i < part.size(); ++i) {
       for (std::size_t r = 0; r < rows_; ++r) values[r] = est(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(i));
-      out[b - queries.begin + i] = combine(values, opts);
+      out[b - queries.begin + i] = combine(values, opts, nh);
     }
   }
   return out;

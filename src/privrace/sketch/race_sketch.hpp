@@ -58,7 +58,9 @@ class RaceSketch {
   // Removes the 1/W rehash collisions from a combined estimate E (affine, so it commutes
   // with the mean and the median of means): f = (E W - m N-hat) / (W - 1), m lookups per
   // record-query pair (2 for the SRP pair).
-  double debiased(double estimate) const;
+  // O(R W): sums the counts for N-hat. Loops over queries pass N-hat in instead.
+  double debiased(double estimate) const { return debiased(estimate, n_hat()); }
+  double debiased(double estimate, double n_hat) const;
 
   // N-hat = total count / (R x cells per record).
   double n_hat() const;
@@ -71,6 +73,7 @@ class RaceSketch {
   DoubleMatrix row_estimates(const CodeMatrix& codes) const;
   std::vector<double> row_estimates_single(const std::uint64_t* codes) const;  // codes of one query
   double combine(std::span<const double> row_values, const QueryOptions& opts) const;
+  double combine(std::span<const double> row_values, const QueryOptions& opts, double n_hat) const;
 
   // Privacy state, set by privatize(); a fresh sketch holds exact counts.
   const nlohmann::json& privacy() const { return privacy_; }

@@ -195,7 +195,7 @@ std::vector<std::vector<double>> race_densities(const RaceSketch& sketch, const 
     out[k].resize(sums->size());
     for (std::size_t j = 0; j < sums->size(); ++j) {
       double e = (*sums)[j];
-      if (options[k].debias) e = sketch.debiased(e);
+      if (options[k].debias) e = sketch.debiased(e, n_hat);
       out[k][j] = e / n_hat;
     }
   }
