@@ -5,6 +5,7 @@
 #include "classify_task.hpp"
 #include "regress_task.hpp"
 #include "kde_baselines.hpp"
+#include "graph_task.hpp"
 
 namespace privrace::experiments {
 
@@ -13,6 +14,7 @@ void register_builtin(Registry& registry) {
   registry.add_task(make_kde_task());
   registry.add_task(make_classification_task());
   registry.add_task(make_regression_task());
+  registry.add_task(make_graph_task());
   // Methods, grouped by task.
   registry.add_method(make_race_kde_method());
   registry.add_method(make_race_classifier_method());  // classification
@@ -20,6 +22,8 @@ void register_builtin(Registry& registry) {
   registry.add_method(make_majority_method());
   for (auto& m : make_regression_methods()) registry.add_method(std::move(m));  // regression
   register_kde_baselines(registry);  // bernstein, kme, spectral, pfda, histogram, privbayes
+  registry.add_method(make_race_graph_method());          // graph
+  registry.add_method(make_race_graph_scaling_method());
 }
 
 }  // namespace privrace::experiments

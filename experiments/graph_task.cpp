@@ -1,0 +1,375 @@
+#include "graph_task.hpp"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <mutex>
+
+#include "kde_task.hpp"  // read_truth_cache / write_truth_cache: the same cache file format
+#include "privrace/core/error.hpp"
+#include "privrace/core/progress.hpp"
+#include "privrace/lsh/family.hpp"
+#include "privrace/privacy/budget.hpp"
+#include "privrace/sketch/privatize.hpp"
+#include "privrace/sketch/sketch_io.hpp"
+
+namespace privrace::experiments {
+namespace fs = std::filesystem;
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string csr_digest(const SetCollection& s) {
+  const std::string a = sha256_hex(s.offsets.data(), s.offsets.size() * sizeof(std::uint64_t));
+  const std::string b = sha256_hex(s.ids.data(), s.ids.size() * sizeof(std::uint32_t));
+  const std::string ab = a + b;
+  return sha256_hex(ab.data(), ab.size());
+}
+
+// The first search directory holding the entry's data file.
+std::string find_graph_file(const json& entry, const std::string& name, const DataSearch& search) {
+  const std::string rel = entry.at("files").at(0).at("path").get<std::string>();
+  std::string tried;
+  for (const auto& dir : data_search_path(search)) {
+    const fs::path p = fs::path(dir) / rel;
+    if (fs::is_regular_file(p)) return p.string();
+    tried += (tried.empty() ? "" : ", ") + dir;
+  }
+  throw InputError("graph data set '" + name + "': " + rel + " not found in " + (tried.empty() ? "(no directory)" : tried) +
+                   (entry.value("missing_here", false) ? " (not shipped: fetch it with datasets/fetch.sh, or use task.source = \"rmat\")" : ""));
+}
+
+class GraphTask final : public Task {
+ public:
+  std::string name() const override { return "graph"; }
+  std::vector<ParamSpec> options() const override {
+    using K = ParamSpec::Kind;
+    return {
+        {"source", K::String, "dataset", {"dataset", "rmat"}, "dataset: the registry's edge list; rmat: a synthetic R-MAT graph standing in for it"},
+        {"directed", K::String, "registry", {"registry", "directed", "undirected"}, "undirected: every edge in both sets (registry: its 'directed' field)"},
+        {"self_loops", K::String, "registry", {"registry", "keep", "drop"}, "u-u edges (registry: its 'self_loops' field, else keep)"},
+        {"power", K::PositiveInt, 1, {}, "kernel J^p"},
+        {"queries", K::PositiveInt, 2000, {}, "query nodes (seeded uniform choice)"},
+        {"query_seed", K::NonNegativeInt, 1, {}, "seed of the query-node choice"},
+        {"ground_truth", K::Bool, true, {}, "compute the exact sums (false: timing studies only)"},
+        {"rmat_scale", K::PositiveInt, 19, {}, "rmat: 2^scale nodes"},
+        {"rmat_edge_factor", K::PositiveNumber, 13.0, {}, "rmat: generated edges per node"},
+        {"rmat_seed", K::NonNegativeInt, 1, {}, "rmat: generator seed"},
+    };
+  }
+  std::vector<std::string> metrics() const override { return {"mre", "mre_debiased", "mre_density"}; }
+
+  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RunEnvironment& env) const override {
+    auto ctx = std::make_unique<GraphContext>();
+    ctx->config = &cfg;
+    const json& o = cfg.task_options;
+    const json& entry = env.datasets->entry(cfg.dataset);
+    ctx->source = o.at("source").get<std::string>();
+    ctx->power = o.at("power").get<std::size_t>();
+    const std::string dir_opt = o.at("directed").get<std::string>();
+    const bool directed = dir_opt == "registry" ? entry.value("directed", true) : dir_opt == "directed";
+    std::string loops = o.at("self_loops").get<std::string>();
+    if (loops == "registry") loops = entry.value("self_loops", "keep");
+    EdgeListReport rep;
+    ctx->data.name = cfg.dataset;
+    const auto t0 = std::chrono::steady_clock::now();
+    json source_json;
+    if (ctx->source == "dataset") {
+      if (entry.value("kind", "table") != "graph")
+        throw ConfigError(cfg.file + ": $.dataset.name: '" + cfg.dataset + "' is not a graph data set");
+      const std::string path = find_graph_file(entry, cfg.dataset, env.search);
+      EdgeListOptions eo;
+      eo.format = entry.value("format", "snap_edgelist") == "jlg" ? EdgeListFormat::Jlg : EdgeListFormat::Snap;
+      eo.symmetrise = !directed;
+      eo.keep_self_loops = loops == "keep";
+      fs::create_directories(env.cache_dir);
+      const std::string cache = (fs::path(env.cache_dir) / ("graph-" + cfg.dataset + (eo.symmetrise ? "-u" : "-d") +
+                                                             (eo.keep_self_loops ? "k" : "s") + ".csr")).string();
+      ctx->sets = read_edge_list_cached(path, cache, eo, &rep, &ctx->graph_cache_hit);
+      ctx->data.files = {path};
+      ctx->data.data_dir = fs::path(path).parent_path().string();
+      source_json = {{"file", fs::path(path).filename().string()}, {"csr_cache", cache}};
+    } else {
+      // No registry entry is needed for synthetic graphs: the config's data set names what
+      // the R-MAT graph stands in for (e.g. gplus), and records say it is a stand-in.
+      RmatOptions ro;
+      ro.scale = o.at("rmat_scale").get<unsigned>();
+      ro.edge_factor = o.at("rmat_edge_factor").get<double>();
+      ro.seed = o.at("rmat_seed").get<std::uint64_t>();
+      ro.undirected = !directed;
+      ro.keep_self_loops = loops == "keep";
+      ro.threads = env.threads;
+      ctx->sets = generate_rmat(ro, &rep);
+      ctx->data.stand_in = true;
+      ctx->data.stand_in_reason = "R-MAT synthetic graph (scale " + std::to_string(ro.scale) + ", edge factor " +
+                                  std::to_string(ro.edge_factor) + ") in place of " + cfg.dataset;
+      source_json = {{"rmat", {{"scale", ro.scale}, {"edge_factor", ro.edge_factor}, {"seed", ro.seed}, {"a", ro.a}, {"b", ro.b}, {"c", ro.c}}}};
+    }
+    ctx->load_seconds = seconds_since(t0);
+    ctx->symmetric = !directed || rep.symmetrised;
+    ctx->nodes = ctx->sets.size();
+    ctx->edges = ctx->sets.ids.size();
+
+    const std::size_t q = o.at("queries").get<std::size_t>();
+    ctx->query_nodes = choose_query_nodes(ctx->nodes, q, o.at("query_seed").get<std::uint64_t>());
+    ctx->query_sets = sets_of_nodes(ctx->sets, ctx->query_nodes);
+
+    if (o.at("ground_truth").get<bool>()) {
+      // The common-neighbour engine adds J itself; J^p would need per-pair values.
+      if (ctx->power != 1) throw ConfigError(cfg.file + ": $.task.power: the exact ground truth supports power 1 only");
+      // Keyed by the CSR's bytes, so a changed file, loader or option can never reuse it.
+      const json key_json = {{"what", "graph exact jaccard sums"}, {"dataset", cfg.dataset}, {"source", source_json.contains("rmat") ? source_json : json("dataset")},
+                             {"power", ctx->power}, {"queries", q}, {"query_seed", o.at("query_seed")},
+                             {"csr_sha256", csr_digest(ctx->sets)}};
+      const std::string key = key_json.dump();
+      const std::string path = (fs::path(env.cache_dir) / ("graph-" + sha256_hex(key.data(), key.size()).substr(0, 24) + ".bin")).string();
+      if (read_truth_cache(path, key, ctx->truth) && ctx->truth.size() == ctx->query_nodes.size()) {
+        ctx->truth_cache_hit = true;
+      } else {
+        const auto t1 = std::chrono::steady_clock::now();
+        if (Progress::enabled()) std::cerr << "exact Jaccard sums: " << ctx->query_nodes.size() << " query nodes...\n";
+        SetCollection transposed;
+        if (!ctx->symmetric) transposed = transpose_sets(ctx->sets, ctx->nodes);
+        ctx->truth = exact_jaccard_sums_nodes(ctx->sets, ctx->symmetric ? ctx->sets : transposed, ctx->query_nodes, env.threads);
+        ctx->truth_seconds = seconds_since(t1);
+        write_truth_cache(path, key, ctx->truth);
+        if (Progress::enabled()) std::cerr << "exact Jaccard sums: " << ctx->truth_seconds << " s, cached in " << path << "\n";
+      }
+    }
+    ctx->data_summary = {{"name", cfg.dataset},
+                         {"stand_in", ctx->data.stand_in},
+                         {"source", ctx->source},
+                         {"source_detail", source_json},
+                         {"nodes", ctx->nodes},
+                         {"edges", ctx->edges},
+                         {"directed", directed},
+                         {"self_loops", loops},
+                         {"self_loops_seen", rep.self_loops},
+                         {"duplicates", rep.duplicates},
+                         {"max_degree", rep.max_degree},
+                         {"empty_sets", rep.empty_sets},
+                         {"queries", ctx->query_nodes.size()},
+                         {"power", ctx->power},
+                         {"graph_cache_hit", ctx->graph_cache_hit},
+                         {"load_seconds", ctx->load_seconds},
+                         {"truth_cache_hit", ctx->truth_cache_hit},
+                         {"truth_seconds", ctx->truth_seconds}};
+    if (ctx->data.stand_in) ctx->data_summary["stand_in_reason"] = ctx->data.stand_in_reason;
+    return ctx;
+  }
+};
+
+std::vector<ParamSpec> sketch_params() {
+  using K = ParamSpec::Kind;
+  return {
+      {"rows", K::PositiveInt, 2000, {}, "sketch rows R"},
+      {"width", K::PositiveInt, 100000, {}, "sketch columns W"},
+      {"strategy", K::String, "auto", {"auto", "two_phase", "replicate", "split_rows"}, "parallel build strategy"},
+      {"threads", K::NonNegativeInt, 0, {}, "build threads (0 = the run's)"},
+  };
+}
+
+// RaceSketch::debiased is affine in the estimate but sums all R x W counts (N-hat) on every
+// call; 2000 calls on Slashdot's 200M counts took minutes. Two calls give the same map.
+std::vector<double> debias_all(const RaceSketch& sketch, const std::vector<double>& sums) {
+  const double b = sketch.debiased(0.0), a = sketch.debiased(1.0) - b;
+  std::vector<double> out(sums.size());
+  for (std::size_t k = 0; k < sums.size(); ++k) out[k] = a * sums[k] + b;
+  return out;
+}
+
+std::shared_ptr<const LshFamily> jaccard_family(std::size_t rows, std::size_t power, std::uint64_t seed) {
+  FamilySpec fs;
+  fs.kernel = "jaccard";
+  fs.rows = rows;
+  fs.power = power;
+  fs.seed = seed;
+  return make_family(fs);
+}
+
+class RaceGraphMethod final : public Method {
+ public:
+  std::string name() const override { return "race_graph"; }
+  std::string task() const override { return "graph"; }
+  std::vector<ParamSpec> parameters() const override {
+    using K = ParamSpec::Kind;
+    auto p = sketch_params();
+    p.push_back({"mechanism", K::String, "discrete_laplace", {"discrete_laplace", "floored_laplace"}, "noise"});
+    p.push_back({"estimator", K::String, "mean", {"mean", "mom"}, "mean over rows or median of means"});
+    p.push_back({"mom_groups", K::PositiveInt, 5, {}, "median-of-means groups"});
+    p.push_back({"file_bytes", K::Bool, false, {}, "write the first cell's sketch of rep 0 (.rsk, compressed) and record its size"});
+    return p;
+  }
+  std::string check(const json& p) const override {
+    if (p.at("width").get<std::uint64_t>() > (std::uint64_t{1} << 32)) return "width must be at most 2^32";
+    return {};
+  }
+
+  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
+    const auto& ctx = dynamic_cast<const GraphContext&>(base);
+    if (ctx.truth.size() != ctx.query_nodes.size())
+      throw ConfigError(ctx.config->file + ": $.task.ground_truth: race_graph needs the exact sums (set it to true)");
+    const json& p = group.params;
+    const std::size_t rows = p.at("rows").get<std::size_t>(), width = p.at("width").get<std::size_t>();
+    check_sketch_fits(rows, width, 2);  // the exact counts + one privatized copy
+    RaceSketch exact(jaccard_family(rows, ctx.power, group.seed), width);
+    SetBuildOptions bo;
+    bo.threads = p.at("threads").get<int>() > 0 ? p.at("threads").get<int>() : ctx.threads;
+    bo.strategy = p.at("strategy").get<std::string>();
+    const auto t0 = std::chrono::steady_clock::now();
+    const BuildReport br = build_set_sketch(exact, ctx.sets, bo);
+    const double hash_seconds = seconds_since(t0);
+
+    QueryOptions plain, debiased;
+    plain.estimator = debiased.estimator = parse_estimator(p.at("estimator").get<std::string>());
+    plain.mom_groups = debiased.mom_groups = p.at("mom_groups").get<std::size_t>();
+    debiased.debias = true;
+    const SetBatch queries{&ctx.query_sets, 0, ctx.query_sets.size()};
+    // The LSH error floor: the same queries on the exact counts (never released).
+    const auto exact_sums = exact.query_sets(queries, plain);
+    const double mre_nonprivate = graph_mean_relative_error(exact_sums, ctx.truth);
+    const auto exact_deb = debias_all(exact, exact_sums);
+    const double mre_nonprivate_debiased = graph_mean_relative_error(exact_deb, ctx.truth);
+
+    for (std::size_t i = 0; i < group.cells.size(); ++i) {
+      const PendingCell& cell = group.cells[i];
+      RaceSketch sketch = exact;
+      PrivacySpec spec;
+      spec.epsilon = cell.epsilon;
+      spec.mechanism = parse_mechanism(p.at("mechanism").get<std::string>());
+      const auto t1 = std::chrono::steady_clock::now();
+      privatize(sketch, spec, NoiseSource{true, cell.noise_seed});
+      const double noise_seconds = seconds_since(t1);
+      const auto t2 = std::chrono::steady_clock::now();
+      const auto sums = sketch.query_sets(queries, plain);
+      const double query_seconds = seconds_since(t2);
+      const auto deb = debias_all(sketch, sums);
+
+      json file_bytes = nullptr;
+      if (p.at("file_bytes").get<bool>() && group.rep == 0 && i == 0) {
+        const fs::path tmp = fs::temp_directory_path() / ("privrace-graph-" + std::to_string(cell.noise_seed) + ".rsk");
+        try {
+          save_sketch(tmp.string(), sketch);
+          file_bytes = static_cast<std::uint64_t>(fs::file_size(tmp));
+        } catch (const std::exception& e) {
+          std::cerr << "warning: sketch file size not measured: " << e.what() << "\n";
+        }
+        std::error_code ec;
+        fs::remove(tmp, ec);
+      }
+      CellResult r;
+      r.metrics = ctx.metrics(sums, deb, sketch.n_hat());
+      r.build_seconds = hash_seconds + noise_seconds;
+      r.query_seconds_per_query = query_seconds / static_cast<double>(sums.size());
+      r.details = {{"hash_seconds", hash_seconds},
+                   {"noise_seconds", noise_seconds},
+                   {"build_strategy", br.strategy},
+                   {"build_threads", br.threads},
+                   {"nodes", ctx.nodes},
+                   {"edges", ctx.edges},
+                   {"n_hat", sketch.n_hat()},
+                   {"mre_nonprivate", mre_nonprivate},
+                   {"mre_nonprivate_debiased", mre_nonprivate_debiased},
+                   {"sketch_bytes_raw", static_cast<std::uint64_t>(rows) * width * sizeof(std::int64_t)},
+                   {"sketch_file_bytes", file_bytes},
+                   {"noise_scale", sketch.privacy().value("noise_scale", 0.0)}};
+      emit(i, std::move(r));
+    }
+  }
+};
+
+// Build time only: each group generates (or reuses) an R-MAT graph of its own scale and
+// sketches it with its own thread count, so one config covers 1..T threads x growing graphs.
+class RaceGraphScalingMethod final : public Method {
+ public:
+  std::string name() const override { return "race_graph_scaling"; }
+  std::string task() const override { return "graph"; }
+  bool uses_epsilon() const override { return false; }
+  std::vector<ParamSpec> parameters() const override {
+    using K = ParamSpec::Kind;
+    auto p = sketch_params();
+    p.push_back({"rmat_scale", K::PositiveInt, nullptr, {}, "2^scale nodes"});
+    p.push_back({"edge_factor", K::PositiveNumber, 16.0, {}, "generated edges per node"});
+    p.push_back({"graph_seed", K::NonNegativeInt, 1, {}, "R-MAT seed"});
+    return p;
+  }
+
+  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
+    const json& p = group.params;
+    RmatOptions ro;
+    ro.scale = p.at("rmat_scale").get<unsigned>();
+    ro.edge_factor = p.at("edge_factor").get<double>();
+    ro.seed = p.at("graph_seed").get<std::uint64_t>();
+    ro.threads = base.threads;
+    std::shared_ptr<const SetCollection> graph;
+    double generate_seconds = 0;
+    {
+      // Consecutive groups usually share the graph (only threads or rep differ): keep the last.
+      std::lock_guard<std::mutex> lock(mutex_);
+      const json key = {ro.scale, ro.edge_factor, ro.seed};
+      if (!cached_ || cached_key_ != key) {
+        cached_.reset();
+        const auto t0 = std::chrono::steady_clock::now();
+        cached_ = std::make_shared<const SetCollection>(generate_rmat(ro));
+        generate_seconds = seconds_since(t0);
+        cached_key_ = key;
+      }
+      graph = cached_;
+    }
+    const std::size_t rows = p.at("rows").get<std::size_t>(), width = p.at("width").get<std::size_t>();
+    check_sketch_fits(rows, width, 1);
+    RaceSketch sketch(jaccard_family(rows, 1, group.seed), width);
+    SetBuildOptions bo;
+    bo.threads = p.at("threads").get<int>() > 0 ? p.at("threads").get<int>() : base.threads;
+    bo.strategy = p.at("strategy").get<std::string>();
+    const auto t0 = std::chrono::steady_clock::now();
+    const BuildReport br = build_set_sketch(sketch, *graph, bo);
+    const double build_seconds = seconds_since(t0);
+    const double edges = static_cast<double>(graph->ids.size());
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (std::size_t i = 0; i < group.cells.size(); ++i) {
+      CellResult r;
+      r.metrics = {{"mre", nan}, {"mre_debiased", nan}, {"mre_density", nan}};
+      r.build_seconds = build_seconds;
+      r.details = {{"nodes", graph->size()},
+                   {"edges", graph->ids.size()},
+                   {"build_threads", br.threads},
+                   {"build_strategy", br.strategy},
+                   {"ns_per_edge", build_seconds / edges * 1e9},
+                   {"ns_per_edge_row", build_seconds / (edges * static_cast<double>(rows)) * 1e9},
+                   {"generate_seconds", generate_seconds},
+                   {"sketch_bytes_raw", static_cast<std::uint64_t>(rows) * width * sizeof(std::int64_t)}};
+      emit(i, std::move(r));
+    }
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::shared_ptr<const SetCollection> cached_;
+  mutable json cached_key_;
+};
+
+}  // namespace
+
+json GraphContext::metrics(const std::vector<double>& sums, const std::vector<double>& debiased_sums, double n_hat) const {
+  const double n = static_cast<double>(nodes);
+  std::vector<double> dens(sums.size()), truth_dens(truth.size());
+  for (std::size_t i = 0; i < sums.size(); ++i) dens[i] = n_hat > 0 ? sums[i] / n_hat : std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < truth.size(); ++i) truth_dens[i] = truth[i] / n;
+  return {{"mre", graph_mean_relative_error(sums, truth)},
+          {"mre_debiased", graph_mean_relative_error(debiased_sums, truth)},
+          {"mre_density", graph_mean_relative_error(dens, truth_dens)}};
+}
+
+std::unique_ptr<Task> make_graph_task() { return std::make_unique<GraphTask>(); }
+std::unique_ptr<Method> make_race_graph_method() { return std::make_unique<RaceGraphMethod>(); }
+std::unique_ptr<Method> make_race_graph_scaling_method() { return std::make_unique<RaceGraphScalingMethod>(); }
+
+}  // namespace privrace::experiments
