@@ -172,21 +172,17 @@ class RaceClassifierMethod final : public Method {
   std::string task() const override { return "classification"; }
   std::vector<ParamSpec> parameters() const override {
     using K = ParamSpec::Kind;
-    return {
+    std::vector<ParamSpec> params = {
         {"rows", K::PositiveInt, nullptr, {}, "sketch rows R"},
         {"width", K::PositiveInt, 100, {}, "sketch columns W"},
         {"power", K::PositiveInt, 1, {}, "concatenated p-stable hashes p"},
         {"rule", K::String, "ml", {"ml", "map"}, "max likelihood S_c/N-hat_c or MAP S_c (prior from the noisy N-hat)"},
-        {"mechanism", K::String, "discrete_laplace", {"discrete_laplace", "floored_laplace", "gaussian"}, "noise"},
-        {"delta", K::Number, 0.0, {}, "delta (gaussian only)"},
-        {"neighbors", K::String, "add-remove", {"add-remove", "replace"}, "neighbouring relation"},
     };
+    for (auto& noise : race_noise_parameters()) params.push_back(std::move(noise));
+    return params;
   }
   std::string check(const json& p) const override {
-    const double delta = p.at("delta").get<double>();
-    if (p.at("mechanism") == "gaussian" && !(delta > 0 && delta < 1)) return "mechanism gaussian needs 0 < delta < 1";
-    if (p.at("mechanism") != "gaussian" && delta != 0) return "delta is only used by mechanism gaussian";
-    return {};
+    return check_race_noise_parameters(p);
   }
   void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
     const auto& ctx = dynamic_cast<const ClassifyContext&>(base);

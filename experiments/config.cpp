@@ -377,4 +377,18 @@ ExperimentConfig load_config(const std::string& path, bool quick, const Registry
   return parse_config(j, path, quick, registry, datasets);
 }
 
+std::vector<ParamSpec> race_noise_parameters() {
+  using K = ParamSpec::Kind;
+  return {{"mechanism", K::String, "discrete_laplace", {"discrete_laplace", "floored_laplace", "gaussian"}, "noise"},
+          {"delta", K::Number, 0.0, {}, "delta (gaussian only)"},
+          {"neighbors", K::String, "add-remove", {"add-remove", "replace"}, "neighbouring relation"}};
+}
+
+std::string check_race_noise_parameters(const json& p) {
+  const double delta = p.at("delta").get<double>();
+  if (p.at("mechanism") == "gaussian" && !(delta > 0 && delta < 1)) return "mechanism gaussian needs 0 < delta < 1";
+  if (p.at("mechanism") != "gaussian" && delta != 0) return "delta is only used by mechanism gaussian";
+  return {};
+}
+
 }  // namespace privrace::experiments

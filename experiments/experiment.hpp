@@ -56,6 +56,10 @@ struct ParamSpec {
 };
 // "a positive integer", "one of mean, mom", ... (used in messages and the README).
 std::string describe_kind(const ParamSpec& spec);
+// The noise settings every RACE method shares: mechanism, delta, neighbours.
+std::vector<ParamSpec> race_noise_parameters();
+// "" when mechanism and delta agree (Gaussian needs 0 < delta < 1, the others delta = 0).
+std::string check_race_noise_parameters(const json& params);
 // Checks one value; returns "" when valid, else what was expected.
 std::string check_value(const ParamSpec& spec, const json& value);
 

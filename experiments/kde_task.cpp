@@ -140,20 +140,17 @@ class RaceKdeMethod final : public Method {
   std::string task() const override { return "kde"; }
   std::vector<ParamSpec> parameters() const override {
     using K = ParamSpec::Kind;
-    return {
+    std::vector<ParamSpec> params = {
         {"rows", K::PositiveInt, nullptr, {}, "sketch rows R"},
         {"width", K::PositiveInt, 1000, {}, "sketch columns W"},
-        {"mechanism", K::String, "discrete_laplace", {"discrete_laplace", "floored_laplace", "gaussian"}, "noise"},
-        {"delta", K::Number, 0.0, {}, "delta (gaussian only)"},
-        {"neighbors", K::String, "add-remove", {"add-remove", "replace"}, "neighbouring relation"},
         {"estimator", K::String, "mean", {"mean", "mom"}, "mean over rows or median of means"},
         {"mom_groups", K::PositiveInt, 5, {}, "median-of-means groups"},
     };
+    for (auto& noise : race_noise_parameters()) params.push_back(std::move(noise));
+    return params;
   }
   std::string check(const json& p) const override {
-    const double delta = p.at("delta").get<double>();
-    if (p.at("mechanism") == "gaussian" && !(delta > 0 && delta < 1)) return "mechanism gaussian needs 0 < delta < 1";
-    if (p.at("mechanism") != "gaussian" && delta != 0) return "delta is only used by mechanism gaussian";
+    if (const std::string noise = check_race_noise_parameters(p); !noise.empty()) return noise;
     if (p.at("width").get<std::uint64_t>() > (std::uint64_t{1} << 32)) return "width must be at most 2^32";
     return {};
   }

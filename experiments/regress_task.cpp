@@ -110,7 +110,7 @@ class RaceRegressionMethod final : public Method {
   std::string task() const override { return "regression"; }
   std::vector<ParamSpec> parameters() const override {
     using K = ParamSpec::Kind;
-    return {
+    std::vector<ParamSpec> params = {
         {"rows", K::PositiveInt, 1000, {}, "sketch rows R"},
         {"power", K::PositiveInt, 4, {}, "SRP bits p (W = 2^p)"},
         {"width", K::PositiveInt, 16, {}, "sketch columns W"},
@@ -119,16 +119,12 @@ class RaceRegressionMethod final : public Method {
         {"max_evaluations", K::PositiveInt, 3000, {}, "loss evaluations per fit"},
         {"initial_step", K::PositiveNumber, 0.25, {}, "optimiser's initial step"},
         {"target_scale", K::PositiveNumber, 1.0, {}, "sketch z = [x, 1, c y] and divide the fitted model by c (1 = the paper)"},
-        {"mechanism", K::String, "discrete_laplace", {"discrete_laplace", "floored_laplace", "gaussian"}, "noise"},
-        {"delta", K::Number, 0.0, {}, "delta (gaussian only)"},
-        {"neighbors", K::String, "add-remove", {"add-remove", "replace"}, "neighbouring relation"},
     };
+    for (auto& noise : race_noise_parameters()) params.push_back(std::move(noise));
+    return params;
   }
   std::string check(const json& p) const override {
-    const double delta = p.at("delta").get<double>();
-    if (p.at("mechanism") == "gaussian" && !(delta > 0 && delta < 1)) return "mechanism gaussian needs 0 < delta < 1";
-    if (p.at("mechanism") != "gaussian" && delta != 0) return "delta is only used by mechanism gaussian";
-    return {};
+    return check_race_noise_parameters(p);
   }
   void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
     const auto& ctx = dynamic_cast<const RegressContext&>(base);
