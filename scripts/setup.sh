@@ -7,7 +7,7 @@ packages=(
   build-essential cmake git pkg-config
   libeigen3-dev nlohmann-json3-dev libboost-program-options-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libnlopt-cxx-dev
+  libnlopt-cxx-dev libmpfr-dev libssl-dev libzstd-dev
   python3 python3-numpy python3-matplotlib
 )
 if [[ "${PRIVRACE_WITH_MPI:-0}" == 1 ]]; then packages+=(libopenmpi-dev openmpi-bin); fi

@@ -154,7 +154,7 @@ TEST(RandomSource, BelowIsUniform) {
   for (long long i = 0; i < n; ++i) ++hist[static_cast<long long>(rng.below(12))];
   const auto [stat, df] = chi_square(hist, [](long long) { return 1.0 / 12; }, 0, 11, n);
   EXPECT_LT(stat, chi_square_critical(df));
-  OsRandom os;
+  CryptoRandom os;
   EXPECT_TRUE(os.cryptographic());
   EXPECT_NE(os.next(), os.next());
 }

@@ -1,5 +1,7 @@
 #include "privrace/core/random.hpp"
 
+#include <openssl/err.h>
+#include <openssl/rand.h>
 #include <sys/random.h>
 
 #include <cerrno>
@@ -17,17 +19,6 @@ std::uint32_t RandomSource::next32() {
   half_ = next();
   half_ready_ = true;
   return static_cast<std::uint32_t>(half_);
-}
-
-bool RandomSource::bit() {
-  if (bits_left_ == 0) {
-    bits_ = next();
-    bits_left_ = 64;
-  }
-  const bool b = bits_ & 1;
-  bits_ >>= 1;
-  --bits_left_;
-  return b;
 }
 
 bool RandomSource::bernoulli(std::uint64_t num, std::uint64_t den) {
@@ -84,17 +75,18 @@ SeededRandom::SeededRandom(std::uint64_t seed) {
   for (auto& s : s_) s = splitmix64(seed);
 }
 
-std::uint64_t SeededRandom::next() {
+void SeededRandom::fill(std::uint64_t* out, std::size_t words) {
   auto rotl = [](std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); };
-  const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
-  const std::uint64_t t = s_[1] << 17;
-  s_[2] ^= s_[0];
-  s_[3] ^= s_[1];
-  s_[1] ^= s_[2];
-  s_[0] ^= s_[3];
-  s_[2] ^= t;
-  s_[3] = rotl(s_[3], 45);
-  return result;
+  for (std::size_t i = 0; i < words; ++i) {
+    out[i] = rotl(s_[1] * 5, 7) * 9;
+    const std::uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+  }
 }
 
 static void fill_os_random(void* out, std::size_t bytes) {
@@ -110,14 +102,12 @@ static void fill_os_random(void* out, std::size_t bytes) {
   }
 }
 
-OsRandom::OsRandom() = default;
-
-std::uint64_t OsRandom::next() {
-  if (pos_ == kWords) {
-    fill_os_random(buf_, sizeof(buf_));
-    pos_ = 0;
+void CryptoRandom::fill(std::uint64_t* out, std::size_t words) {
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(out), static_cast<int>(words * sizeof(std::uint64_t))) != 1) {
+    char reason[256];
+    ERR_error_string_n(ERR_get_error(), reason, sizeof(reason));
+    throw Error(std::string("the CSPRNG (OpenSSL RAND_bytes) failed: ") + reason);
   }
-  return buf_[pos_++];
 }
 
 std::uint64_t os_random_seed() {
@@ -128,7 +118,7 @@ std::uint64_t os_random_seed() {
 
 std::unique_ptr<RandomSource> make_noise_source(bool seeded, std::uint64_t seed) {
   if (seeded) return std::make_unique<SeededRandom>(seed);
-  return std::make_unique<OsRandom>();
+  return std::make_unique<CryptoRandom>();
 }
 
 }  // namespace privrace

@@ -17,7 +17,8 @@ void privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& s
   const std::size_t width = sketch.width(), rows = sketch.rows();
   double realised_epsilon = spec.epsilon;
   double noise_scale = 0.0;
-  std::function<std::int64_t(std::int64_t, RandomSource&)> perturb;
+  std::string sampler = "inversion";
+  std::function<void(std::span<std::int64_t>, RandomSource&)> perturb;  // one count row
   switch (spec.mechanism) {
     case NoiseMechanism::DiscreteLaplace: {
       // P(Z = z) ~ exp(-eps |z| / L1): the geometric mechanism (Ghosh et al. 2009) is eps-DP for
@@ -25,38 +26,43 @@ void privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& s
       const DiscreteLaplace noise(sens.l1 / spec.epsilon);
       noise_scale = noise.scale();
       realised_epsilon = sens.l1 / noise.scale();
-      perturb = [noise](std::int64_t c, RandomSource& rng) { return c + noise.sample(rng); };
+      // Both samplers are exact; the table one pays its set-up only for large sketches.
+      constexpr std::size_t kBulkCounts = std::size_t{1} << 18;
+      std::shared_ptr<const ExactGeometric> bulk = counts.size() >= kBulkCounts ? noise.bulk_sampler() : nullptr;
+      sampler = bulk ? "exact_geometric_table" : "bernoulli_exp";
+      perturb = [noise, bulk](std::span<std::int64_t> row, RandomSource& rng) { noise.add_to(row, rng, bulk.get()); };
       break;
     }
     case NoiseMechanism::FlooredLaplace: {
       // Algorithm 1 as printed: floor(S + Lap(L1 / eps)); the floor is post-processing.
       noise_scale = sens.l1 / spec.epsilon;
-      perturb = [noise_scale](std::int64_t c, RandomSource& rng) {
-        return static_cast<std::int64_t>(std::floor(static_cast<double>(c) + sample_laplace(rng, noise_scale)));
+      perturb = [noise_scale](std::span<std::int64_t> row, RandomSource& rng) {
+        for (auto& c : row) c = static_cast<std::int64_t>(std::floor(static_cast<double>(c) + sample_laplace(rng, noise_scale)));
       };
       break;
     }
     case NoiseMechanism::Gaussian: {
       // Analytic Gaussian mechanism at L2 sensitivity; rounding to integers is post-processing.
       noise_scale = analytic_gaussian_sigma(spec.epsilon, spec.delta, sens.l2);
-      perturb = [noise_scale](std::int64_t c, RandomSource& rng) {
-        return c + static_cast<std::int64_t>(std::llround(noise_scale * sample_normal(rng)));
+      sampler = "box_muller";
+      perturb = [noise_scale](std::span<std::int64_t> row, RandomSource& rng) {
+        for (auto& c : row) c += static_cast<std::int64_t>(std::llround(noise_scale * sample_normal(rng)));
       };
       break;
     }
   }
   // Rows are perturbed in parallel. Seeded noise uses one stream per row, so the result does
-  // not depend on the thread count; release noise uses one OS CSPRNG reader per thread.
+  // not depend on the thread count; release noise uses one CSPRNG instance per thread.
 #pragma omp parallel
   {
     std::unique_ptr<RandomSource> os_rng;
-    if (!source.seeded) os_rng = std::make_unique<OsRandom>();
+    if (!source.seeded) os_rng = std::make_unique<CryptoRandom>();
 #pragma omp for schedule(static)
     for (std::size_t r = 0; r < rows; ++r) {
       std::unique_ptr<RandomSource> row_rng;
       if (source.seeded) row_rng = std::make_unique<SeededRandom>(derive_seed(source.seed, r));
       RandomSource& rng = source.seeded ? *row_rng : *os_rng;
-      for (std::size_t c = r * width; c < (r + 1) * width; ++c) counts[c] = perturb(counts[c], rng);
+      perturb(counts.subspan(r * width, width), rng);
     }
   }
   sketch.set_privacy({{"private", true},
@@ -68,7 +74,8 @@ void privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& s
                       {"sensitivity_l1", sens.l1},
                       {"sensitivity_l2", sens.l2},
                       {"noise_scale", noise_scale},
-                      {"noise_source", source.seeded ? "seeded" : "os_csprng"},
+                      {"noise_source", source.seeded ? "seeded" : CryptoRandom::name()},
+                      {"noise_sampler", sampler},
                       {"fit_for_release", !source.seeded}});
   if (source.seeded) sketch.set_privacy([&] {
       auto p = sketch.privacy();

@@ -1,0 +1,200 @@
+#include "privrace/privacy/exact_geometric.hpp"
+
+// <cstdint> before mpfr.h declares mpfr_get_uj.
+#include <cstdint>
+#include <gmp.h>
+#include <mpfr.h>
+
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <numbers>
+#include <string>
+#include <utility>
+
+#include "privrace/core/error.hpp"
+
+namespace privrace {
+namespace {
+
+constexpr mpfr_prec_t kTablePrecision = 384;    // table entries: error < 2^-300, need 2^-192
+constexpr mpfr_prec_t kPrecisePrecision = 1152;  // ties: 1024 bits checked, error < 2^-1100
+constexpr unsigned kLevelBits = 16;              // m = 2^16 on truncated levels
+constexpr int kPreciseWords = 14;                // words 2 .. 15: bits 128 .. 1023
+
+class Mpfr {
+ public:
+  explicit Mpfr(mpfr_prec_t precision) { mpfr_init2(v_, precision); }
+  ~Mpfr() { mpfr_clear(v_); }
+  Mpfr(const Mpfr&) = delete;
+  Mpfr& operator=(const Mpfr&) = delete;
+  mpfr_ptr get() { return v_; }
+
+ private:
+  mpfr_t v_;
+};
+
+// rate = s 2^shift / t = -ln(a_level), rounded to nearest at the variable's precision.
+void set_rate(mpfr_ptr rate, std::uint64_t s, unsigned shift, std::uint64_t t) {
+  mpfr_set_ui(rate, s, MPFR_RNDN);  // unsigned long is 64 bits on the supported platforms
+  mpfr_mul_2ui(rate, rate, shift, MPFR_RNDN);
+  mpfr_div_ui(rate, rate, t, MPFR_RNDN);
+}
+
+// Takes the next 64 bits of the fraction in x (in [0, 1)): returns floor(x 2^64), leaves
+// x = frac(x 2^64). Both steps are exact at the variable's precision.
+std::uint64_t next_word(mpfr_ptr x) {
+  mpfr_mul_2ui(x, x, 64, MPFR_RNDN);
+  const std::uint64_t word = mpfr_get_uj(x, MPFR_RNDZ);
+  mpfr_frac(x, x, MPFR_RNDN);
+  return word;
+}
+
+// The remainder after the last extracted word must be at least 2^-64 from 0 and 1, so the
+// computation error (far below 2^-64 in these units) cannot have changed any extracted bit.
+void check_margin(mpfr_ptr remainder, const char* what) {
+  Mpfr complement(mpfr_get_prec(remainder));
+  mpfr_ui_sub(complement.get(), 1, remainder, MPFR_RNDN);  // exact: remainder has bits below 2^-1 only
+  if (mpfr_cmp_ui_2exp(remainder, 1, -64) <= 0 || mpfr_cmp_ui_2exp(complement.get(), 1, -64) <= 0)
+    throw Error(std::string("exact geometric sampler: ") + what +
+                " lies too close to a rounding boundary to be tabulated (probability 2^-63)");
+}
+
+// C(r) at high precision, directly: -expm1(-r x) for the full geometric, and
+// expm1(-r x) / expm1(-m x) truncated to [0, m).
+void precise_cdf(mpfr_ptr out, std::uint64_t t, std::uint64_t s, const ExactGeometric::Level& level, std::uint32_t r) {
+  Mpfr rate(kPrecisePrecision), y(kPrecisePrecision), denom(kPrecisePrecision);
+  set_rate(rate.get(), s, level.shift, t);
+  mpfr_mul_ui(y.get(), rate.get(), r, MPFR_RNDN);
+  mpfr_neg(y.get(), y.get(), MPFR_RNDN);
+  mpfr_expm1(out, y.get(), MPFR_RNDN);  // expm1(-r x) < 0
+  if (level.truncated) {
+    mpfr_mul_ui(y.get(), rate.get(), level.size, MPFR_RNDN);
+    mpfr_neg(y.get(), y.get(), MPFR_RNDN);
+    mpfr_expm1(denom.get(), y.get(), MPFR_RNDN);
+    mpfr_div(out, out, denom.get(), MPFR_RNDN);
+  } else {
+    mpfr_neg(out, out, MPFR_RNDN);
+  }
+}
+
+ExactGeometric::Level build_level(std::uint64_t t, std::uint64_t s, unsigned shift, std::uint32_t size, bool truncated) {
+  ExactGeometric::Level level;
+  level.shift = shift;
+  level.size = size;
+  level.truncated = truncated;
+  const std::uint32_t last = truncated ? size - 1 : size;  // the full geometric keeps C(m): the restart point
+  level.hi.resize(last + 1);
+  level.lo.resize(last + 1);
+
+  Mpfr rate(kTablePrecision), a(kTablePrecision), power(kTablePrecision), denom(kTablePrecision),
+      c(kTablePrecision), y(kTablePrecision);
+  set_rate(rate.get(), s, shift, t);
+  mpfr_neg(y.get(), rate.get(), MPFR_RNDN);
+  mpfr_exp(a.get(), y.get(), MPFR_RNDN);  // a = exp(-rate)
+  if (truncated) {                         // denom = 1 - a^m, in (2^-35, 1) for the scales allowed
+    mpfr_mul_ui(y.get(), rate.get(), size, MPFR_RNDN);
+    mpfr_neg(y.get(), y.get(), MPFR_RNDN);
+    mpfr_expm1(denom.get(), y.get(), MPFR_RNDN);
+    mpfr_neg(denom.get(), denom.get(), MPFR_RNDN);
+  }
+  // a^r by repeated multiplication: relative error below r 2^-383 <= 2^-366 for r <= 2^17.
+  mpfr_set_ui(power.get(), 1, MPFR_RNDN);
+  for (std::uint32_t r = 0; r <= last; ++r) {
+    if (r == 0) {  // C(0) = 0 exactly
+      level.hi[0] = level.lo[0] = 0;
+    } else {
+      mpfr_ui_sub(c.get(), 1, power.get(), MPFR_RNDN);
+      if (truncated) mpfr_div(c.get(), c.get(), denom.get(), MPFR_RNDN);
+      level.hi[r] = next_word(c.get());
+      level.lo[r] = next_word(c.get());
+      check_margin(c.get(), "a CDF entry");
+      // Strictly increasing first words: a tie with V == hi[r] then leaves only r and r - 1.
+      if (level.hi[r] <= level.hi[r - 1])
+        throw Error("exact geometric sampler: CDF entries closer than 2^-64 (scale outside the supported range)");
+    }
+    mpfr_mul(power.get(), power.get(), a.get(), MPFR_RNDN);
+  }
+
+  // The fewest guide buckets (they should stay in cache) that leave at most 1/8 of the
+  // probability in buckets holding several boundaries.
+  for (unsigned bits = 1;; ++bits) {
+    level.guide_bits = bits;
+    level.guide.assign(std::size_t{1} << bits, {});
+    std::size_t scanned = 0;
+    std::uint32_t r = 0;
+    for (std::size_t j = 0; j < level.guide.size(); ++j) {
+      const std::uint64_t start = static_cast<std::uint64_t>(j) << (64 - bits);
+      const std::uint64_t end_minus_one = start + ((std::uint64_t{1} << (64 - bits)) - 1);
+      while (r < last && level.hi[r + 1] <= start) ++r;
+      const std::uint64_t next = r < last ? level.hi[r + 1] : ~std::uint64_t{0};
+      const bool scan = r + 1 < last && level.hi[r + 2] <= end_minus_one;
+      level.guide[j] = {next, r, scan ? 1u : 0u};
+      scanned += scan;
+    }
+    if (scanned * 8 <= level.guide.size() || bits == 20) break;
+  }
+  return level;
+}
+
+}  // namespace
+
+ExactGeometric::ExactGeometric(std::uint64_t t, std::uint64_t s) : t_(t), s_(s) {
+  if (t == 0 || s == 0) throw UsageError("exact geometric sampler: t and s must be positive");
+  // The tables need a scale t / s of at least 1 (at most 2^50 is enforced by the mechanism):
+  // below 1 the CDF reaches 1 - 2^-64 within a few entries and the small-sketch sampler is used.
+  if (s > t) throw UsageError("exact geometric sampler: the scale t / s must be at least 1");
+  constexpr double kLn2 = std::numbers::ln2;
+  for (unsigned shift = 0;; shift += kLevelBits) {
+    const double rate = std::ldexp(static_cast<double>(s), static_cast<int>(shift)) / static_cast<double>(t);
+    if (rate * std::ldexp(1.0, kLevelBits) >= 10 * kLn2) {
+      // Last level: the full geometric over [0, m), m the smallest power of two with
+      // a^m <= 2^-20 (restart probability), at most 2^16 (then a^m <= 2^-10).
+      std::uint32_t m = 2;
+      while (m < (1u << kLevelBits) && rate * m < 20 * kLn2) m *= 2;
+      levels_.push_back(build_level(t, s, shift, m, false));
+      break;
+    }
+    if (shift > 128) throw UsageError("exact geometric sampler: scale too large");
+    levels_.push_back(build_level(t, s, shift, 1u << kLevelBits, true));
+  }
+}
+
+std::uint32_t ExactGeometric::sample_level_slow(const Level& level, std::uint64_t v, RandomSource& rng) const {
+  const std::uint32_t last = static_cast<std::uint32_t>(level.hi.size() - 1);
+  std::uint32_t r = level.guide[v >> (64 - level.guide_bits)].r;
+  while (r < last && level.hi[r + 1] <= v) ++r;
+  // hi[r] <= v < hi[r + 1]. If hi[r] < v then C(r) < (hi[r] + 1) 2^-64 <= U and
+  // C(r + 1) >= hi[r + 1] 2^-64 > U: r is the answer. C(0) = 0 <= U always.
+  if (level.hi[r] != v || r == 0) return r;
+  // Tie on the first word: U >= C(r) decides between r and r - 1 (hi[r - 1] < v).
+  const std::uint64_t w = rng.next();
+  if (w != level.lo[r]) return w > level.lo[r] ? r : r - 1;
+  for (const std::uint64_t word : precise_words(level, r)) {
+    const std::uint64_t x = rng.next();
+    if (x != word) return x > word ? r : r - 1;
+  }
+  throw Error("exact geometric sampler: a uniform agreed with a CDF value on 1024 bits (probability 2^-960)");
+}
+
+std::vector<std::uint64_t> ExactGeometric::precise_words(const Level& level, std::uint32_t r) const {
+  Mpfr c(kPrecisePrecision);
+  precise_cdf(c.get(), t_, s_, level, r);
+  next_word(c.get());  // words 0 and 1 are in the table
+  next_word(c.get());
+  std::vector<std::uint64_t> words(kPreciseWords);
+  for (auto& w : words) w = next_word(c.get());
+  check_margin(c.get(), "a CDF value at 1024 bits");
+  return words;
+}
+
+std::shared_ptr<const ExactGeometric> ExactGeometric::shared(std::uint64_t t, std::uint64_t s) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<const ExactGeometric>> cache;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto& entry = cache[{t, s}];
+  if (!entry) entry = std::make_shared<const ExactGeometric>(t, s);
+  return entry;
+}
+
+}  // namespace privrace

@@ -1,0 +1,197 @@
+// The table-inversion sampler of the geometric distribution (bulk discrete Laplace noise):
+// its draws follow the pmf at every scale regime (one level, several levels, restarts), its
+// tables agree with the closed form, and the tie-breaking path decides exactly.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <deque>
+#include <map>
+
+#include "privrace/core/error.hpp"
+#include "privrace/privacy/exact_geometric.hpp"
+#include "privrace/privacy/mechanisms.hpp"
+#include "privrace/lsh/family.hpp"
+#include "privrace/sketch/privatize.hpp"
+#include "privrace/sketch/race_sketch.hpp"
+#include "test_util.hpp"
+
+using namespace privrace;
+using privrace::testing::chi_square;
+using privrace::testing::chi_square_critical;
+
+namespace {
+
+// Plays a script of words first, then a seeded stream.
+class ScriptedRandom final : public RandomSource {
+ public:
+  explicit ScriptedRandom(std::deque<std::uint64_t> script) : script_(std::move(script)), rest_(1) {}
+  bool cryptographic() const override { return false; }
+
+ protected:
+  void fill(std::uint64_t* out, std::size_t words) override {
+    for (std::size_t i = 0; i < words; ++i) {
+      if (!script_.empty()) {
+        out[i] = script_.front();
+        script_.pop_front();
+      } else {
+        out[i] = rest_.next();
+      }
+    }
+  }
+
+ private:
+  std::deque<std::uint64_t> script_;
+  SeededRandom rest_;
+};
+
+// Chi-square of geometric draws against P(M = k) = (1 - a) a^k, a = exp(-rate), in 40 bins of
+// equal probability (exact bin probabilities from the closed-form CDF).
+void expect_geometric(const ExactGeometric& g, double rate, std::uint64_t seed, int n) {
+  const int bins = 40;
+  std::vector<double> edge(bins + 1);  // bin i = [edge[i], edge[i + 1])
+  edge[0] = 0;
+  for (int i = 1; i < bins; ++i) edge[i] = std::ceil(-std::log1p(-static_cast<double>(i) / bins) / rate);
+  edge[bins] = INFINITY;
+  auto tail = [&](double x) { return std::isinf(x) ? 0.0 : std::exp(-rate * x); };  // P(M >= x)
+  SeededRandom rng(seed);
+  std::map<long long, long long> hist;
+  for (int i = 0; i < n; ++i) {
+    const auto m = static_cast<double>(g.sample(rng));
+    const int bin = static_cast<int>(std::upper_bound(edge.begin(), edge.end(), m) - edge.begin()) - 1;
+    ++hist[bin];
+  }
+  const auto [stat, df] = chi_square(hist, [&](long long i) { return tail(edge[i]) - tail(edge[i + 1]); }, 0, bins - 1, n);
+  EXPECT_LT(stat, chi_square_critical(df)) << "chi-square " << stat << " with " << df << " df, rate " << rate;
+}
+
+}  // namespace
+
+TEST(ExactGeometric, MatchesThePmfInEveryRegime) {
+  // scale t / s: 1 (tiny table), 17, 2000 (one full level: the Slashdot sketch), 10^5 (one
+  // truncated level + top), 10^9 (two truncated levels + top).
+  for (const auto& [t, s] : std::vector<std::pair<std::uint64_t, std::uint64_t>>{
+           {1, 1}, {17, 1}, {8000, 4}, {100000, 1}, {1000000000, 1}}) {
+    const ExactGeometric g(t, s);
+    const double rate = static_cast<double>(s) / static_cast<double>(t);
+    expect_geometric(g, rate, t + 3, 200000);
+  }
+  EXPECT_EQ(ExactGeometric(1000000000, 1).levels().size(), 3u);
+  EXPECT_EQ(ExactGeometric(8000, 4).levels().size(), 1u);
+  EXPECT_THROW(ExactGeometric(1, 2), UsageError);  // scale below 1: the Bernoulli(exp) sampler's job
+}
+
+TEST(ExactGeometric, SmallCountsAreExactlyDistributed) {
+  // Per-value chi-square at scale 2.5 (a = exp(-0.4)), where every value up to 40 is a bin.
+  const ExactGeometric g(5, 2);
+  const double a = std::exp(-0.4);
+  SeededRandom rng(99);
+  const int n = 300000;
+  std::map<long long, long long> hist;
+  for (int i = 0; i < n; ++i) ++hist[static_cast<long long>(g.sample(rng))];
+  const auto [stat, df] = chi_square(hist, [&](long long k) { return (1 - a) * std::pow(a, static_cast<double>(k)); }, 0, 60, n);
+  EXPECT_LT(stat, chi_square_critical(df)) << stat << " / " << df;
+}
+
+TEST(ExactGeometric, TablesHoldTheCdfTo128Bits) {
+  const ExactGeometric g(8000, 4);  // rate 1/2000
+  const auto& level = g.levels().back();
+  ASSERT_FALSE(level.truncated);
+  EXPECT_EQ(level.hi.size(), level.size + 1u);  // C(m), the restart point, is kept
+  EXPECT_EQ(level.hi[0], 0u);
+  for (std::uint32_t r : {1u, 7u, 500u, 4000u, level.size}) {
+    // C(r) = 1 - exp(-r / 2000): the first word is floor(C 2^64), good to double precision.
+    const double c = -std::expm1(-static_cast<double>(r) / 2000.0);
+    EXPECT_NEAR(static_cast<double>(level.hi[r]) * 0x1.0p-64, c, 1e-15 * c + 1e-18) << r;
+  }
+  for (std::size_t r = 1; r < level.hi.size(); ++r) ASSERT_LT(level.hi[r - 1], level.hi[r]);
+  // The guide: every bucket's r satisfies hi[r] <= bucket start < hi[r + 1].
+  for (std::size_t j = 0; j < level.guide.size(); ++j) {
+    const std::uint64_t start = static_cast<std::uint64_t>(j) << (64 - level.guide_bits);
+    const auto& e = level.guide[j];
+    ASSERT_LE(level.hi[e.r], start);
+    if (e.r + 1 < level.hi.size()) {
+      ASSERT_GT(level.hi[e.r + 1], start);
+    }
+  }
+}
+
+TEST(ExactGeometric, TiesAreDecidedByLaterBitsExactly) {
+  const ExactGeometric g(8000, 4);
+  const auto& level = g.levels().back();
+  const std::uint32_t r = 1234;
+  const std::uint64_t hi = level.hi[r], lo = level.lo[r];
+  const auto words = g.precise_words(level, r);
+  ASSERT_EQ(words.size(), 14u);
+  auto draw = [&](std::deque<std::uint64_t> script) {
+    ScriptedRandom rng(std::move(script));
+    return g.sample_level(level, rng);
+  };
+  // U's first word equals floor(C(r) 2^64): the second word decides against floor(frac 2^64).
+  EXPECT_EQ(draw({hi, lo + 1}), r);
+  EXPECT_EQ(draw({hi, lo - 1}), r - 1);
+  // Equal on 128 bits: the MPFR words at 1024-bit precision decide.
+  EXPECT_EQ(draw({hi, lo, words[0] + 1}), r);
+  EXPECT_EQ(draw({hi, lo, words[0] - 1}), r - 1);
+  EXPECT_EQ(draw({hi, lo, words[0], words[1], words[2] + 1}), r);
+  EXPECT_EQ(draw({hi, lo, words[0], words[1], words[2] - 1}), r - 1);
+  // Off the boundary the fast path answers, and agrees with the slow one.
+  EXPECT_EQ(draw({hi + 1}), r);
+  EXPECT_EQ(draw({hi - 1}), r - 1);
+  // A first word at a guide bucket's start goes through the slow path too.
+  const std::uint64_t bucket_start = level.hi[r] >> (64 - level.guide_bits) << (64 - level.guide_bits);
+  ScriptedRandom rng({bucket_start, 0});
+  SeededRandom unused(1);
+  EXPECT_EQ(g.sample_level(level, rng), g.sample_level_slow(level, bucket_start, unused));
+  // A first word past C(m) restarts the full geometric: r == m.
+  EXPECT_EQ(draw({level.hi[level.size] + 1}), level.size);
+}
+
+TEST(DiscreteLaplace, BulkSamplerMatchesPmfAndVariance) {
+  for (const double scale : {1.0, 2.5, 17.0, 2000.0}) {
+    const DiscreteLaplace noise(scale);
+    const auto bulk = noise.bulk_sampler();
+    ASSERT_TRUE(bulk);
+    SeededRandom rng(static_cast<std::uint64_t>(scale * 10) + 1);
+    const long long n = 200000;
+    std::vector<std::int64_t> zeros(n, 0);
+    noise.add_to(zeros, rng, bulk.get());
+    std::map<long long, long long> hist;
+    double sum2 = 0;
+    for (const auto y : zeros) {
+      ++hist[y];
+      sum2 += static_cast<double>(y) * static_cast<double>(y);
+    }
+    const long long k = static_cast<long long>(std::ceil(6 * scale)) + 2;
+    const auto [stat, df] = chi_square(hist, [&](long long y) { return noise.pmf(y); }, -k, k, n);
+    EXPECT_LT(stat, chi_square_critical(df)) << "scale " << scale;
+    EXPECT_NEAR(sum2 / n / noise.variance(), 1.0, 6.0 * std::sqrt(6.0 / n) + 0.01) << "scale " << scale;
+  }
+  EXPECT_FALSE(DiscreteLaplace(0.5).bulk_sampler());  // below scale 1 the tables are not used
+}
+
+TEST(Privatize, LargeSketchesUseTheTableSamplerWithTheSameDistribution) {
+  // 4 x 65536 = 2^18 counts: the bulk path. Scale R / eps = 4 / 0.5 = 8.
+  RaceSketch sketch(make_family(FamilySpec{.kernel = "l2", .bandwidth = 1.0, .rows = 4, .dim = 2, .seed = 3}), 65536);
+  privatize(sketch, {.epsilon = 0.5}, {.seeded = true, .seed = 77});
+  EXPECT_EQ(sketch.privacy().at("noise_sampler"), "exact_geometric_table");
+  const DiscreteLaplace expected(8.0);
+  std::map<long long, long long> hist;
+  for (const auto c : sketch.counts()) ++hist[c];
+  const auto n = static_cast<long long>(sketch.counts().size());
+  const auto [stat, df] = chi_square(hist, [&](long long y) { return expected.pmf(y); }, -60, 60, n);
+  EXPECT_LT(stat, chi_square_critical(df));
+}
+
+TEST(ExactGeometric, DigitsAndRestartsComposeTheSample) {
+  // One full level: a first word past C(m) restarts with m added (memorylessness).
+  const ExactGeometric one(8000, 4);
+  const auto& top = one.levels().back();
+  ScriptedRandom restart({~std::uint64_t{0}, top.hi[5] + 1});
+  EXPECT_EQ(one.sample(restart), top.size + 5u);
+  // Three levels: M = D0 + 2^16 D1 + 2^32 T.
+  const ExactGeometric three(1000000000, 1);
+  const auto& lv = three.levels();
+  ASSERT_EQ(lv.size(), 3u);
+  ScriptedRandom digits({lv[0].hi[7] + 1, lv[1].hi[3] + 1, lv[2].hi[2] + 1});
+  EXPECT_EQ(three.sample(digits), 7u + (3ull << 16) + (2ull << 32));
+}
