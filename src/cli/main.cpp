@@ -144,6 +144,7 @@ int cmd_sketch(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   std::optional<RaceSketch> sketch;
   BuildReport report;
+  double read_seconds = 0.0;  // graphs are read before the build; tables stream into it
   nlohmann::json graph_info;
   if (set_kernel) {
     if (format != "auto" && format != "sets" && !graph_input)
@@ -166,6 +167,7 @@ int cmd_sketch(int argc, char** argv) {
       sets = read_sets(input);
     }
     if (sets.size() == 0) throw InputError(input + ": no sets");
+    read_seconds = seconds_since(t0);
     sketch.emplace(std::shared_ptr<const LshFamily>(make_family(fam)), width);
     // Sets go through the two-phase builder (no per-thread sketch copies, no merge).
     report = build_set_sketch(*sketch, sets, SetBuildOptions{.threads = threads, .strategy = strategy});
@@ -181,15 +183,21 @@ int cmd_sketch(int argc, char** argv) {
     report = build_dense_stream(
         *sketch, [&](DenseMatrix& chunk) { return reader.next_chunk(chunk, chunk_rows); }, build);
   }
+  const double build_seconds = seconds_since(t0) - read_seconds;
   if (!no_privacy) privatize(*sketch, spec, NoiseSource{seeded, derive_seed(master, 202)});
+  const double noise_seconds = seconds_since(t0) - read_seconds - build_seconds;
   nlohmann::json extra = {{"build", {{"points", report.points}, {"threads", report.threads}, {"strategy", report.strategy},
                                      {"input", std::filesystem::path(input).filename().string()}}}};
   if (!graph_info.is_null()) extra["graph"] = graph_info;
+  const double before_write = seconds_since(t0);
   save_sketch(output, *sketch, no_privacy, extra);
   if (!vm.count("quiet")) {
-    std::fprintf(stderr, "privrace: sketched %zu records (%s, R=%zu, W=%zu) on %d thread(s), %s, in %.3f s%s -> %s\n",
-                 report.points, kernel.c_str(), rows, width, report.threads, report.strategy.c_str(), seconds_since(t0),
-                 no_privacy ? " WITHOUT NOISE" : (seeded ? " (seeded noise: NOT fit for release)" : ""), output.c_str());
+    const double total = seconds_since(t0);
+    std::fprintf(stderr, "privrace: sketched %zu records (%s, R=%zu, W=%zu) on %d thread(s), %s, in %.3f s "
+                 "(%sbuild %.3f s, noise %.3f s, write %.3f s)%s -> %s\n",
+                 report.points, kernel.c_str(), rows, width, report.threads, report.strategy.c_str(), total,
+                 read_seconds > 0 ? ("read " + std::to_string(read_seconds).substr(0, 5) + " s, ").c_str() : "",
+                 build_seconds, noise_seconds, total - before_write, no_privacy ? " WITHOUT NOISE" : (seeded ? " (seeded noise: NOT fit for release)" : ""), output.c_str());
     if (!graph_info.is_null())
       std::fprintf(stderr, "privrace: graph: %s nodes, %s neighbours stored from %s edge lines%s; %s self-loops (%s), %s duplicate edges removed; max degree %s\n",
                    graph_info["nodes"].dump().c_str(), graph_info["stored_edges"].dump().c_str(), graph_info["edge_lines"].dump().c_str(),

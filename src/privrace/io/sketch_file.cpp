@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <algorithm>
 
 #include "privrace/core/error.hpp"
 
@@ -33,45 +35,65 @@ T get_le(const std::string& in, std::size_t& pos) {
   return static_cast<T>(v);
 }
 
-std::string encode_counts(const std::vector<std::int64_t>& counts) {
-  std::string raw;
-  raw.reserve(counts.size() * 2);
-  std::int64_t prev = 0;
-  for (const std::int64_t c : counts) {
-    const std::int64_t d = static_cast<std::int64_t>(static_cast<std::uint64_t>(c) - static_cast<std::uint64_t>(prev));
-    std::uint64_t z = (static_cast<std::uint64_t>(d) << 1) ^ static_cast<std::uint64_t>(d >> 63);  // zigzag
-    while (z >= 0x80) {
-      raw.push_back(static_cast<char>((z & 0x7F) | 0x80));
-      z >>= 7;
-    }
-    raw.push_back(static_cast<char>(z));
-    prev = c;
+constexpr std::size_t kBlockCounts = std::size_t{1} << 20;
+constexpr std::size_t kCrcChunk = std::size_t{8} << 20;
+
+// CRC-32 of a long buffer in parallel: chunk CRCs joined with crc32_combine.
+std::uint32_t parallel_crc32(std::uint32_t crc, std::string_view bytes) {
+  const std::size_t chunks = (bytes.size() + kCrcChunk - 1) / kCrcChunk;
+  std::vector<uLong> part(chunks);
+#pragma omp parallel for schedule(static)
+  for (std::size_t i = 0; i < chunks; ++i) {
+    const std::size_t len = std::min(kCrcChunk, bytes.size() - i * kCrcChunk);
+    part[i] = crc32_z(0L, reinterpret_cast<const Bytef*>(bytes.data() + i * kCrcChunk), len);
   }
-  uLongf bound = compressBound(static_cast<uLong>(raw.size()));
-  std::string packed(bound, '\0');
-  if (compress2(reinterpret_cast<Bytef*>(packed.data()), &bound, reinterpret_cast<const Bytef*>(raw.data()),
-                static_cast<uLong>(raw.size()), 1) != Z_OK)  // level 1: noisy counts gain little from more effort
-    throw Error("zlib compression of the counts failed");
-  packed.resize(bound);
-  put_le<std::uint64_t>(packed, raw.size());  // trailing: the uncompressed size
-  return packed;
+  uLong out = crc;
+  for (std::size_t i = 0; i < chunks; ++i)
+    out = crc32_combine(out, part[i], static_cast<z_off_t>(std::min(kCrcChunk, bytes.size() - i * kCrcChunk)));
+  return static_cast<std::uint32_t>(out);
 }
 
-std::vector<std::int64_t> decode_counts(const std::string& path, const std::string& payload, std::size_t expected) {
+std::uint64_t zigzag(std::int64_t c) { return (static_cast<std::uint64_t>(c) << 1) ^ static_cast<std::uint64_t>(c >> 63); }
+std::int64_t unzigzag(std::uint64_t z) { return static_cast<std::int64_t>((z >> 1) ^ (~(z & 1) + 1)); }
+
+struct EncodedBlock {
+  std::uint8_t planes = 0;
+  std::string bytes;  // zstd frame of the planes
+};
+
+EncodedBlock encode_block(std::span<const std::int64_t> counts, std::string& planes) {
+  std::uint64_t top = 0;
+  for (const std::int64_t c : counts) top |= zigzag(c);
+  EncodedBlock out;
+  while (out.planes < 8 && (top >> (8 * out.planes)) != 0) ++out.planes;
+  const std::size_t n = counts.size();
+  planes.resize(n * out.planes);
+  for (unsigned p = 0; p < out.planes; ++p) {
+    auto* dst = reinterpret_cast<unsigned char*>(planes.data() + p * n);
+    for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<unsigned char>(zigzag(counts[i]) >> (8 * p));
+  }
+  out.bytes.resize(ZSTD_compressBound(planes.size()));
+  const std::size_t got = ZSTD_compress(out.bytes.data(), out.bytes.size(), planes.data(), planes.size(), 1);
+  if (ZSTD_isError(got)) throw Error(std::string("zstd compression of the counts failed: ") + ZSTD_getErrorName(got));
+  out.bytes.resize(got);
+  return out;
+}
+
+// Version 1 payload: deflated zigzag varints of successive differences, uncompressed size last.
+void decode_counts_v1(const std::string& path, std::string_view payload, std::span<std::int64_t> counts) {
   if (payload.size() < 8) throw InputError(path + ": counts payload is truncated");
   std::size_t pos = payload.size() - 8;
-  const auto raw_size = get_le<std::uint64_t>(payload, pos);
-  if (raw_size > expected * 10 + 16) throw InputError(path + ": counts payload declares an impossible size");
+  std::uint64_t raw_size = 0;
+  for (int i = 0; i < 8; ++i) raw_size |= static_cast<std::uint64_t>(static_cast<unsigned char>(payload[pos + i])) << (8 * i);
+  if (raw_size > counts.size() * 10 + 16) throw InputError(path + ": counts payload declares an impossible size");
   std::string raw(raw_size, '\0');
   uLongf out_len = static_cast<uLongf>(raw_size);
   if (uncompress(reinterpret_cast<Bytef*>(raw.data()), &out_len, reinterpret_cast<const Bytef*>(payload.data()),
                  static_cast<uLong>(payload.size() - 8)) != Z_OK ||
       out_len != raw_size)
     throw InputError(path + ": counts payload is corrupt (zlib)");
-  std::vector<std::int64_t> counts;
-  counts.reserve(expected);
   std::int64_t prev = 0;
-  std::size_t i = 0;
+  std::size_t i = 0, k = 0;
   while (i < raw.size()) {
     std::uint64_t z = 0;
     int shift = 0;
@@ -82,21 +104,77 @@ std::vector<std::int64_t> decode_counts(const std::string& path, const std::stri
       if (!(byte & 0x80)) break;
       shift += 7;
     }
-    const auto d = static_cast<std::int64_t>((z >> 1) ^ (~(z & 1) + 1));
-    prev = static_cast<std::int64_t>(static_cast<std::uint64_t>(prev) + static_cast<std::uint64_t>(d));
-    counts.push_back(prev);
+    prev = static_cast<std::int64_t>(static_cast<std::uint64_t>(prev) + static_cast<std::uint64_t>(unzigzag(z)));
+    if (k == counts.size()) throw InputError(path + ": holds more counters than the header's rows x width");
+    counts[k++] = prev;
   }
-  if (counts.size() != expected)
-    throw InputError(path + ": holds " + std::to_string(counts.size()) + " counters, the header says rows x width = " +
-                     std::to_string(expected));
-  return counts;
+  if (k != counts.size())
+    throw InputError(path + ": holds " + std::to_string(k) + " counters, the header says rows x width = " +
+                     std::to_string(counts.size()));
+}
+
+void decode_counts_v2(const std::string& path, std::string_view payload, std::span<std::int64_t> counts) {
+  const std::string bad = path + ": counts payload is corrupt: ";
+  std::size_t pos = 0;
+  auto u64 = [&]() {
+    if (payload.size() - pos < 8) throw InputError(bad + "truncated block table");
+    std::uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(static_cast<unsigned char>(payload[pos + i])) << (8 * i);
+    pos += 8;
+    return v;
+  };
+  const std::uint64_t total = u64(), blocks = u64();
+  if (total != counts.size())
+    throw InputError(path + ": holds " + std::to_string(total) + " counters, the header says rows x width = " +
+                     std::to_string(counts.size()));
+  if (blocks != (total + kBlockCounts - 1) / kBlockCounts) throw InputError(bad + "wrong number of blocks");
+  std::vector<std::uint8_t> planes(blocks);
+  std::vector<std::size_t> offset(blocks + 1);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    if (pos >= payload.size()) throw InputError(bad + "truncated block table");
+    planes[b] = static_cast<std::uint8_t>(payload[pos++]);
+    if (planes[b] > 8) throw InputError(bad + "block " + std::to_string(b) + " declares more than 8 byte planes");
+    const std::uint64_t len = u64();
+    if (len > payload.size()) throw InputError(bad + "block " + std::to_string(b) + " is longer than the file");
+    offset[b + 1] = offset[b] + len;
+  }
+  if (offset[blocks] != payload.size() - pos) throw InputError(bad + "block lengths do not add up to the payload");
+  std::string error;
+#pragma omp parallel
+  {
+    std::string buffer;
+#pragma omp for schedule(dynamic)
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const std::size_t first = b * kBlockCounts, n = std::min<std::size_t>(kBlockCounts, total - first);
+      buffer.resize(n * planes[b]);
+      const std::size_t got = ZSTD_decompress(buffer.data(), buffer.size(), payload.data() + pos + offset[b], offset[b + 1] - offset[b]);
+      if (ZSTD_isError(got) || got != buffer.size()) {
+#pragma omp critical
+        error = "block " + std::to_string(b) + (ZSTD_isError(got) ? std::string(" (zstd: ") + ZSTD_getErrorName(got) + ")" : " has the wrong length");
+        continue;
+      }
+      const auto* bytes = reinterpret_cast<const unsigned char*>(buffer.data());
+      for (std::size_t i = 0; i < n; ++i) {
+        std::uint64_t z = 0;
+        for (unsigned p = 0; p < planes[b]; ++p) z |= static_cast<std::uint64_t>(bytes[p * n + i]) << (8 * p);
+        counts[first + i] = unzigzag(z);
+      }
+    }
+  }
+  if (!error.empty()) throw InputError(bad + error);
 }
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {
+  const std::string_view piece(bytes);
+  write_file_atomically(path, std::span<const std::string_view>(&piece, 1));
+}
+
+void write_file_atomically(const std::string& path, std::span<const std::string_view> pieces) {
   if (path == "-") {
-    if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0)
-      throw Error("cannot write to standard output");
+    for (const std::string_view p : pieces)
+      if (std::fwrite(p.data(), 1, p.size(), stdout) != p.size()) throw Error("cannot write to standard output");
+    if (std::fflush(stdout) != 0) throw Error("cannot write to standard output");
     return;
   }
   const std::filesystem::path target(path);
@@ -110,14 +188,16 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
     ::unlink(tmpl.c_str());
     throw Error("cannot write '" + path + "': " + what + ": " + std::strerror(err));
   };
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      fail("write");
+  for (const std::string_view p : pieces) {
+    std::size_t done = 0;
+    while (done < p.size()) {
+      const ssize_t w = ::write(fd, p.data() + done, p.size() - done);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        fail("write");
+      }
+      done += static_cast<std::size_t>(w);
     }
-    done += static_cast<std::size_t>(w);
   }
   if (::fsync(fd) != 0) fail("fsync");
   if (::fchmod(fd, 0644) != 0) fail("chmod");
@@ -132,28 +212,62 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
   }
 }
 
-void write_sketch_file(const std::string& path, const SketchFileContents& contents) {
-  const std::string header = contents.header.dump();
-  const std::string payload = encode_counts(contents.counts);
-  std::string out(kMagic, sizeof(kMagic));
-  put_le<std::uint32_t>(out, kSketchFileVersion);
-  put_le<std::uint64_t>(out, header.size());
-  out += header;
-  put_le<std::uint64_t>(out, payload.size());
-  out += payload;
-  const uLong crc = crc32_z(0L, reinterpret_cast<const Bytef*>(out.data()), out.size());
-  put_le<std::uint32_t>(out, static_cast<std::uint32_t>(crc));
-  write_file_atomically(path, out);
+void write_sketch_file(const std::string& path, const nlohmann::json& header, std::span<const std::int64_t> counts) {
+  const std::string header_text = header.dump();
+  const std::size_t blocks = (counts.size() + kBlockCounts - 1) / kBlockCounts;
+  std::vector<EncodedBlock> encoded(blocks);
+  std::vector<uLong> block_crc(blocks);
+#pragma omp parallel
+  {
+    std::string planes;
+#pragma omp for schedule(dynamic)
+    for (std::size_t b = 0; b < blocks; ++b) {
+      encoded[b] = encode_block(counts.subspan(b * kBlockCounts, std::min(kBlockCounts, counts.size() - b * kBlockCounts)), planes);
+      block_crc[b] = crc32_z(0L, reinterpret_cast<const Bytef*>(encoded[b].bytes.data()), encoded[b].bytes.size());
+    }
+  }
+  std::string table;
+  put_le<std::uint64_t>(table, counts.size());
+  put_le<std::uint64_t>(table, blocks);
+  std::uint64_t payload_len = 16 + 9 * blocks;
+  for (const auto& e : encoded) {
+    table.push_back(static_cast<char>(e.planes));
+    put_le<std::uint64_t>(table, e.bytes.size());
+    payload_len += e.bytes.size();
+  }
+  std::string head(kMagic, sizeof(kMagic));
+  put_le<std::uint32_t>(head, kSketchFileVersion);
+  put_le<std::uint64_t>(head, header_text.size());
+  head += header_text;
+  put_le<std::uint64_t>(head, payload_len);
+  head += table;
+  uLong crc = crc32_z(0L, reinterpret_cast<const Bytef*>(head.data()), head.size());
+  for (std::size_t b = 0; b < blocks; ++b) crc = crc32_combine(crc, block_crc[b], static_cast<z_off_t>(encoded[b].bytes.size()));
+  std::string tail;
+  put_le<std::uint32_t>(tail, static_cast<std::uint32_t>(crc));
+  std::vector<std::string_view> pieces;
+  pieces.reserve(blocks + 2);
+  pieces.emplace_back(head);
+  for (const auto& e : encoded) pieces.emplace_back(e.bytes);
+  pieces.emplace_back(tail);
+  write_file_atomically(path, pieces);
 }
 
-SketchFileContents read_sketch_file(const std::string& path) {
+void read_sketch_file(const std::string& path,
+                      const std::function<std::span<std::int64_t>(const nlohmann::json& header)>& allocate) {
   std::string bytes;
   if (path == "-") {
     bytes.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   } else {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError("cannot open '" + path + "': " + std::strerror(errno));
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    in.seekg(0, std::ios::end);
+    const auto size = in.tellg();
+    if (size < 0) throw InputError("cannot read '" + path + "'");
+    bytes.resize(static_cast<std::size_t>(size));
+    in.seekg(0, std::ios::beg);
+    if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+      throw InputError("cannot read '" + path + "': " + std::strerror(errno));
   }
   const std::size_t min_size = sizeof(kMagic) + 4 + 8 + 8 + 4;
   if (bytes.size() < sizeof(kMagic) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
@@ -161,36 +275,48 @@ SketchFileContents read_sketch_file(const std::string& path) {
   if (bytes.size() < min_size) throw InputError(path + ": truncated (" + std::to_string(bytes.size()) + " bytes)");
   std::size_t pos = sizeof(kMagic);
   const auto version = get_le<std::uint32_t>(bytes, pos);
-  if (version != kSketchFileVersion)
-    throw InputError(path + ": format version " + std::to_string(version) + ", this build reads version " +
+  if (version != 1 && version != kSketchFileVersion)
+    throw InputError(path + ": format version " + std::to_string(version) + ", this build reads versions 1 and " +
                      std::to_string(kSketchFileVersion));
   const auto header_len = get_le<std::uint64_t>(bytes, pos);
   if (header_len > bytes.size() - pos) throw InputError(path + ": truncated inside the header");
-  const std::string header_text = bytes.substr(pos, header_len);
+  const std::string_view header_text(bytes.data() + pos, header_len);
   pos += header_len;
   if (bytes.size() - pos < 12) throw InputError(path + ": truncated after the header");
   const auto payload_len = get_le<std::uint64_t>(bytes, pos);
   if (payload_len > bytes.size() - pos || bytes.size() - pos - payload_len != 4)
     throw InputError(path + ": truncated or trailing bytes (payload length does not match the file size)");
-  const std::string payload = bytes.substr(pos, payload_len);
+  const std::string_view payload(bytes.data() + pos, payload_len);
   pos += payload_len;
   const std::size_t body = pos;
   const auto stored_crc = get_le<std::uint32_t>(bytes, pos);
-  const uLong crc = crc32_z(0L, reinterpret_cast<const Bytef*>(bytes.data()), body);
-  if (static_cast<std::uint32_t>(crc) != stored_crc) throw InputError(path + ": checksum mismatch: the file is corrupted");
-  SketchFileContents out;
+  if (parallel_crc32(0, std::string_view(bytes.data(), body)) != stored_crc)
+    throw InputError(path + ": checksum mismatch: the file is corrupted");
+  nlohmann::json header;
   try {
-    out.header = nlohmann::json::parse(header_text);
+    header = nlohmann::json::parse(header_text);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path + ": header is not valid JSON: " + e.what());
   }
   for (const char* field : {"rows", "width"})
-    if (!out.header.contains(field) || !out.header.at(field).is_number_unsigned())
+    if (!header.contains(field) || !header.at(field).is_number_unsigned())
       throw InputError(path + ": header field '" + field + "' is missing or not a positive integer");
-  const auto rows = out.header.at("rows").get<std::uint64_t>(), width = out.header.at("width").get<std::uint64_t>();
+  const auto rows = header.at("rows").get<std::uint64_t>(), width = header.at("width").get<std::uint64_t>();
   if (rows == 0 || width == 0 || rows > (1ULL << 32) || width > (1ULL << 32))
     throw InputError(path + ": header field 'rows' or 'width' out of range");
-  out.counts = decode_counts(path, payload, static_cast<std::size_t>(rows * width));
+  const std::span<std::int64_t> counts = allocate(header);
+  if (counts.size() != rows * width) throw Error("read_sketch_file: the allocated span does not hold rows x width counts");
+  if (version == 1) decode_counts_v1(path, payload, counts);
+  else decode_counts_v2(path, payload, counts);
+}
+
+SketchFileContents read_sketch_file(const std::string& path) {
+  SketchFileContents out;
+  read_sketch_file(path, [&](const nlohmann::json& header) {
+    out.header = header;
+    out.counts.assign(header.at("rows").get<std::size_t>() * header.at("width").get<std::size_t>(), 0);
+    return std::span<std::int64_t>(out.counts);
+  });
   return out;
 }
 

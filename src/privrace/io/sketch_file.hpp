@@ -2,17 +2,26 @@
 // The sketch container format, independent of what the sketch means:
 //   "PRIVRACE" | u32 version | u64 header length | header JSON (UTF-8)
 //   | u64 payload length | payload | u32 CRC-32 of every byte before it
-// (integers little-endian). The payload is the R x W counts, row-major, each the zigzag
-// varint of its difference from the previous count, deflated with zlib: noisy counts
-// around small values compress several-fold.
+// (integers little-endian). The payload (version 2) holds the R x W counts, row-major, in
+// blocks of 2^20 that are encoded and decoded in parallel:
+//   u64 counts | u64 block count B | B x (u8 byte planes k, u64 compressed length) | B blocks
+// A block is its counts' zigzag codes split into k byte planes (all low bytes, then all
+// second bytes, ...; k = the bytes the largest code needs), compressed with zstd level 1.
+// Noisy counts have no repeats for an LZ coder to find, but each byte plane has its own skewed
+// distribution, so the planes' entropy coding reaches the noise's entropy: 1.69 bytes a count
+// for discrete Laplace noise of scale 2000 (entropy 1.68 bytes), against 1.9 for deflated
+// varints, at several hundred MB/s a thread. Version 1 files (deflated delta varints) are read.
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace privrace {
 
-inline constexpr std::uint32_t kSketchFileVersion = 1;
+inline constexpr std::uint32_t kSketchFileVersion = 2;
 
 struct SketchFileContents {
   nlohmann::json header;  // must hold "rows" and "width"
@@ -20,13 +29,22 @@ struct SketchFileContents {
 };
 
 // Writes atomically: a temporary file beside `path`, fsync, rename. On any error the
-// temporary is removed and nothing is left at `path`. "-" writes to stdout.
-void write_sketch_file(const std::string& path, const SketchFileContents& contents);
+// temporary is removed and nothing is left at `path`. "-" writes to stdout. `counts` has
+// rows x width entries.
+void write_sketch_file(const std::string& path, const nlohmann::json& header, std::span<const std::int64_t> counts);
+inline void write_sketch_file(const std::string& path, const SketchFileContents& contents) {
+  write_sketch_file(path, contents.header, contents.counts);
+}
 // Throws InputError naming the file and what is wrong (truncated, bad magic, version,
-// checksum, header field, count of counters).
+// checksum, header field, count of counters). The counts are decoded straight into the
+// rows x width span that `allocate` returns for the validated header.
+void read_sketch_file(const std::string& path,
+                      const std::function<std::span<std::int64_t>(const nlohmann::json& header)>& allocate);
 SketchFileContents read_sketch_file(const std::string& path);
 
 // Atomic write of arbitrary bytes (shared by every writer of results).
 void write_file_atomically(const std::string& path, const std::string& bytes);
+// The same for bytes given as consecutive pieces (no concatenated copy).
+void write_file_atomically(const std::string& path, std::span<const std::string_view> pieces);
 
 }  // namespace privrace

@@ -47,7 +47,7 @@ RaceSketch::RaceSketch(std::shared_ptr<const LshFamily> family, std::size_t widt
   check_sketch_fits(rows_, width_, 1);
   columns_ = make_column_hashes(family_->seed(), rows_, width_);
   direct_columns_ = family_->code_space() != 0 && family_->code_space() <= width_;
-  counts_.assign(rows_ * width_, 0);
+  counts_.resize(rows_ * width_);  // zero: the allocator hands out zeroed pages, populated in parallel
 }
 
 void RaceSketch::columns_of(const ColumnHash& h, const std::uint64_t* codes, std::uint32_t* cols, Eigen::Index n) const {

@@ -1,6 +1,8 @@
 #include "privrace/core/version.hpp"
 #include "privrace/sketch/sketch_io.hpp"
 
+#include <optional>
+
 #include "privrace/core/error.hpp"
 #include "privrace/io/sketch_file.hpp"
 
@@ -21,31 +23,33 @@ nlohmann::json sketch_header(const RaceSketch& sketch) {
 void save_sketch(const std::string& path, const RaceSketch& sketch, bool allow_nonprivate, const nlohmann::json& extra) {
   if (!sketch.is_private() && !allow_nonprivate)
     throw UsageError("refusing to write a sketch without noise: it would release exact counts (pass --no-privacy to do so deliberately)");
-  SketchFileContents contents;
-  contents.header = sketch_header(sketch);
-  for (const auto& [key, value] : extra.items()) contents.header[key] = value;
-  contents.counts.assign(sketch.counts().begin(), sketch.counts().end());
-  write_sketch_file(path, contents);
+  nlohmann::json header = sketch_header(sketch);
+  for (const auto& [key, value] : extra.items()) header[key] = value;
+  write_sketch_file(path, header, sketch.counts());
 }
 
 RaceSketch load_sketch(const std::string& path, nlohmann::json* header_out) {
-  SketchFileContents contents = read_sketch_file(path);
-  const auto& h = contents.header;
-  if (!h.contains("family") || !h.at("family").is_object()) throw InputError(path + ": header field 'family' is missing");
-  std::shared_ptr<const LshFamily> family;
-  try {
-    family = make_family(h.at("family"));
-  } catch (const InputError& e) {
-    throw InputError(path + ": " + e.what());
-  }
-  if (family->rows() != h.at("rows").get<std::size_t>())
-    throw InputError(path + ": header field 'family.rows' differs from 'rows'");
-  RaceSketch sketch(family, h.at("width").get<std::size_t>());
-  std::copy(contents.counts.begin(), contents.counts.end(), sketch.mutable_counts().begin());
-  if (!h.contains("privacy") || !h.at("privacy").is_object()) throw InputError(path + ": header field 'privacy' is missing");
-  sketch.set_privacy(h.at("privacy"));
+  std::optional<RaceSketch> sketch;
+  nlohmann::json h;
+  // The sketch is allocated once the header is validated; the counts decode straight into it.
+  read_sketch_file(path, [&](const nlohmann::json& header) {
+    h = header;
+    if (!h.contains("family") || !h.at("family").is_object()) throw InputError(path + ": header field 'family' is missing");
+    std::shared_ptr<const LshFamily> family;
+    try {
+      family = make_family(h.at("family"));
+    } catch (const InputError& e) {
+      throw InputError(path + ": " + e.what());
+    }
+    if (family->rows() != h.at("rows").get<std::size_t>())
+      throw InputError(path + ": header field 'family.rows' differs from 'rows'");
+    if (!h.contains("privacy") || !h.at("privacy").is_object()) throw InputError(path + ": header field 'privacy' is missing");
+    sketch.emplace(family, h.at("width").get<std::size_t>());
+    return sketch->mutable_counts();
+  });
+  sketch->set_privacy(h.at("privacy"));
   if (header_out) *header_out = h;
-  return sketch;
+  return std::move(*sketch);
 }
 
 }  // namespace privrace

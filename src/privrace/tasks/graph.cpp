@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "privrace/core/error.hpp"
+#include "privrace/core/huge_pages.hpp"
 #include "privrace/core/random.hpp"
 
 namespace privrace {
@@ -21,7 +22,6 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 int resolve_threads(int t) { return t > 0 ? t : omp_get_max_threads(); }
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -138,13 +138,9 @@ BuildReport build_set_sketch(RaceSketch& sketch, const SetCollection& sets, cons
   std::size_t chunk = std::max<std::size_t>(mb, opts.chunk_bytes / (4 * R));
   chunk = std::min(chunk, std::max<std::size_t>(n, 1));
   chunk = (chunk + mb - 1) / mb * mb;
-  // Phase 1 writes R rows far apart for every mini batch: 2 MiB pages (madvise; THP is often
-  // madvise-only) keep those stores from being TLB misses too.
-  const std::size_t bytes = (R * chunk * sizeof(std::uint32_t) + kHugePage - 1) / kHugePage * kHugePage;
-  std::unique_ptr<std::uint32_t, decltype(&std::free)> cols_mem(static_cast<std::uint32_t*>(std::aligned_alloc(kHugePage, bytes)), &std::free);
-  if (!cols_mem) throw ResourceError("cannot allocate " + std::to_string(bytes >> 20) + " MiB for the build's column buffer");
-  ::madvise(cols_mem.get(), bytes, MADV_HUGEPAGE);
-  std::uint32_t* const cols = cols_mem.get();
+  // Phase 1 writes R rows far apart for every mini batch (the allocator's page policy).
+  std::vector<std::uint32_t, HugePageAllocator<std::uint32_t>> cols_mem(R * chunk);
+  std::uint32_t* const cols = cols_mem.data();
   // Empty sets all get the same code in every row: they are counted and added in bulk (many
   // R-MAT nodes are isolated; each would otherwise cost R increments).
   std::uint64_t empties = 0;
