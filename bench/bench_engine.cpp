@@ -7,6 +7,7 @@
 #include "privrace/core/random.hpp"
 #include "privrace/lsh/family.hpp"
 #include "privrace/lsh/gaussian.hpp"
+#include "privrace/privacy/mechanisms.hpp"
 #include "privrace/sketch/builder.hpp"
 #include "privrace/sketch/privatize.hpp"
 #include "privrace/sketch/race_sketch.hpp"
@@ -120,8 +121,8 @@ static void BM_Merge(benchmark::State& state) {
 }
 BENCHMARK(BM_Merge)->Unit(benchmark::kMillisecond);
 
-// Noise for an R = 1000, W = 1000 sketch: the exact discrete Laplace sampler against the
-// floating-point floor(S + Lap) of the paper, both from the OS CSPRNG.
+// Noise for an R = 1000, W = 1000 sketch (10^6 counts: the table sampler): the exact discrete
+// Laplace against the floating-point floor(S + Lap) of the paper, both from the CSPRNG.
 static void BM_Privatize(benchmark::State& state, NoiseMechanism mechanism) {
   const auto family = family_for("l2", 1000, 3);
   for (auto _ : state) {
@@ -132,5 +133,22 @@ static void BM_Privatize(benchmark::State& state, NoiseMechanism mechanism) {
 }
 BENCHMARK_CAPTURE(BM_Privatize, discrete_laplace, NoiseMechanism::DiscreteLaplace)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Privatize, floored_laplace, NoiseMechanism::FlooredLaplace)->Unit(benchmark::kMillisecond);
+
+// One exact discrete Laplace draw at scale 2000 (R = 2000, eps = 1): the Bernoulli(exp)
+// construction (baseline) against table inversion, from the CSPRNG and from the seeded stream.
+static void BM_DiscreteLaplaceDraw(benchmark::State& state) {
+  const DiscreteLaplace noise(2000.0);
+  const auto table = noise.bulk_sampler();
+  const bool use_table = state.range(0) == 1;
+  std::unique_ptr<RandomSource> rng = make_noise_source(state.range(1) == 1, 7);
+  std::vector<std::int64_t> counts(4096, 0);
+  for (auto _ : state) {
+    noise.add_to(counts, *rng, use_table ? table.get() : nullptr);
+    benchmark::DoNotOptimize(counts.data());
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * 4096);
+  state.SetLabel(std::string(use_table ? "table" : "bernoulli_exp") + (state.range(1) == 1 ? ", seeded" : ", csprng"));
+}
+BENCHMARK(BM_DiscreteLaplaceDraw)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();
