@@ -2,6 +2,7 @@
 // shape and determinism, graph sketches identical for any thread count and strategy, the
 // sketch estimating the exact sums, and the CLI on an edge list.
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -175,6 +176,14 @@ TEST(GraphSketch, EstimatesTheExactSums) {
   opts.debias = true;
   const auto est = s.query_sets(SetBatch{&q, 0, q.size()}, opts);
   EXPECT_LT(graph_mean_relative_error(est, truth), 0.15);
+  // Batches of queries run in parallel: the answers do not depend on the thread count, and a
+  // query answered alone equals the same query answered in a batch.
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const auto serial = s.query_sets(SetBatch{&q, 0, q.size()}, opts);
+  omp_set_num_threads(saved);
+  EXPECT_EQ(serial, est);
+  EXPECT_EQ(s.query_sets(SetBatch{&q, 150, 151}, opts).front(), est[150]);
 }
 
 namespace {

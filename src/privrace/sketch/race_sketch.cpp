@@ -245,17 +245,25 @@ std::vector<double> RaceSketch::query_dense(const DenseRef& queries, const Query
 
 std::vector<double> RaceSketch::query_sets(const SetBatch& queries, const QueryOptions& opts) const {
   std::vector<double> out(queries.size());
-  std::vector<double> values(rows_);
   const double nh = opts.debias ? n_hat() : 0.0;
   constexpr std::size_t kBatch = 64;
-  CodeMatrix codes;
-  for (std::size_t b = queries.begin; b < queries.end; b += kBatch) {
-    const SetBatch part{queries.sets, b, std::min(queries.end, b + kBatch)};
-    family_->hash_sets(part, codes);
-    const DoubleMatrix est = row_estimates(codes);
-    for (std::size_t i = 0; i < part.size(); ++i) {
-      for (std::size_t r = 0; r < rows_; ++r) values[r] = est(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(i));
-      out[b - queries.begin + i] = combine(values, opts, nh);
+  const std::size_t batches = (queries.size() + kBatch - 1) / kBatch;
+  // Batches in parallel: each query is R random reads from a sketch far larger than the
+  // caches, so threads add memory-level parallelism. Outputs are per query: thread-invariant.
+#pragma omp parallel if (batches > 1)
+  {
+    std::vector<double> values(rows_);
+    CodeMatrix codes;
+#pragma omp for schedule(dynamic)
+    for (std::size_t k = 0; k < batches; ++k) {
+      const std::size_t b = queries.begin + k * kBatch;
+      const SetBatch part{queries.sets, b, std::min(queries.end, b + kBatch)};
+      family_->hash_sets(part, codes);
+      const DoubleMatrix est = row_estimates(codes);
+      for (std::size_t i = 0; i < part.size(); ++i) {
+        for (std::size_t r = 0; r < rows_; ++r) values[r] = est(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(i));
+        out[b - queries.begin + i] = combine(values, opts, nh);
+      }
     }
   }
   return out;
