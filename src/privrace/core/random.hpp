@@ -3,6 +3,7 @@
 // OS); a seeded generator exists only for reproducible experiments and its output is marked
 // as such. Words are buffered in the base class so the samplers' hot loops draw them without
 // a virtual call.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -22,6 +23,17 @@ class RandomSource {
   // Uniform integer in [0, n), exact (Lemire's multiply-and-reject; no modulo bias). n > 0.
   // n <= 2^32 consumes 32-bit halves: the noise samplers are bound by CSPRNG throughput.
   std::uint64_t below(std::uint64_t n);
+  // The next n words of the stream, copied out in bulk (for samplers that keep their own batch).
+  void take(std::uint64_t* out, std::size_t n) {
+    while (n > 0) {
+      if (pos_ == kBufferWords) refill_buffer();
+      const std::size_t k = std::min(n, kBufferWords - pos_);
+      std::copy_n(buffer_.data() + pos_, k, out);
+      pos_ += k;
+      out += k;
+      n -= k;
+    }
+  }
   std::uint32_t next32();
   bool bit() {
     if (bits_left_ == 0) {

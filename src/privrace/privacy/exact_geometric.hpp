@@ -33,7 +33,12 @@ class ExactGeometric {
  public:
   // P(M = k) = (1 - a) a^k with a = exp(-s / t); t >= s > 0 (scale t / s at least 1).
   ExactGeometric(std::uint64_t t, std::uint64_t s);
-  inline std::uint64_t sample(RandomSource& rng) const;
+  std::uint64_t sample(RandomSource& rng) const { return sample(rng, rng); }
+  // The same, drawing the table words from `words` (anything with next(), e.g. a local batch
+  // copied out of `rng`) and the rare tie-breaking words from `rng`. Every word is fresh and
+  // used once, so the order in which they are consumed does not change the distribution.
+  template <typename Words>
+  std::uint64_t sample(Words& words, RandomSource& rng) const;
 
   // One shared, immutable instance per (t, s) for the life of the process: tables cost
   // tens of milliseconds to build and the experiment runner privatizes thousands of sketches.
@@ -60,7 +65,9 @@ class ExactGeometric {
   };
   const std::vector<Level>& levels() const { return levels_; }
   // Draws r with C(r) <= U < C(r + 1) for one level (r == size means "restart" on the last).
-  inline std::uint32_t sample_level(const Level& level, RandomSource& rng) const;
+  std::uint32_t sample_level(const Level& level, RandomSource& rng) const { return sample_level(level, rng, rng); }
+  template <typename Words>
+  std::uint32_t sample_level(const Level& level, Words& words, RandomSource& rng) const;
   // The same, from U's first word v, without the guide's shortcut: every tie goes through here.
   std::uint32_t sample_level_slow(const Level& level, std::uint64_t v, RandomSource& rng) const;
   // Words 2 .. 15 of C(r)'s binary expansion (bits 128 .. 1023), computed on demand.
@@ -72,8 +79,9 @@ class ExactGeometric {
   std::vector<Level> levels_;
 };
 
-std::uint32_t ExactGeometric::sample_level(const Level& level, RandomSource& rng) const {
-  const std::uint64_t v = rng.next();  // U's first 64 bits
+template <typename Words>
+std::uint32_t ExactGeometric::sample_level(const Level& level, Words& words, RandomSource& rng) const {
+  const std::uint64_t v = words.next();  // U's first 64 bits
   const GuideEntry& e = level.guide[v >> (64 - level.guide_bits)];
   // v >= next_hi: C(r + 1) <= U exactly unless v == next_hi; hi[r] < v unless v is the bucket
   // start. Both exceptions (probability about 2^-50) and multi-boundary buckets take the slow
@@ -83,19 +91,20 @@ std::uint32_t ExactGeometric::sample_level(const Level& level, RandomSource& rng
   return e.r + static_cast<std::uint32_t>(v > e.next_hi);
 }
 
-std::uint64_t ExactGeometric::sample(RandomSource& rng) const {
+template <typename Words>
+std::uint64_t ExactGeometric::sample(Words& words, RandomSource& rng) const {
   // M = D_0 + m_0 (D_1 + m_1 (... + T)): independent truncated digits, then the full geometric T.
   std::uint64_t total = 0;
   unsigned shift = 0;
   const std::size_t n = levels_.size();
   for (std::size_t i = 0; i + 1 < n; ++i) {
-    total += static_cast<std::uint64_t>(sample_level(levels_[i], rng)) << shift;
+    total += static_cast<std::uint64_t>(sample_level(levels_[i], words, rng)) << shift;
     shift += 16;
   }
   const Level& top = levels_[n - 1];
   std::uint64_t tail = 0;
   for (;;) {
-    const std::uint32_t r = sample_level(top, rng);
+    const std::uint32_t r = sample_level(top, words, rng);
     if (r < top.size) [[likely]] {
       tail += r;
       break;

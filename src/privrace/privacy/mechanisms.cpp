@@ -1,5 +1,6 @@
 #include "privrace/privacy/mechanisms.hpp"
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -80,7 +81,42 @@ void DiscreteLaplace::add_to(std::span<std::int64_t> counts, RandomSource& rng, 
     for (auto& c : counts) c += sample(rng);
     return;
   }
-  for (auto& c : counts) c += sample(rng, *magnitude);
+  // The table words and sign bits come from a local batch, so the loop keeps its stream
+  // position in registers instead of the generator's members (a store-to-load chain per word).
+  struct Batch {
+    RandomSource& rng;
+    std::array<std::uint64_t, 256> words;
+    std::size_t pos = 256;
+    std::uint64_t signs = 0;
+    int signs_left = 0;
+    std::uint64_t next() {
+      if (pos == words.size()) {
+        rng.take(words.data(), words.size());
+        pos = 0;
+      }
+      return words[pos++];
+    }
+    std::uint64_t bit() {
+      if (signs_left == 0) {
+        signs = next();
+        signs_left = 64;
+      }
+      const std::uint64_t b = signs & 1;
+      signs >>= 1;
+      --signs_left;
+      return b;
+    }
+  } batch{rng, {}};
+  for (auto& c : counts) {
+    for (;;) {  // as in sample(rng, magnitude): |Y|, a fair sign, "-0" rejected
+      const std::uint64_t m = magnitude->sample(batch, rng);
+      const std::uint64_t negative = batch.bit();
+      if (negative && m == 0) [[unlikely]]
+        continue;
+      c += static_cast<std::int64_t>((m ^ (0 - negative)) + negative);
+      break;
+    }
+  }
 }
 
 double DiscreteLaplace::variance() const {
