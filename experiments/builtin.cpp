@@ -17,6 +17,7 @@ void register_builtin(Registry& registry) {
   registry.add_task(make_graph_task());
   // Methods, grouped by task.
   registry.add_method(make_race_kde_method());
+  registry.add_method(make_race_corollary1_kde_method());  // kde: R by Corollary 1
   registry.add_method(make_race_classifier_method());  // classification
   registry.add_method(make_objective_perturbation_method());
   registry.add_method(make_majority_method());

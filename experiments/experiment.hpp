@@ -216,6 +216,7 @@ struct RunOptions {
 
 struct RunReport {
   std::string results_path, csv_path, summary_path;
+  std::string timing_path;  // NAME.timing.csv: build / query time per method at its best setting
   std::size_t cells_total = 0, cells_skipped = 0, cells_run = 0;
   std::string summary_table;
   bool stand_in = false;

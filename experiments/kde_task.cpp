@@ -7,6 +7,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <iostream>
 
 #include "privrace/core/progress.hpp"
@@ -131,79 +133,155 @@ class KdeTask final : public Task {
   }
 };
 
-// Private RACE (Coleman & Shrivastava, Algorithm 1 + 2) on the task's kernel. The counts
-// before noise depend only on (R, W, LSH seed), so a group hashes the data once and every
-// epsilon privatizes its own copy with fresh, independent noise.
+// Parameters every KDE RACE method shares (all but how R is chosen).
+std::vector<ParamSpec> race_sketch_parameters() {
+  using K = ParamSpec::Kind;
+  std::vector<ParamSpec> params = {
+      {"width", K::PositiveInt, 1000, {}, "sketch columns W"},
+      {"estimator", K::String, "mean", {"mean", "mom"}, "mean over rows or median of means"},
+      {"mom_groups", K::PositiveInt, 5, {}, "median-of-means groups"},
+  };
+  for (auto& noise : race_noise_parameters()) params.push_back(std::move(noise));
+  return params;
+}
+
+std::string check_race_sketch_parameters(const json& p) {
+  if (const std::string noise = check_race_noise_parameters(p); !noise.empty()) return noise;
+  if (p.at("width").get<std::uint64_t>() > (std::uint64_t{1} << 32)) return "width must be at most 2^32";
+  return {};
+}
+
+// Private RACE (Coleman & Shrivastava, Algorithm 1 + 2) on the task's kernel, R rows for each
+// cell given by rows_for(epsilon). The counts before noise depend only on (R, W, LSH seed), so
+// consecutive cells with the same R share one hashing pass, and every epsilon privatizes its
+// own copy with fresh, independent noise (the exact counts are never released or stored).
+void run_race_cells(const KdeContext& ctx, const CellGroup& group, const Method::Emit& emit,
+                    const std::function<std::size_t(double)>& rows_for,
+                    const std::function<json(double)>& rule_details) {
+  const json& p = group.params;
+  std::optional<RaceSketch> exact;
+  BuildReport br;
+  double hash_seconds = 0;
+
+  QueryOptions plain, debiased;
+  plain.estimator = debiased.estimator = parse_estimator(p.at("estimator").get<std::string>());
+  plain.mom_groups = debiased.mom_groups = p.at("mom_groups").get<std::size_t>();
+  debiased.debias = true;
+  for (std::size_t i = 0; i < group.cells.size(); ++i) {
+    const PendingCell& cell = group.cells[i];
+    const std::size_t rows = rows_for(cell.epsilon);
+    if (!exact || exact->rows() != rows) {
+      exact.reset();  // free the previous counts before hashing again
+      FamilySpec fs;
+      fs.kernel = ctx.kernel.kernel;
+      fs.bandwidth = ctx.kernel.bandwidth;
+      fs.power = ctx.kernel.power;
+      fs.rows = rows;
+      fs.dim = static_cast<std::size_t>(ctx.train.cols());
+      fs.seed = group.seed;
+      std::shared_ptr<const LshFamily> family = make_family(fs);
+      exact.emplace(family, p.at("width").get<std::size_t>());
+      BuildOptions bo;
+      bo.threads = ctx.threads;
+      const auto t0 = std::chrono::steady_clock::now();
+      br = build_dense(*exact, ctx.train, bo);
+      hash_seconds = seconds_since(t0);
+    }
+    RaceSketch sketch = *exact;
+    PrivacySpec spec;
+    spec.epsilon = cell.epsilon;
+    spec.delta = p.at("delta").get<double>();
+    spec.mechanism = parse_mechanism(p.at("mechanism").get<std::string>());
+    spec.neighbors = parse_neighbors(p.at("neighbors").get<std::string>());
+    const auto t1 = std::chrono::steady_clock::now();
+    privatize(sketch, spec, NoiseSource{true, cell.noise_seed});
+    const double noise_seconds = seconds_since(t1);
+    const auto t2 = std::chrono::steady_clock::now();
+    const auto dens = race_densities(sketch, ctx.queries, {plain, debiased});
+    const double query_seconds = seconds_since(t2);
+    CellResult r;
+    r.metrics = ctx.metrics(dens[0], dens[1]);
+    r.build_seconds = hash_seconds + noise_seconds;
+    r.query_seconds_per_query = query_seconds / static_cast<double>(ctx.queries.rows());
+    r.details = {{"hash_seconds", hash_seconds},
+                 {"noise_seconds", noise_seconds},
+                 {"build_strategy", br.strategy},
+                 {"n_hat", sketch.n_hat()},
+                 {"n_train", ctx.train.rows()},
+                 {"noise_scale", sketch.privacy().value("noise_scale", 0.0)},
+                 {"realised_epsilon", sketch.privacy().value("realised_epsilon", cell.epsilon)}};
+    if (rule_details) {
+      const json extra = rule_details(cell.epsilon);  // named: a temporary would die before the loop
+      for (const auto& [k, v] : extra.items()) r.details[k] = v;
+    }
+    emit(i, std::move(r));
+  }
+}
+
+// RACE with R from the config (the paper's figures sweep R and keep the best per epsilon).
 class RaceKdeMethod final : public Method {
  public:
   std::string name() const override { return "race"; }
   std::string task() const override { return "kde"; }
   std::vector<ParamSpec> parameters() const override {
+    std::vector<ParamSpec> params = {{"rows", ParamSpec::Kind::PositiveInt, nullptr, {}, "sketch rows R"}};
+    for (auto& s : race_sketch_parameters()) params.push_back(std::move(s));
+    return params;
+  }
+  std::string check(const json& p) const override { return check_race_sketch_parameters(p); }
+
+  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
+    const auto& ctx = dynamic_cast<const KdeContext&>(base);
+    const auto rows = group.params.at("rows").get<std::size_t>();
+    run_race_cells(ctx, group, emit, [rows](double) { return rows; }, nullptr);
+  }
+};
+
+// RACE with R fixed by Corollary 1's rule, R = ceil(level N eps / sqrt 2) (derivation at
+// corollary1_rows in tasks/kde.hpp), capped at max_rows, so no grid is searched and the cost of
+// tuning R is visible next to the best-over-grid curve. The rule never reads the queries or
+// the ground truth. ASSUMPTION: N, the number of sketched rows, is public, as the paper's
+// Corollary 1 assumes (f~ <= N); under add/remove-one DP N itself is not released, so a data
+// owner would put a public upper bound on N here, which only makes R larger. Each cell's noise
+// is calibrated to its own R: one record touches one cell per row, L1 sensitivity R, Laplace
+// scale R / eps (privacy/budget.hpp). Not in the rule: the noise of N-hat = total / R, whose
+// sd sqrt(2 R W) / eps grows with R (the corollary's bound takes N as known).
+class RaceCorollary1KdeMethod final : public Method {
+ public:
+  std::string name() const override { return "race_corollary1"; }
+  std::string task() const override { return "kde"; }
+  std::vector<ParamSpec> parameters() const override {
     using K = ParamSpec::Kind;
     std::vector<ParamSpec> params = {
-        {"rows", K::PositiveInt, nullptr, {}, "sketch rows R"},
-        {"width", K::PositiveInt, 1000, {}, "sketch columns W"},
-        {"estimator", K::String, "mean", {"mean", "mom"}, "mean over rows or median of means"},
-        {"mom_groups", K::PositiveInt, 5, {}, "median-of-means groups"},
+        {"level", K::PositiveNumber, 1.0, {}, "assumed mean of sqrt(k(x, q)): f~ = level N (1 = the paper's bound f~ <= N)"},
+        {"max_rows", K::PositiveInt, 10000, {}, "memory cap on R (R x W int64 counts per copy)"},
     };
-    for (auto& noise : race_noise_parameters()) params.push_back(std::move(noise));
+    for (auto& s : race_sketch_parameters()) params.push_back(std::move(s));
     return params;
   }
   std::string check(const json& p) const override {
-    if (const std::string noise = check_race_noise_parameters(p); !noise.empty()) return noise;
-    if (p.at("width").get<std::uint64_t>() > (std::uint64_t{1} << 32)) return "width must be at most 2^32";
-    return {};
+    if (p.at("level").get<double>() > 1.0) return "level must be at most 1 (k(x, q) <= 1)";
+    return check_race_sketch_parameters(p);
   }
 
   void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
     const auto& ctx = dynamic_cast<const KdeContext&>(base);
-    const json& p = group.params;
-    FamilySpec fs;
-    fs.kernel = ctx.kernel.kernel;
-    fs.bandwidth = ctx.kernel.bandwidth;
-    fs.power = ctx.kernel.power;
-    fs.rows = p.at("rows").get<std::size_t>();
-    fs.dim = static_cast<std::size_t>(ctx.train.cols());
-    fs.seed = group.seed;
-    std::shared_ptr<const LshFamily> family = make_family(fs);
-    RaceSketch exact(family, p.at("width").get<std::size_t>());
-    BuildOptions bo;
-    bo.threads = ctx.threads;
-    const auto t0 = std::chrono::steady_clock::now();
-    const BuildReport br = build_dense(exact, ctx.train, bo);
-    const double hash_seconds = seconds_since(t0);
-
-    QueryOptions plain, debiased;
-    plain.estimator = debiased.estimator = parse_estimator(p.at("estimator").get<std::string>());
-    plain.mom_groups = debiased.mom_groups = p.at("mom_groups").get<std::size_t>();
-    debiased.debias = true;
-    for (std::size_t i = 0; i < group.cells.size(); ++i) {
-      const PendingCell& cell = group.cells[i];
-      RaceSketch sketch = exact;  // the exact counts are never released or stored
-      PrivacySpec spec;
-      spec.epsilon = cell.epsilon;
-      spec.delta = p.at("delta").get<double>();
-      spec.mechanism = parse_mechanism(p.at("mechanism").get<std::string>());
-      spec.neighbors = parse_neighbors(p.at("neighbors").get<std::string>());
-      const auto t1 = std::chrono::steady_clock::now();
-      privatize(sketch, spec, NoiseSource{true, cell.noise_seed});
-      const double noise_seconds = seconds_since(t1);
-      const auto t2 = std::chrono::steady_clock::now();
-      const auto dens = race_densities(sketch, ctx.queries, {plain, debiased});
-      const double query_seconds = seconds_since(t2);
-      CellResult r;
-      r.metrics = ctx.metrics(dens[0], dens[1]);
-      r.build_seconds = hash_seconds + noise_seconds;
-      r.query_seconds_per_query = query_seconds / static_cast<double>(ctx.queries.rows());
-      r.details = {{"hash_seconds", hash_seconds},
-                   {"noise_seconds", noise_seconds},
-                   {"build_strategy", br.strategy},
-                   {"n_hat", sketch.n_hat()},
-                   {"n_train", ctx.train.rows()},
-                   {"noise_scale", sketch.privacy().value("noise_scale", 0.0)},
-                   {"realised_epsilon", sketch.privacy().value("realised_epsilon", cell.epsilon)}};
-      emit(i, std::move(r));
-    }
+    const double n = static_cast<double>(ctx.train.rows());  // public by assumption (see above)
+    const double level = group.params.at("level").get<double>();
+    const auto max_rows = group.params.at("max_rows").get<std::size_t>();
+    const auto rule = [=](double eps) { return corollary1_rows(n, eps, level); };
+    run_race_cells(
+        ctx, group, emit,
+        [=](double eps) { return static_cast<std::size_t>(std::min(rule(eps), static_cast<double>(max_rows))); },
+        [=](double eps) {
+          return json{{"rows_rule", "corollary1: R = ceil(level * N * eps / sqrt(2)), capped at max_rows"},
+                      {"rows_assumption", "N (rows sketched) treated as public, as in the paper's Corollary 1"},
+                      {"n_assumed", n},
+                      {"level", level},
+                      {"rows_by_rule", rule(eps)},
+                      {"rows", std::min(rule(eps), static_cast<double>(max_rows))},
+                      {"rows_capped", rule(eps) > static_cast<double>(max_rows)}};
+        });
   }
 };
 
@@ -218,6 +296,7 @@ json KdeContext::metrics(const std::vector<double>& plain, const std::vector<dou
 
 std::unique_ptr<Task> make_kde_task() { return std::make_unique<KdeTask>(); }
 std::unique_ptr<Method> make_race_kde_method() { return std::make_unique<RaceKdeMethod>(); }
+std::unique_ptr<Method> make_race_corollary1_kde_method() { return std::make_unique<RaceCorollary1KdeMethod>(); }
 
 bool read_truth_cache(const std::string& path, const std::string& key, std::vector<double>& out) {
   std::ifstream in(path, std::ios::binary);

@@ -20,6 +20,8 @@ struct KdeContext : TaskContext {
 
 std::unique_ptr<Task> make_kde_task();
 std::unique_ptr<Method> make_race_kde_method();
+// RACE with R = ceil(N eps / sqrt 2) (Corollary 1), capped at max_rows; see kde_task.cpp.
+std::unique_ptr<Method> make_race_corollary1_kde_method();
 
 // Ground-truth cache file (results/cache/kde-<hash>.bin): magic, key, densities, CRC-32.
 // Returns false (never throws) when the file is absent, of another key, or damaged.

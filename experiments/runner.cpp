@@ -8,7 +8,9 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "experiment.hpp"
@@ -226,6 +228,139 @@ std::string summary_table(const ExperimentConfig& cfg, const std::vector<Aggrega
   return out.str();
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const std::size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+// Build and per-query time of every method at its best setting (CCS'21 Table 3), one row per
+// label. Best setting = the grid point with the best mean primary metric at eps = 1 (Table 3's
+// budget); with no eps = 1 cell, the grid point that is best at the most epsilons. Times are
+// medians over that setting's records at eps = 1 (every repetition; all its records when it was
+// not chosen at eps = 1): build = the epsilon-independent work (hashing, lattice, basis) + one
+// cell's noise. A label whose every
+// cell was refused (no finite metric) gets a row with the reason and no times.
+json timing_table(const ExperimentConfig& cfg, const std::vector<json>& records, const std::vector<Aggregate>& aggs,
+                  bool lower_better) {
+  const auto better = [&](double a, double b) { return lower_better ? a < b : a > b; };
+  json rows = json::array();
+  for (const auto& m : cfg.methods) {
+    std::vector<const Aggregate*> mine;
+    for (const auto& a : aggs)
+      if (a.label == m.label && !std::isnan(a.mean)) mine.push_back(&a);
+    json row = {{"label", m.label}, {"method", m.name}};
+    if (mine.empty()) {
+      std::string why = "no finite " + cfg.metric;
+      for (const auto& r : records)
+        if (r.value("label", "") == m.label && r.value("details", json::object()).contains("refused")) {
+          why = "refused: " + r.at("details").at("refused").get<std::string>();
+          break;
+        }
+      bool any = false;
+      for (const auto& r : records) any = any || r.value("label", "") == m.label;
+      if (!any) continue;  // not run (yet)
+      row["note"] = why;
+      rows.push_back(row);
+      continue;
+    }
+    const Aggregate* pick = nullptr;
+    for (const auto* a : mine)
+      if (a->epsilon.is_number() && std::abs(a->epsilon.get<double>() - 1.0) < 1e-9 && (!pick || better(a->mean, pick->mean)))
+        pick = a;
+    std::string rule = "best mean " + cfg.metric + " at eps = 1";
+    if (!pick) {  // count, per grid point, the epsilons at which it is best
+      std::map<std::string, const Aggregate*> best_at;  // epsilon -> best aggregate
+      for (const auto* a : mine) {
+        auto& b = best_at[a->epsilon.dump()];
+        if (!b || better(a->mean, b->mean)) b = a;
+      }
+      std::map<std::string, int> wins;
+      for (const auto& [e, a] : best_at) ++wins[a->params.dump()];
+      int most = -1;
+      for (const auto* a : mine)
+        if (wins[a->params.dump()] > most) {
+          most = wins[a->params.dump()];
+          pick = a;
+        }
+      rule = m.grid.empty() ? "only setting" : "best " + cfg.metric + " at the most epsilons";
+    }
+    const bool at_eps1 = pick->epsilon.is_number() && std::abs(pick->epsilon.get<double>() - 1.0) < 1e-9;
+    std::vector<double> build, query;
+    std::set<long long> rule_rows;
+    int threads = 0;
+    for (const auto& r : records) {
+      if (r.value("label", "") != m.label || r.value("params", json::object()) != pick->params) continue;
+      // At eps = 1 only when chosen there: a method whose work depends on eps (R by Corollary 1)
+      // is timed at the budget it was chosen for.
+      if (at_eps1 && !(r.value("epsilon", json()).is_number() && std::abs(r.at("epsilon").get<double>() - 1.0) < 1e-9))
+        continue;
+      if (r.contains("build_seconds") && r.at("build_seconds").is_number()) build.push_back(r.at("build_seconds").get<double>());
+      if (r.contains("query_seconds_per_query") && r.at("query_seconds_per_query").is_number())
+        query.push_back(r.at("query_seconds_per_query").get<double>());
+      threads = r.value("threads", threads);
+      // A method that picks R itself (race_corollary1) names it in its details.
+      if (const json d = r.value("details", json::object()); d.contains("rows_by_rule") && d.at("rows").is_number())
+        rule_rows.insert(static_cast<long long>(d.at("rows").get<double>()));
+    }
+    std::string setting = varying(cfg, m.label, pick->params);
+    for (const long long rr : rule_rows) setting += (setting.empty() ? "rows=" : ",") + std::to_string(rr);
+    if (!rule_rows.empty()) setting += " (by rule)";
+    row["params"] = pick->params;
+    row["setting"] = setting;
+    row["selected_by"] = rule;
+    row["build_seconds"] = build.empty() ? json() : json(median(build));
+    row["query_ms"] = query.empty() ? json() : json(1e3 * median(query));
+    row["cells"] = build.size();
+    row["threads"] = threads;
+    if (at_eps1) row[cfg.metric + "_at_eps1"] = pick->mean;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string csv_field(std::string s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (const char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string num_or_empty(const json& v, const char* format) {
+  if (!v.is_number()) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v.get<double>());
+  return buf;
+}
+
+std::string timing_csv(const ExperimentConfig& cfg, const json& rows) {
+  std::string out = "label,method,setting,build_seconds,query_ms,cells,threads," + cfg.metric + "_at_eps1,selected_by,note\n";
+  for (const auto& r : rows)
+    out += csv_field(r.value("label", "")) + "," + r.value("method", "") + "," + csv_field(r.value("setting", "")) + "," +
+           num_or_empty(r.value("build_seconds", json()), "%.6g") + "," + num_or_empty(r.value("query_ms", json()), "%.6g") +
+           "," + (r.contains("cells") ? r.at("cells").dump() : "") + "," + (r.contains("threads") ? r.at("threads").dump() : "") +
+           "," + num_or_empty(r.value(cfg.metric + "_at_eps1", json()), "%.6g") + "," +
+           csv_field(r.value("selected_by", "")) + "," + csv_field(r.value("note", "")) + "\n";
+  return out;
+}
+
+std::string timing_text(const json& rows) {
+  std::ostringstream out;
+  out << "build and per-query time at each method's best setting (medians over its eps = 1 cells):\n";
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%-28s %-22s %12s %12s  %s\n", "method", "setting", "build (s)", "query (ms)", "note");
+  out << buf;
+  for (const auto& r : rows) {
+    const std::string b = num_or_empty(r.value("build_seconds", json()), "%.4g");
+    const std::string q = num_or_empty(r.value("query_ms", json()), "%.4g");
+    std::snprintf(buf, sizeof buf, "%-28s %-22s %12s %12s  %s\n", r.value("label", "").c_str(), r.value("setting", "").c_str(),
+                  b.empty() ? "-" : b.c_str(), q.empty() ? "-" : q.c_str(), r.value("note", "").c_str());
+    out << buf;
+  }
+  return out.str();
+}
+
 // Fails before any work when `dir` cannot hold new files.
 void check_writable_dir(const std::string& dir) {
   std::error_code ec;
@@ -262,6 +397,7 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
   report.results_path = (fs::path(out_dir) / (stem + ".jsonl")).string();
   report.csv_path = (fs::path(out_dir) / (stem + ".csv")).string();
   report.summary_path = (fs::path(out_dir) / (stem + ".summary.json")).string();
+  report.timing_path = (fs::path(out_dir) / (stem + ".timing.csv")).string();
   ResultsFile results(report.results_path, cfg.fingerprint());
 
   // Expand the grid: method x params x repetition (a group) x epsilon (its cells).
@@ -379,15 +515,19 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
                     {"best_over_grid", a.best}});
   }
   write_file_atomically(report.csv_path, records_to_csv(records, best_keys));
+  const json timing = timing_table(cfg, records, aggs, task->lower_is_better(cfg.metric));
+  write_file_atomically(report.timing_path, timing_csv(cfg, timing));
   const json summary = {{"config", cfg.name},        {"metric", cfg.metric},   {"selection", cfg.selection},
                         {"quick", cfg.quick},        {"data", data_note},      {"stand_in", report.stand_in},
-                        {"lower_is_better", task->lower_is_better(cfg.metric)}, {"rows", rows}};
+                        {"lower_is_better", task->lower_is_better(cfg.metric)}, {"rows", rows},
+                        {"timing", timing}};
   write_file_atomically(report.summary_path, summary.dump(2) + "\n");
-  report.summary_table = summary_table(cfg, aggs, data_note);
+  report.summary_table = summary_table(cfg, aggs, data_note) + timing_text(timing);
   if (options.print_summary) {
     std::cout << report.summary_table;
     std::cout << "results: " << report.results_path << " (+ " << fs::path(report.csv_path).filename().string() << ", "
-              << fs::path(report.summary_path).filename().string() << ")\n";
+              << fs::path(report.summary_path).filename().string() << ", "
+              << fs::path(report.timing_path).filename().string() << ")\n";
   }
   return report;
 }

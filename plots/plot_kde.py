@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """KDE figures (private-race Figure 2 / CCS'21 Figure 3 style): error vs epsilon, log-log,
 one line per method (best grid point at each epsilon), shaded band = min..max over repetitions.
+RACE appears twice: "RACE (best R over grid)" (the paper's selection) and "RACE (R by Corollary 1)"
+(R = ceil(N eps / sqrt 2), capped; dashed), so the cost of tuning R is visible.
 
-usage: plot_kde.py [--results DIR] [--out DIR]   (defaults: <repo>/results, <repo>/plots)
+usage: plot_kde.py [--results DIR] [--out DIR] [--quick]   (defaults: <repo>/results, <repo>/plots)
+A full run's results win over the same config's -quick ones; --quick plots only the -quick
+results, as FIGURE-quick.png/pdf (so the full figures are not overwritten).
 """
 import argparse
+import glob
 import os
 import sys
 
@@ -17,22 +22,23 @@ LABELS = {"mre": "Relative Error", "mre_debiased": "Relative Error (debiased)",
           "l2_error": "L2 Function Error", "l2_error_debiased": "L2 Function Error (debiased)"}
 
 
-def plot_config(name, records, out_dir):
+def plot_config(name, records, out_dir, suffix=""):
     metric = records[0].get("primary_metric", "mre")
     data = records[0].get("data", {})
     series = common.best_over_grid(records, metric)
     fig, ax = plt.subplots()
-    for label, points in sorted(series.items()):
+    # RACE curves first (fixed colours C0/C1), then the baselines alphabetically.
+    for label, points in sorted(series.items(), key=lambda kv: (not kv[0].startswith("RACE"), kv[0])):
         eps = np.array([p[0] for p in points if p[0] is not None], dtype=float)
         vals = [p[1] for p in points if p[0] is not None]
         if len(eps) == 0:  # a non-private reference: a horizontal line
             v = np.mean(points[0][1])
-            ax.axhline(v, linestyle="--", color="gray", label=label)
+            ax.axhline(v, linestyle="--", color="gray", label=common.display(label))
             continue
         mean = np.array([np.mean(v) for v in vals])
         lo = np.array([np.min(v) for v in vals])
         hi = np.array([np.max(v) for v in vals])
-        line, = ax.plot(eps, mean, marker="o", label=label)
+        line, = ax.plot(eps, mean, marker="o", linestyle=common.line_style(label), label=common.display(label))
         ax.fill_between(eps, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -43,21 +49,28 @@ def plot_config(name, records, out_dir):
     ax.set_title(f"{data.get('name', name)}{shape}{common.title_suffix(records)}")
     ax.legend()
     figure = records[0].get("figure", name)
-    return common.save(fig, out_dir, figure)
+    return common.save(fig, out_dir, figure + suffix)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", default=os.path.join(common.REPO, "results"))
     ap.add_argument("--out", default=os.path.join(common.REPO, "plots"))
+    ap.add_argument("--quick", action="store_true", help="plot the -quick results only (FIGURE-quick.png)")
     args = ap.parse_args()
     common.style()
     sets = common.result_sets(args.results, "kde")
+    if args.quick:
+        sets = {}
+        for path in sorted(glob.glob(os.path.join(args.results, "*-quick.jsonl"))):
+            records = [r for r in common.read_jsonl(path) if r.get("task") == "kde"]
+            if records:
+                sets[records[0]["config"]] = (records, True)
     if not sets:
         print(f"plot_kde: no KDE results in {args.results}", file=sys.stderr)
         return 0
     for name, (records, _quick) in sorted(sets.items()):
-        for p in plot_config(name, records, args.out):
+        for p in plot_config(name, records, args.out, "-quick" if args.quick else ""):
             print(p)
     return 0
 

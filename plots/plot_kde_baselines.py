@@ -25,7 +25,27 @@ PANELS = [  # (title, files, metric, ylabel)
     ("skin", ["kde_skin", "kde_skin_baselines"], "mre", "Relative error"),
     ("covtype", ["kde_covtype"], "mre", "Relative error"),
 ]
-ORDER = ["Spectral", "KME", "PFDA", "Bernstein", "PrivBayes", "Synthetic", "RACE"]
+ORDER = ["Spectral", "KME", "PFDA", "Bernstein", "PrivBayes", "Synthetic", "RACE", "RACE (R by Corollary 1)"]
+sys.path.insert(0, HERE)
+try:
+    import common  # legend names, line styles, de-duplication (common imports matplotlib)
+except ImportError:  # Table 3 needs no matplotlib: minimal stand-ins
+    class common:  # noqa: N801
+        DISPLAY = {"RACE": "RACE (best R over grid)"}
+
+        @staticmethod
+        def display(label):
+            return common.DISPLAY.get(label, label)
+
+        @staticmethod
+        def dedupe(records):
+            seen, out = set(), []
+            for r in records:
+                k = (r.get("label"), r.get("key"))
+                if r.get("key") is None or k not in seen:
+                    seen.add(k)
+                    out.append(r)
+            return out
 
 
 def load(results, stem, quick):
@@ -99,6 +119,8 @@ def table3(records, metric):
     rows = []
     for label, (err, p, rs) in best.items():
         med = lambda xs: sorted(xs)[len(xs) // 2]
+        if err[0] == 0:  # chosen at eps = 1: time the eps = 1 cells (R by Corollary 1 depends on eps)
+            rs = [x for x in rs if x.get("epsilon") is not None and abs(x["epsilon"] - 1.0) < 1e-9]
         # build = the epsilon-independent preparation + one epsilon's noise (median over cells)
         rows.append({"method": label, "params": json.loads(p),
                      "build_seconds_median": med([x["build_seconds"] for x in rs]),
@@ -120,7 +142,7 @@ def main():
     sfx = "-quick" if a.quick else ""
 
     # ---- Table 3 (needs no matplotlib)
-    skin = load(a.results, "kde_skin", a.quick) + load(a.results, "kde_skin_baselines", a.quick)
+    skin = common.dedupe(load(a.results, "kde_skin", a.quick) + load(a.results, "kde_skin_baselines", a.quick))
     if skin:
         rows = table3(skin, "mre")
         threads = sorted({str(r["threads"]) for r in rows})
@@ -130,7 +152,7 @@ def main():
               "| method | best setting | build (s) | query (ms) | cells |", "|---|---|---|---|---|"]
         for r in rows:
             ps = ", ".join(f"{k}={v}" for k, v in r["params"].items() if k not in ("lower", "upper", "max_seconds"))
-            md.append(f"| {r['method']} | {ps} | {r['build_seconds_median']:.4g} | {r['query_ms_median']:.4g} | {r['cells']} |")
+            md.append(f"| {common.display(r['method'])} | {ps} | {r['build_seconds_median']:.4g} | {r['query_ms_median']:.4g} | {r['cells']} |")
         ref = refusals(skin)
         if ref:
             md += ["", "Refused settings:"] + [f"- {l} {p}: {w}" for (l, p), w in ref.items()]
@@ -150,7 +172,7 @@ def main():
 
     panels = []
     for title, stems, metric, ylabel in PANELS:
-        recs = [r for s in stems for r in load(a.results, s, a.quick)]
+        recs = common.dedupe([r for s in stems for r in load(a.results, s, a.quick)])
         if recs:
             panels.append((title, recs, metric, ylabel))
     if panels:
@@ -160,8 +182,9 @@ def main():
             for label in sorted(cs, key=lambda l: ORDER.index(l) if l in ORDER else 99):
                 pts = cs[label]
                 e = [p[0] for p in pts]
-                ax.plot(e, [p[1] for p in pts], marker="o", ms=3, label=label)
-                ax.fill_between(e, [p[2] for p in pts], [p[3] for p in pts], alpha=0.2)
+                line, = ax.plot(e, [p[1] for p in pts], marker="o", ms=3, linestyle=common.line_style(label),
+                                label=common.display(label))
+                ax.fill_between(e, [p[2] for p in pts], [p[3] for p in pts], color=line.get_color(), alpha=0.2, linewidth=0)
             d = recs[0].get("data", {})
             note = " (STAND-IN)" if recs[0].get("stand_in") else ""
             ax.set_title(f"{title} (d = {d.get('dim')}, N = {d.get('train_rows')}){note}", fontsize=9)
@@ -191,7 +214,8 @@ def main():
                 continue
             cand = [r for r in with_f if r["label"] == label and pkey(r) == best[0][4]]
             if cand:
-                ax.plot(xs, cand[0]["details"]["released_on_queries"], lw=1, label=label)
+                ax.plot(xs, cand[0]["details"]["released_on_queries"], lw=1, linestyle=common.line_style(label),
+                        label=common.display(label))
         ax.set_xlabel("Salary ($k)"); ax.set_ylabel("Density estimate")
         ax.set_title(f"{title} density approximation (ε = 1.0)")
         lo, hi = min(truth), max(truth)

@@ -202,6 +202,14 @@ std::vector<std::vector<double>> race_densities(const RaceSketch& sketch, const 
   return out;
 }
 
+double corollary1_rows(double n, double epsilon, double level) {
+  if (!(n >= 1.0) || !std::isfinite(n)) throw UsageError("corollary1_rows: N must be at least 1");
+  if (!(epsilon > 0.0) || !std::isfinite(epsilon)) throw UsageError("corollary1_rows: epsilon must be positive");
+  if (!(level > 0.0 && level <= 1.0)) throw UsageError("corollary1_rows: level must be in (0, 1]");
+  // R = ceil(f~ eps / sqrt 2) with f~ = level N (derivation in kde.hpp).
+  return std::max(1.0, std::ceil(level * n * epsilon / std::numbers::sqrt2));
+}
+
 double mean_relative_error(std::span<const double> estimate, std::span<const double> truth) {
   if (estimate.size() != truth.size()) throw Error("mean_relative_error: sizes differ");
   double sum = 0.0;

@@ -36,6 +36,18 @@ double pstable_kernel_tabulated(double s);
 std::vector<std::vector<double>> race_densities(const RaceSketch& sketch, const DenseRef& queries,
                                                 const std::vector<QueryOptions>& options);
 
+// Corollary 1 of the private RACE paper (Coleman & Shrivastava, Theorem 4): the R that balances
+// the LSH sampling error against the Laplace noise. With f~(q) = sum_x sqrt(k(x, q)) the
+// median-of-means error is bounded by (f~^2 / R + 2 R / eps^2)^{1/2} sqrt(32 log 1/delta): the
+// first term is the LSH variance (Theorem 2) over R rows, the second the Laplace variance
+// 2 (R / eps)^2 of each row's count, averaged over R rows. d/dR (a / R + b R) = 0 at
+// R = sqrt(a / b) with a = f~^2, b = 2 / eps^2, so R = ceil(f~ eps / sqrt 2). f~ is not
+// known without reading the private data; the paper bounds it by f~ <= N (k <= 1), so we take
+// f~ = level * N with `level` in (0, 1] the assumed mean of sqrt(k(x, q)) (1 = the paper's
+// bound). Returns that R as a double (it can exceed any memory: N eps / sqrt 2 is 1.7e5 on
+// skin at eps = 1); at least 1. Throws UsageError unless n >= 1, eps > 0, 0 < level <= 1.
+double corollary1_rows(double n, double epsilon, double level = 1.0);
+
 // mean_j |est_j - truth_j| / truth_j over queries with truth_j > 0 (the paper's "relative error").
 double mean_relative_error(std::span<const double> estimate, std::span<const double> truth);
 // sqrt(sum_j (est_j - truth_j)^2 * spacing): the L2 function error on an evenly spaced grid.
