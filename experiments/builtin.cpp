@@ -22,6 +22,7 @@ void register_builtin(Registry& registry) {
   registry.add_method(make_objective_perturbation_method());
   registry.add_method(make_majority_method());
   for (auto& m : make_regression_methods()) registry.add_method(std::move(m));  // regression
+  registry.add_method(make_privbayes_regression_method());
   register_kde_baselines(registry);  // bernstein, kme, spectral, pfda, histogram, privbayes
   registry.add_method(make_race_graph_method());          // graph
   registry.add_method(make_race_graph_scaling_method());

@@ -2,7 +2,8 @@
 // The regression task family (private-race paper Figure 5 / CCS'21 Figure 5): a seeded
 // train/test split, Wang's (2018) preprocessing for every method, test mean squared error.
 // Methods: the RACE surrogate-loss regression (both placements of the SRP pair), SSP, AdaSSP,
-// ObjPert, OPS, AdaOPS, and the non-private least squares and trivial references.
+// ObjPert, OPS, AdaOPS, PrivBayes synthetic data (regress_privbayes.cpp), and the non-private
+// least squares and trivial references.
 #include "experiment.hpp"
 
 namespace privrace::experiments {
@@ -20,5 +21,7 @@ struct RegressContext : TaskContext {
 std::unique_ptr<Task> make_regression_task();
 // Every regression method, in the order the configs list them.
 std::vector<std::unique_ptr<Method>> make_regression_methods();
+// PrivBayes synthetic data + least squares (regress_privbayes.cpp).
+std::unique_ptr<Method> make_privbayes_regression_method();
 
 }  // namespace privrace::experiments

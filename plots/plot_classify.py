@@ -41,6 +41,32 @@ def curves(summary):
     return out
 
 
+def not_run(summary):
+    """Grid points with no value at any epsilon (a setting the method refused, e.g. PrivBayes
+    at degree 3 on gas's 128 features), as "label" or "label (k=v)" with the grid keys that
+    vary: named in the panel instead of silently missing."""
+    points, varying = {}, {}
+    for row in summary["rows"]:
+        params = row.get("params") or {}
+        key = (row["label"], json.dumps(params, sort_keys=True))
+        points[key] = points.get(key, False) or row["mean"] is not None
+        for k, v in params.items():
+            varying.setdefault(row["label"], {}).setdefault(k, set()).add(json.dumps(v))
+    out = []
+    for (label, params), valued in sorted(points.items()):
+        if valued:
+            continue
+        if all(not v for (lab, _), v in points.items() if lab == label):
+            name = label
+        else:
+            keys = [k for k, vals in varying.get(label, {}).items() if len(vals) > 1]
+            p = json.loads(params)
+            name = f"{label} ({', '.join(f'{k}={p[k]}' for k in keys)})"
+        if name not in out:
+            out.append(name)
+    return out
+
+
 def plot(prefix, datasets, metric_label, title_word, results, out, logy=False):
     found = []
     for d in datasets:  # the full run if present, else its --quick run
@@ -77,7 +103,10 @@ def plot(prefix, datasets, metric_label, title_word, results, out, logy=False):
             title += " (SYNTHETIC STAND-IN)"
         if summary.get("quick"):
             title += " [quick]"
-        ax.set_title(title, fontsize=10)
+        missing = not_run(summary)
+        if missing:
+            title += "\nrefused as too slow: " + ", ".join(missing)
+        ax.set_title(title, fontsize=10 if "\n" not in title else 9)
         ax.grid(True, which="major", alpha=0.3)
     axes[0][0].legend(fontsize=8)
     fig.suptitle(title_word, fontsize=11)

@@ -3,8 +3,10 @@
 epsilon (log-log), one panel per data set, from results/regress_*.summary.json.
 
 Curves: RACE surrogate loss (both placements of the SRP pair), SSP, AdaSSP, ObjPert, OPS,
-AdaOPS (mean +- sd over repetitions); non-private least squares and the trivial predictor are
-horizontal reference lines. Stand-in data is named in the panel title.
+AdaOPS, PrivBayes synthetic data + least squares (mean +- sd over repetitions; best degree and
+synthetic size per epsilon); non-private least squares and the trivial predictor are
+horizontal reference lines. Stand-in data is named in the panel title; a method that refused a
+data set (PrivBayes on gas) is named at the bottom of its panel.
 
 usage: plot_regress.py [--results DIR] [--out FILE] [--datasets airfoil naval gas]
 """
@@ -18,7 +20,7 @@ import plot_classify  # noqa: E402  (shared panel code)
 plot_classify.STYLE.update({
     "RACE": ("tab:blue", "o", "-"), "RACE (insert)": ("tab:cyan", "s", "--"),
     "SSP": ("tab:orange", "v", "-"), "AdaSSP": ("tab:red", "^", "-"), "ObjPert": ("tab:purple", "D", "-"),
-    "OPS": ("tab:brown", "<", "-"), "AdaOPS": ("tab:green", ">", "-"),
+    "OPS": ("tab:brown", "<", "-"), "AdaOPS": ("tab:green", ">", "-"), "PrivBayes": ("tab:olive", "P", "-."),
     "Non-private": ("black", None, "--"), "Trivial": ("gray", None, ":"),
 })
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 
 #include "privrace/core/error.hpp"
 #include "privrace/io/dataset.hpp"
@@ -273,6 +274,75 @@ TEST(Loader, TextCsvQuotesMoneyCategoriesFiltersAndCrOnlyLines) {
   ASSERT_EQ(d.x.cols(), 4);  // 3 one-hot columns + pay
   EXPECT_FLOAT_EQ(d.x(0, 1), 1.0f);
   EXPECT_FLOAT_EQ(d.x(0, 0) + d.x(0, 2), 0.0f);
+}
+
+// The repository's own nomao entry against a small file in the UCI Nomao.data format: id
+// "a#b", 118 attributes (29 nominal n/s/m), '?' for missing values, label +1/-1 last.
+TEST(Loader, NomaoFormatFillsMissingNumbersAndCodesMissingLevels) {
+  NoEnv env;
+  TempDir t;
+  const auto reg = DatasetRegistry::load_from_repo(PRIVRACE_SOURCE_DIR);
+  const json& entry = reg.entry("nomao");
+  std::set<int> nominal;
+  for (const auto& [col, levels] : entry.at("categorical").items()) nominal.insert(std::stoi(col));
+  ASSERT_EQ(nominal.size(), 29u);
+  ASSERT_EQ(entry.at("features").size(), 118u);
+  // Row r: numeric column c holds (c mod 10) / 10, except every numeric column of row 1 is
+  // '?'; nominal columns cycle n, s, m, ? with the column.
+  auto row = [&](int r, const std::string& label) {
+    std::string line = "spot" + std::to_string(r) + "#other";
+    for (int c = 2; c <= 119; ++c) {
+      line += ",";
+      if (nominal.count(c)) {
+        line += std::string(1, "nsm?"[(c + r) % 4]);
+      } else if (r == 1) {
+        line += "?";
+      } else {
+        line += std::to_string((c % 10) / 10.0);
+      }
+    }
+    return line + "," + label + "\n";
+  };
+  write(t.path / "data/nomao/Nomao.data", row(0, "+1") + row(1, "-1") + row(2, "?") + row(3, "-1"));
+  Preprocessing p = Preprocessing::from_json(entry.at("preprocessing"));
+  EXPECT_EQ(p.categorical, "binary");
+  p.scale = "none";
+  const auto d = load_dataset(reg, "nomao", p, search_in(t.path));
+  ASSERT_FALSE(d.stand_in);
+  ASSERT_EQ(d.x.rows(), 3);  // the row with a missing label is dropped, no other
+  EXPECT_EQ(d.rows_skipped, 1u);
+  EXPECT_EQ(d.values_filled, 89u);  // row 1's continuous attributes
+  ASSERT_EQ(d.x.cols(), 89 + 29 * 4);
+  EXPECT_EQ(d.y, (std::vector<double>{1, -1, -1}));
+  // Output columns in file order: numeric ones copied, nominal ones as 4 indicators.
+  Eigen::Index j = 0;
+  const std::vector<int> file_rows = {0, 1, 3};
+  for (int c = 2; c <= 119; ++c) {
+    for (std::size_t i = 0; i < file_rows.size(); ++i) {
+      const int r = file_rows[i];
+      const auto ii = static_cast<Eigen::Index>(i);
+      if (nominal.count(c)) {
+        for (int l = 0; l < 4; ++l)
+          EXPECT_FLOAT_EQ(d.x(ii, j + l), l == (c + r) % 4 ? 1.0f : 0.0f) << "column " << c << " row " << r;
+      } else {
+        EXPECT_FLOAT_EQ(d.x(ii, j), r == 1 ? 0.0f : static_cast<float>((c % 10) / 10.0)) << "column " << c;
+      }
+    }
+    j += nominal.count(c) ? 4 : 1;
+  }
+  EXPECT_EQ(d.feature_names.front(), "clean_name_intersect_min");
+  EXPECT_EQ(d.feature_names[6], "clean_name_including=0");
+  // A level outside n, s, m, ? is an error naming file, row and column.
+  std::string bad = row(0, "+1");
+  bad.replace(bad.find(",n,") != std::string::npos ? bad.find(",n,") + 1 : bad.find(",s,") + 1, 1, "y");
+  write(t.path / "data/nomao/Nomao.data", row(0, "+1") + bad);
+  const std::string msg = message_of([&] { load_dataset(reg, "nomao", p, search_in(t.path)); });
+  EXPECT_NE(msg.find("Nomao.data:2: data row 2: column"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'y' is not a level"), std::string::npos) << msg;
+  // The stand-in has the same shape as the real file after preprocessing.
+  const auto s = load_dataset(reg, "nomao", p, search_in(t.path / "nowhere"));
+  EXPECT_TRUE(s.stand_in);
+  EXPECT_EQ(s.x.cols(), 205);
 }
 
 TEST(Loader, SearchOrderDataDirThenEnvironment) {

@@ -60,7 +60,10 @@ std::vector<double> PrivBayes::joint_counts(int x, const std::vector<int>& paren
   std::size_t len = b;
   for (std::size_t i = 0; i < parents.size(); ++i) len *= b;
   std::vector<double> out(len, 0.0);
-#pragma omp parallel
+  // The greedy search calls this up to ~10^5-10^6 times (d C(d-1, k) pairs); below 64k rows a
+  // serial pass beats a parallel region (per-thread tables + barrier, which stalls when the
+  // cores are shared). Counts are integers in doubles: the sum is the same either way.
+#pragma omp parallel if (n_ >= 65536)
   {
     std::vector<double> local(len, 0.0);
 #pragma omp for schedule(static)
@@ -76,9 +79,27 @@ std::vector<double> PrivBayes::joint_counts(int x, const std::vector<int>& paren
   return out;
 }
 
+double PrivBayes::network_work(std::size_t n, std::size_t d, int degree, int bins) {
+  if (d < 2) return 0;
+  const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(std::max(degree, 1)), d - 1);
+  double combos = 1;  // C(d - 1, k)
+  for (std::size_t i = 0; i < k; ++i) combos = combos * static_cast<double>(d - 1 - i) / static_cast<double>(i + 1);
+  return static_cast<double>(d) * combos *
+         (static_cast<double>(n) + std::pow(static_cast<double>(bins), static_cast<double>(k + 1)));
+}
+
 double PrivBayes::mutual_information(int x, const std::vector<int>& parents) const {
+  const bool packable = d_ < 1024 && parents.size() <= 5;
+  std::uint64_t packed = static_cast<std::uint64_t>(x);
+  if (packable) {
+    for (std::size_t i = 0; i < parents.size(); ++i)
+      packed |= static_cast<std::uint64_t>(parents[i] + 1) << (10 * (i + 1));
+    if (auto it = mi_cache_packed_.find(packed); it != mi_cache_packed_.end()) return it->second;
+  }
   const auto key = std::make_pair(x, parents);
-  if (auto it = mi_cache_.find(key); it != mi_cache_.end()) return it->second;
+  if (!packable)
+    if (auto it = mi_cache_.find(key); it != mi_cache_.end()) return it->second;
+  ++mi_evaluations_;
   const auto b = static_cast<std::size_t>(opt_.bins);
   const std::vector<double> joint = joint_counts(x, parents);
   const std::size_t np = joint.size() / b;
@@ -92,7 +113,10 @@ double PrivBayes::mutual_information(int x, const std::vector<int>& parents) con
       const double c = joint[p * b + v];
       if (c > 0) mi += c / n * std::log2(c * n / (px[v] * pp[p]));
     }
-  mi_cache_[key] = mi;
+  if (packable)
+    mi_cache_packed_[packed] = mi;
+  else
+    mi_cache_[key] = mi;
   return mi;
 }
 
@@ -178,8 +202,21 @@ WeightedPoints PrivBayes::release(double epsilon, RandomSource* rng, RandomSourc
   wp.points.resize(static_cast<Eigen::Index>(M), static_cast<Eigen::Index>(d));
   wp.weights.assign(M, 1.0 / static_cast<double>(M));
   std::vector<std::size_t> bin(d);
+  // The first distribution has bins^(k+1) cells: inversion by binary search on its running
+  // sums (the same cell as the linear scan in `draw`, up to rounding at cell boundaries).
+  const std::vector<double>& joint = dist[i0];
+  std::vector<double> cdf(joint.size());
+  double run = 0;
+  for (std::size_t c = 0; c < joint.size(); ++c) cdf[c] = (run += joint[c]);
   for (std::size_t s = 0; s < M; ++s) {
-    std::size_t cell = draw(dist[i0].data(), dist[i0].size(), sampler);
+    std::size_t cell;
+    if (!(run > 0)) {
+      cell = static_cast<std::size_t>(sampler.below(joint.size()));
+    } else {
+      const double u = sampler.unit() * run;
+      cell = static_cast<std::size_t>(std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+      cell = std::min(cell, joint.size() - 1);
+    }
     for (std::size_t i = i0 + 1; i-- > 0;) {
       bin[static_cast<std::size_t>(net.order[i])] = cell % b;
       cell /= b;

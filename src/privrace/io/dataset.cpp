@@ -248,6 +248,7 @@ struct RawTable {
   std::vector<double> y;
   std::vector<std::string> names;
   std::size_t skipped = 0;
+  std::size_t filled = 0;  // missing numeric values replaced by the entry's na_fill
 };
 
 int as_int(const json& j, const char* key, int fallback) {
@@ -370,6 +371,16 @@ void read_text_file_table(const std::string& name, const json& entry, const json
   std::set<std::string> na;
   if (entry.contains("na_values"))
     for (const auto& v : entry.at("na_values")) na.insert(v.get<std::string>());
+  // "na_fill": a missing numeric feature takes this public constant instead of dropping the
+  // row (a data-independent imputation, so it costs no privacy; Nomao has a '?' in most rows).
+  // A missing categorical value drops the row unless the marker is listed as a level of its
+  // own (then it is coded like any level); a missing label always drops the row.
+  std::optional<double> na_fill;
+  if (entry.contains("na_fill") && !entry.at("na_fill").is_null()) {
+    if (!entry.at("na_fill").is_number())
+      throw InputError("registry entry '" + name + "': na_fill: expected a number, found " + entry.at("na_fill").dump());
+    na_fill = entry.at("na_fill").get<double>();
+  }
   std::vector<std::pair<int, std::string>> filters;
   if (entry.contains("filters"))
     for (const auto& f : entry.at("filters")) filters.emplace_back(f.at("column").get<int>(), f.at("equals").get<std::string>());
@@ -378,7 +389,7 @@ void read_text_file_table(const std::string& name, const json& entry, const json
   std::vector<std::string> fields;
   std::vector<float> values;
   std::vector<double> labels;
-  std::size_t data_row = 0, skipped = 0;
+  std::size_t data_row = 0, skipped = 0, filled = 0;
   bool first = true;
   for_each_line(text, [&](std::string_view line, std::size_t line_no) {
     if (trim(line).empty()) return;
@@ -402,14 +413,20 @@ void read_text_file_table(const std::string& name, const json& entry, const json
       if (static_cast<std::size_t>(c) > fields.size())
         throw InputError(where + "column " + std::to_string(c) + " is missing (" + std::to_string(fields.size()) + " fields)");
       const std::string& f = fields[static_cast<std::size_t>(c - 1)];
-      if (na.count(f)) return 0;
       if (const auto it = levels.find(c); it != levels.end()) {
         const auto& lv = it->second;
         const auto pos = std::find(lv.begin(), lv.end(), f);
+        if (pos == lv.end() && na.count(f)) return 0;
         if (pos == lv.end())
           throw InputError(where + "column " + std::to_string(c) + ": " + shown(f) + " is not a level of registry entry '" +
                            name + "' (expected one of " + join(lv, ", ") + ")");
         v = static_cast<double>(pos - lv.begin());
+        return 1;
+      }
+      if (na.count(f)) {
+        if (!na_fill || c == label) return 0;
+        v = *na_fill;
+        ++filled;
         return 1;
       }
       if (parse_number(f, is_in(money_cols, c), v)) return 1;
@@ -417,11 +434,12 @@ void read_text_file_table(const std::string& name, const json& entry, const json
       throw InputError(where + "column " + std::to_string(c) + ": expected a number, found " + shown(f) +
                        " (registry entry '" + name + "')");
     };
-    std::size_t start = values.size();
+    const std::size_t start = values.size(), filled_before = filled;
     for (const int c : cols) {
       double v = 0;
       if (!value_of(c, v)) {
         values.resize(start);
+        filled = filled_before;
         ++skipped;
         return;
       }
@@ -431,6 +449,7 @@ void read_text_file_table(const std::string& name, const json& entry, const json
       double v = 0;
       if (!value_of(label, v)) {
         values.resize(start);
+        filled = filled_before;
         ++skipped;
         return;
       }
@@ -447,6 +466,7 @@ void read_text_file_table(const std::string& name, const json& entry, const json
       out.x(base + static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = values[i * cols.size() + j];
   out.y.insert(out.y.end(), labels.begin(), labels.end());
   out.skipped += skipped;
+  out.filled += filled;
 }
 
 std::vector<const json*> files_with_roles(const json& entry, const std::vector<std::string>& roles) {
@@ -560,6 +580,7 @@ LoadedDataset finish(const std::string& name, const json& entry, const Preproces
   }
   out.y = std::move(raw.y);
   out.rows_skipped = raw.skipped;
+  out.values_filled = raw.filled;
   out.preprocessing = applied;
   return out;
 }
@@ -694,6 +715,7 @@ json LoadedDataset::describe() const {
             {"stand_in", stand_in},
             {"checksum", checksum_status},
             {"rows_skipped", rows_skipped},
+            {"values_filled", values_filled},
             {"preprocessing", preprocessing}};
   if (stand_in) j["stand_in_reason"] = stand_in_reason;
   if (!data_dir.empty()) j["data_dir"] = data_dir;

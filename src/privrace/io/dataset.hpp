@@ -74,6 +74,7 @@ struct LoadedDataset {
   std::vector<std::string> files;  // files read
   std::string checksum_status = "not_checked";  // ok | mismatch | not_checked | no_reference
   std::size_t rows_skipped = 0;    // rows dropped by the entry's filters (e.g. hourly pay)
+  std::size_t values_filled = 0;   // missing numeric values set to the entry's na_fill
   nlohmann::json preprocessing;    // what was applied, including the bounds used for scaling
 
   // A small description for experiment records.
@@ -86,6 +87,9 @@ struct LoadedDataset {
 // unless search.allow_stand_in is false (then InputError naming the directories tried).
 // A file that does not match its entry (column count, unparsable field, unknown categorical
 // level, label outside label_values) is an InputError naming file, row and what was found.
+// Missing values (the entry's "na_values") drop the row, except numeric features when the
+// entry has "na_fill" (set to that constant) and categorical values whose marker is listed
+// among the column's levels (coded as a level of its own).
 LoadedDataset load_dataset(const DatasetRegistry& registry, const std::string& name, const Preprocessing& prep,
                            const DataSearch& search);
 
