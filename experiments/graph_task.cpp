@@ -81,6 +81,10 @@ class GraphTask final : public Task {
     ctx->data.name = cfg.dataset;
     const auto t0 = std::chrono::steady_clock::now();
     json source_json;
+    // A synthetic registry entry (R-MAT) is generated, whatever task.source says, and is the
+    // data set itself; R-MAT in place of a real entry is a stand-in and recorded as such.
+    const bool synthetic = entry.value("synthetic", "") == "rmat";
+    if (synthetic) ctx->source = "rmat";
     if (ctx->source == "dataset") {
       if (entry.value("kind", "table") != "graph")
         throw ConfigError(cfg.file + ": $.dataset.name: '" + cfg.dataset + "' is not a graph data set");
@@ -97,8 +101,6 @@ class GraphTask final : public Task {
       ctx->data.data_dir = fs::path(path).parent_path().string();
       source_json = {{"file", fs::path(path).filename().string()}, {"csr_cache", cache}};
     } else {
-      // No registry entry is needed for synthetic graphs: the config's data set names what
-      // the R-MAT graph stands in for (e.g. gplus), and records say it is a stand-in.
       RmatOptions ro;
       ro.scale = o.at("rmat_scale").get<unsigned>();
       ro.edge_factor = o.at("rmat_edge_factor").get<double>();
@@ -107,9 +109,10 @@ class GraphTask final : public Task {
       ro.keep_self_loops = loops == "keep";
       ro.threads = env.threads;
       ctx->sets = generate_rmat(ro, &rep);
-      ctx->data.stand_in = true;
-      ctx->data.stand_in_reason = "R-MAT synthetic graph (scale " + std::to_string(ro.scale) + ", edge factor " +
-                                  std::to_string(ro.edge_factor) + ") in place of " + cfg.dataset;
+      ctx->data.stand_in = !synthetic;
+      if (!synthetic)
+        ctx->data.stand_in_reason = "R-MAT synthetic graph (scale " + std::to_string(ro.scale) + ", edge factor " +
+                                    std::to_string(ro.edge_factor) + ") in place of " + cfg.dataset;
       source_json = {{"rmat", {{"scale", ro.scale}, {"edge_factor", ro.edge_factor}, {"seed", ro.seed}, {"a", ro.a}, {"b", ro.b}, {"c", ro.c}}}};
     }
     ctx->load_seconds = seconds_since(t0);
