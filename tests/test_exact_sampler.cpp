@@ -142,6 +142,18 @@ TEST(ExactGeometric, TiesAreDecidedByLaterBitsExactly) {
   ScriptedRandom rng({bucket_start, 0});
   SeededRandom unused(1);
   EXPECT_EQ(g.sample_level(level, rng), g.sample_level_slow(level, bucket_start, unused));
+  // In the thin tail several boundaries share a guide bucket (scanned inline): same answers.
+  std::uint32_t tail_r = 0;
+  for (std::uint32_t k = 20000; k < level.size; ++k)
+    if (level.guide[level.hi[k] >> (64 - level.guide_bits)].scan) {
+      tail_r = k;
+      break;
+    }
+  ASSERT_GT(tail_r, 0u) << "no multi-boundary bucket found";
+  EXPECT_EQ(draw({level.hi[tail_r], level.lo[tail_r] + 1}), tail_r);
+  EXPECT_EQ(draw({level.hi[tail_r], level.lo[tail_r] - 1}), tail_r - 1);
+  EXPECT_EQ(draw({level.hi[tail_r] + 1}), tail_r);
+  EXPECT_EQ(draw({level.hi[tail_r] - 1}), tail_r - 1);
   // A first word past C(m) restarts the full geometric: r == m.
   EXPECT_EQ(draw({level.hi[level.size] + 1}), level.size);
 }

@@ -83,10 +83,21 @@ template <typename Words>
 std::uint32_t ExactGeometric::sample_level(const Level& level, Words& words, RandomSource& rng) const {
   const std::uint64_t v = words.next();  // U's first 64 bits
   const GuideEntry& e = level.guide[v >> (64 - level.guide_bits)];
+  if (e.scan) [[unlikely]] {
+    // Several boundaries in this bucket (the geometric's thin tail): scan them here; only an
+    // exact tie on the first word (hi[r] == v) needs the slow path's further bits.
+    const std::uint64_t* hi = level.hi.data();
+    const auto last = static_cast<std::uint32_t>(level.hi.size() - 1);
+    std::uint32_t r = e.r;
+    while (r < last && hi[r + 1] <= v) ++r;
+    if (hi[r] == v && r != 0) [[unlikely]]
+      return sample_level_slow(level, v, rng);
+    return r;
+  }
   // v >= next_hi: C(r + 1) <= U exactly unless v == next_hi; hi[r] < v unless v is the bucket
-  // start. Both exceptions (probability about 2^-50) and multi-boundary buckets take the slow
-  // path, which also handles the all-ones sentinel past the last entry.
-  if (e.scan | (v == e.next_hi) | ((v << level.guide_bits) == 0)) [[unlikely]]
+  // start. Both exceptions (probability about 2^-50) take the slow path, which also handles
+  // the all-ones sentinel past the last entry.
+  if ((v == e.next_hi) | ((v << level.guide_bits) == 0)) [[unlikely]]
     return sample_level_slow(level, v, rng);
   return e.r + static_cast<std::uint32_t>(v > e.next_hi);
 }
