@@ -11,6 +11,7 @@ packages=(
   python3 python3-numpy python3-matplotlib
 )
 if [[ "${PRIVRACE_WITH_MPI:-0}" == 1 ]]; then packages+=(libopenmpi-dev openmpi-bin); fi
+if [[ "${PRIVRACE_SANITIZE:-}" == thread ]]; then packages+=(clang libomp-dev); fi  # TSan with Archer
 
 missing=()
 for p in "${packages[@]}"; do
