@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "kde_task.hpp"
+#include "privbayes_params.hpp"
 #include "privrace/baselines/bernstein.hpp"
 #include "privrace/baselines/histogram.hpp"
 #include "privrace/baselines/kme.hpp"
@@ -328,11 +329,7 @@ class PrivBayesMethod final : public BaselineMethod {
   void run_cells(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
     const auto& ctx = dynamic_cast<const KdeContext&>(base);
     const json& p = group.params;
-    baselines::PrivBayesOptions o;
-    o.degree = p.at("degree").get<int>();
-    o.bins = p.at("bins").get<int>();
-    o.samples = p.at("samples").get<std::size_t>();
-    o.beta = p.at("beta").get<double>();
+    const baselines::PrivBayesOptions o = privbayes_options(p);
     const auto t0 = Clock::now();
     const baselines::PrivBayes pb(ctx.train, domain_of(p), o);
     const double prep = since(t0);

@@ -29,6 +29,7 @@
 #include <cmath>
 #include <limits>
 
+#include "privbayes_params.hpp"
 #include "privrace/baselines/linear_regression.hpp"
 #include "privrace/baselines/privbayes.hpp"
 #include "privrace/core/error.hpp"
@@ -68,11 +69,7 @@ class PrivBayesRegressionMethod final : public Method {
   void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
     const auto& ctx = dynamic_cast<const RegressContext&>(base);
     const json& p = group.params;
-    baselines::PrivBayesOptions o;
-    o.degree = p.at("degree").get<int>();
-    o.bins = p.at("bins").get<int>();
-    o.samples = p.at("samples").get<std::size_t>();
-    o.beta = p.at("beta").get<double>();
+    const baselines::PrivBayesOptions o = privbayes_options(p);
     const std::size_t n = static_cast<std::size_t>(ctx.train_x.rows());
     const std::size_t d = static_cast<std::size_t>(ctx.train_x.cols()) + 1;  // features + label
     const double work = baselines::PrivBayes::network_work(n, d, o.degree, o.bins);
