@@ -10,10 +10,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <memory>
 #include <algorithm>
 
 #include "privrace/core/error.hpp"
@@ -98,7 +100,24 @@ struct EncodedBlock {
   std::string bytes;  // zstd frame of the planes
 };
 
-EncodedBlock encode_block(std::span<const std::int64_t> counts, std::string& planes) {
+// zstd contexts, one per thread and reused across blocks: a fresh context per block is a
+// megabyte of newly mapped, page-faulted memory each time.
+struct ZstdContexts {
+  std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> c{nullptr, &ZSTD_freeCCtx};
+  std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> d{nullptr, &ZSTD_freeDCtx};
+  ZSTD_CCtx* compressor() {
+    if (!c) c.reset(ZSTD_createCCtx());
+    if (!c) throw ResourceError("cannot allocate a zstd compression context");
+    return c.get();
+  }
+  ZSTD_DCtx* decompressor() {
+    if (!d) d.reset(ZSTD_createDCtx());
+    if (!d) throw ResourceError("cannot allocate a zstd decompression context");
+    return d.get();
+  }
+};
+
+EncodedBlock encode_block(std::span<const std::int64_t> counts, std::string& planes, ZstdContexts& zstd) {
   std::uint64_t top = 0;
   for (const std::int64_t c : counts) top |= zigzag(c);
   EncodedBlock out;
@@ -110,7 +129,7 @@ EncodedBlock encode_block(std::span<const std::int64_t> counts, std::string& pla
     for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<unsigned char>(zigzag(counts[i]) >> (8 * p));
   }
   out.bytes.resize(ZSTD_compressBound(planes.size()));
-  const std::size_t got = ZSTD_compress(out.bytes.data(), out.bytes.size(), planes.data(), planes.size(), 1);
+  const std::size_t got = ZSTD_compressCCtx(zstd.compressor(), out.bytes.data(), out.bytes.size(), planes.data(), planes.size(), 1);
   if (ZSTD_isError(got)) throw Error(std::string("zstd compression of the counts failed: ") + ZSTD_getErrorName(got));
   out.bytes.resize(got);
   return out;
@@ -180,11 +199,13 @@ void decode_counts_v2(const std::string& path, std::string_view payload, std::sp
 #pragma omp parallel
   {
     std::string buffer;
+    ZstdContexts zstd;
 #pragma omp for schedule(dynamic)
     for (std::size_t b = 0; b < blocks; ++b) {
       const std::size_t first = b * kBlockCounts, n = std::min<std::size_t>(kBlockCounts, total - first);
       buffer.resize(n * planes[b]);
-      const std::size_t got = ZSTD_decompress(buffer.data(), buffer.size(), payload.data() + pos + offset[b], offset[b + 1] - offset[b]);
+      const std::size_t got = ZSTD_decompressDCtx(zstd.decompressor(), buffer.data(), buffer.size(),
+                                                  payload.data() + pos + offset[b], offset[b + 1] - offset[b]);
       if (ZSTD_isError(got) || got != buffer.size()) {
 #pragma omp critical
         error = "block " + std::to_string(b) + (ZSTD_isError(got) ? std::string(" (zstd: ") + ZSTD_getErrorName(got) + ")" : " has the wrong length");
@@ -254,15 +275,23 @@ void write_sketch_file(const std::string& path, const nlohmann::json& header, st
   const std::size_t blocks = (counts.size() + kBlockCounts - 1) / kBlockCounts;
   std::vector<EncodedBlock> encoded(blocks);
   std::vector<uLong> block_crc(blocks);
+  std::exception_ptr failure;
 #pragma omp parallel
   {
     std::string planes;
+    ZstdContexts zstd;
 #pragma omp for schedule(dynamic)
     for (std::size_t b = 0; b < blocks; ++b) {
-      encoded[b] = encode_block(counts.subspan(b * kBlockCounts, std::min(kBlockCounts, counts.size() - b * kBlockCounts)), planes);
-      block_crc[b] = crc32_z(0L, reinterpret_cast<const Bytef*>(encoded[b].bytes.data()), encoded[b].bytes.size());
+      try {  // an exception may not leave an OpenMP region: it is rethrown after it
+        encoded[b] = encode_block(counts.subspan(b * kBlockCounts, std::min(kBlockCounts, counts.size() - b * kBlockCounts)), planes, zstd);
+        block_crc[b] = crc32_z(0L, reinterpret_cast<const Bytef*>(encoded[b].bytes.data()), encoded[b].bytes.size());
+      } catch (...) {
+#pragma omp critical(privrace_encode_error)
+        if (!failure) failure = std::current_exception();
+      }
     }
   }
+  if (failure) std::rethrow_exception(failure);
   std::string table;
   put_le<std::uint64_t>(table, counts.size());
   put_le<std::uint64_t>(table, blocks);
