@@ -64,18 +64,6 @@ std::shared_ptr<const ExactGeometric> DiscreteLaplace::bulk_sampler() const {
   return ExactGeometric::shared(t_, s_);
 }
 
-std::int64_t DiscreteLaplace::sample(RandomSource& rng, const ExactGeometric& magnitude) const {
-  // |Y| geometric with parameter a = exp(-s / t) (P(M = k) = (1 - a) a^k), a fair sign, and
-  // "-0" rejected: P(Y = y) is then proportional to a^|y|, as in the construction above.
-  for (;;) {
-    const std::uint64_t m = magnitude.sample(rng);  // < 2^63: the sampler checks
-    const std::uint64_t negative = rng.bit();
-    if (negative && m == 0) [[unlikely]]
-      continue;
-    return static_cast<std::int64_t>((m ^ (0 - negative)) + negative);  // branch-free +-m
-  }
-}
-
 void DiscreteLaplace::add_to(std::span<std::int64_t> counts, RandomSource& rng, const ExactGeometric* magnitude) const {
   if (!magnitude) {
     for (auto& c : counts) c += sample(rng);
@@ -108,12 +96,14 @@ void DiscreteLaplace::add_to(std::span<std::int64_t> counts, RandomSource& rng, 
     }
   } batch{rng, {}};
   for (auto& c : counts) {
-    for (;;) {  // as in sample(rng, magnitude): |Y|, a fair sign, "-0" rejected
-      const std::uint64_t m = magnitude->sample(batch, rng);
+    // |Y| geometric with parameter a = exp(-s / t) (P(M = k) = (1 - a) a^k), a fair sign, and
+    // "-0" rejected: P(Y = y) is then proportional to a^|y|, as in the construction above.
+    for (;;) {
+      const std::uint64_t m = magnitude->sample(batch, rng);  // < 2^63: the sampler checks
       const std::uint64_t negative = batch.bit();
       if (negative && m == 0) [[unlikely]]
         continue;
-      c += static_cast<std::int64_t>((m ^ (0 - negative)) + negative);
+      c += static_cast<std::int64_t>((m ^ (0 - negative)) + negative);  // branch-free +-m
       break;
     }
   }

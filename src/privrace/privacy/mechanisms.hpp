@@ -23,10 +23,9 @@ class DiscreteLaplace {
   explicit DiscreteLaplace(double scale);
   // The Bernoulli(exp) construction: no set-up cost, about 150 ns a draw.
   std::int64_t sample(RandomSource& rng) const;
-  // Same distribution from the table-inversion sampler of |Y| (exact_geometric.hpp): tens of
-  // milliseconds to set up, a few nanoseconds a draw. Null when the scale is below 1.
+  // The table-inversion sampler of |Y| (exact_geometric.hpp) for add_to: same distribution,
+  // tens of milliseconds to set up, about ten nanoseconds a draw. Null when the scale is below 1.
   std::shared_ptr<const ExactGeometric> bulk_sampler() const;
-  std::int64_t sample(RandomSource& rng, const ExactGeometric& magnitude) const;
   // counts[i] += a fresh sample, for every i; the table sampler when `magnitude` is given.
   void add_to(std::span<std::int64_t> counts, RandomSource& rng, const ExactGeometric* magnitude) const;
   double scale() const { return static_cast<double>(t_) / static_cast<double>(s_); }  // the scale used
