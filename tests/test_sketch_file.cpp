@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "privrace/core/error.hpp"
-#include "privrace/core/huge_pages.hpp"
+#include "privrace/core/zeroed_pages.hpp"
 #include "privrace/io/sketch_file.hpp"
 #include "test_util.hpp"
 
@@ -121,9 +121,9 @@ TEST(SketchFileV1, OldFilesAreStillRead) {
   EXPECT_EQ(read_sketch_file(path).counts, counts);
 }
 
-TEST(HugePageAllocator, HandsOutZeroedMemoryAtEverySize) {
+TEST(ZeroedPageAllocator, HandsOutZeroedMemoryAtEverySize) {
   for (const std::size_t n : {std::size_t{10}, std::size_t{1} << 20, std::size_t{20} << 20}) {  // 80 B, 8 MiB, 160 MiB
-    std::vector<std::int64_t, HugePageAllocator<std::int64_t>> v(n);
+    std::vector<std::int64_t, ZeroedPageAllocator<std::int64_t>> v(n);
     std::int64_t any = 0;
     for (std::size_t i = 0; i < n; i += 511) any |= v[i];
     EXPECT_EQ(any | v.back(), 0) << n;

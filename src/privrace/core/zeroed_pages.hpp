@@ -49,13 +49,13 @@ inline void* allocate_zeroed_pages(std::size_t bytes) {
 }  // namespace detail
 
 template <typename T>
-struct HugePageAllocator {
+struct ZeroedPageAllocator {
   static_assert(std::is_trivially_default_constructible_v<T>, "zeroed memory stands in for value-initialisation");
   using value_type = T;
 
-  HugePageAllocator() = default;
+  ZeroedPageAllocator() = default;
   template <typename U>
-  HugePageAllocator(const HugePageAllocator<U>&) {}
+  ZeroedPageAllocator(const ZeroedPageAllocator<U>&) {}
 
   T* allocate(std::size_t n) {
     const std::size_t bytes = n * sizeof(T);
@@ -82,7 +82,7 @@ struct HugePageAllocator {
   }
 
   template <typename U>
-  bool operator==(const HugePageAllocator<U>&) const { return true; }
+  bool operator==(const ZeroedPageAllocator<U>&) const { return true; }
 
  private:
   static std::size_t rounded(std::size_t bytes) { return (bytes + detail::kHugePage - 1) / detail::kHugePage * detail::kHugePage; }

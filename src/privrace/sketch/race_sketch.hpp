@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "privrace/core/huge_pages.hpp"
+#include "privrace/core/zeroed_pages.hpp"
 #include "privrace/core/types.hpp"
 #include "privrace/lsh/column_hash.hpp"
 #include "privrace/lsh/family.hpp"
@@ -87,7 +87,7 @@ class RaceSketch {
   std::size_t rows_, width_;
   std::vector<ColumnHash> columns_;
   bool direct_columns_ = false;
-  std::vector<std::int64_t, HugePageAllocator<std::int64_t>> counts_;
+  std::vector<std::int64_t, ZeroedPageAllocator<std::int64_t>> counts_;
   nlohmann::json privacy_ = {{"private", false}};
 };
 

@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "privrace/core/error.hpp"
-#include "privrace/core/huge_pages.hpp"
+#include "privrace/core/zeroed_pages.hpp"
 #include "privrace/core/random.hpp"
 
 namespace privrace {
@@ -139,7 +139,7 @@ BuildReport build_set_sketch(RaceSketch& sketch, const SetCollection& sets, cons
   chunk = std::min(chunk, std::max<std::size_t>(n, 1));
   chunk = (chunk + mb - 1) / mb * mb;
   // Phase 1 writes R rows far apart for every mini batch (the allocator's page policy).
-  std::vector<std::uint32_t, HugePageAllocator<std::uint32_t>> cols_mem(R * chunk);
+  std::vector<std::uint32_t, ZeroedPageAllocator<std::uint32_t>> cols_mem(R * chunk);
   std::uint32_t* const cols = cols_mem.data();
   // Empty sets all get the same code in every row: they are counted and added in bulk (many
   // R-MAT nodes are isolated; each would otherwise cost R increments).
