@@ -1,0 +1,432 @@
+#include "privrace/ldp/erm.hpp"
+
+#include <omp.h>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numbers>
+
+#include "privrace/core/error.hpp"
+#include "privrace/ldp/protocols.hpp"
+#include "privrace/privacy/mechanisms.hpp"
+
+namespace privrace::ldp {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+double dot(const double* a, const double* b, std::size_t p) {
+  double s = 0;
+  for (std::size_t j = 0; j < p; ++j) s += a[j] * b[j];
+  return s;
+}
+// log(1 + e^z) without overflow.
+double softplus(double z) { return z > 0 ? z + std::log1p(std::exp(-z)) : std::log1p(std::exp(z)); }
+constexpr std::size_t kRiskBlock = 1u << 14;
+}  // namespace
+
+Loss parse_loss(const std::string& name) {
+  if (name == "logistic") return Loss::Logistic;
+  if (name == "squared") return Loss::Squared;
+  throw UsageError("loss '" + name + "': expected logistic or squared");
+}
+std::string loss_name(Loss loss) { return loss == Loss::Logistic ? "logistic" : "squared"; }
+
+void ErmProblem::validate() const {
+  if (p < 1) throw UsageError("ERM: p = " + std::to_string(p) + ", expected p >= 1");
+  if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi)
+    throw UsageError("ERM: the constraint set [" + std::to_string(lo) + ", " + std::to_string(hi) + "]^" +
+                     std::to_string(p) + " is empty (need finite lo <= hi)");
+}
+double ErmProblem::radius() const { return std::max(std::abs(lo), std::abs(hi)); }
+double ErmProblem::diameter() const { return (hi - lo) * std::sqrt(static_cast<double>(p)); }
+double ErmProblem::loss_bound() const {
+  const double m = radius() * std::sqrt(static_cast<double>(p));
+  return kind == Loss::Logistic ? softplus(m) : (1 + m) * (1 + m);
+}
+double ErmProblem::gradient_bound() const {
+  const double m = radius() * std::sqrt(static_cast<double>(p));
+  return kind == Loss::Logistic ? 1.0 : 2 * (1 + m);
+}
+double ErmProblem::loss(const double* theta, const double* x, double y) const {
+  const double z = dot(theta, x, static_cast<std::size_t>(p));
+  if (kind == Loss::Logistic) return softplus(-y * z);
+  return (y - z) * (y - z);
+}
+double ErmProblem::loss_gradient(const double* theta, const double* x, double y, double* grad) const {
+  const double z = dot(theta, x, static_cast<std::size_t>(p));
+  double l, c;
+  if (kind == Loss::Logistic) {
+    l = softplus(-y * z);
+    c = -y / (1 + std::exp(y * z));  // d/dz log(1 + e^{-yz})
+  } else {
+    l = (y - z) * (y - z);
+    c = -2 * (y - z);
+  }
+  for (int j = 0; j < p; ++j) grad[j] = c * x[j];
+  return l;
+}
+void ErmProblem::theta_from_unit(const double* t, double* theta) const {
+  for (int j = 0; j < p; ++j) theta[j] = lo + (hi - lo) * t[j];
+}
+
+Players generate_players(Loss loss, std::size_t n, std::size_t p, std::uint64_t seed, double theta_scale) {
+  Players out;
+  out.p = p;
+  out.x.resize(n * p);
+  out.y.resize(n);
+  std::vector<double> theta0(p);
+  for (std::size_t j = 0; j < p; ++j) theta0[j] = theta_scale * (j == 0 ? 1.0 : (j % 2 ? -1.0 : 1.0) * (1.0 - 0.2 * j));
+  const std::int64_t blocks = static_cast<std::int64_t>((n + kRiskBlock - 1) / kRiskBlock);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    SeededRandom rng(derive_seed(seed, static_cast<std::uint64_t>(b)));
+    const std::size_t end = std::min(n, (static_cast<std::size_t>(b) + 1) * kRiskBlock);
+    for (std::size_t i = static_cast<std::size_t>(b) * kRiskBlock; i < end; ++i) {
+      double* x = out.x.data() + i * p;
+      double norm2 = 0;
+      for (std::size_t j = 0; j < p; ++j) {
+        x[j] = sample_normal(rng);
+        norm2 += x[j] * x[j];
+      }
+      // uniform in the unit ball: a uniform direction times U^(1/p)
+      const double r = std::pow(rng.open_unit(), 1.0 / static_cast<double>(p)) / std::sqrt(norm2);
+      for (std::size_t j = 0; j < p; ++j) x[j] *= r;
+      const double z = dot(theta0.data(), x, p);
+      if (loss == Loss::Logistic) out.y[i] = rng.unit() < 1 / (1 + std::exp(-z)) ? 1.0 : -1.0;
+      else out.y[i] = std::clamp(z + 0.1 * sample_normal(rng), -1.0, 1.0);
+    }
+  }
+  return out;
+}
+
+Players resample_players(const std::vector<double>& x, const std::vector<double>& y, std::size_t p, std::size_t n,
+                         std::uint64_t seed) {
+  const std::size_t rows = y.size();
+  if (rows == 0 || x.size() != rows * p) throw UsageError("resample_players: empty table or wrong shape");
+  Players out;
+  out.p = p;
+  out.x.resize(n * p);
+  out.y.resize(n);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) {
+    const std::size_t r = public_coordinate(seed, static_cast<std::uint64_t>(i), rows);
+    std::copy_n(x.data() + r * p, p, out.x.data() + static_cast<std::size_t>(i) * p);
+    out.y[static_cast<std::size_t>(i)] = y[r];
+  }
+  return out;
+}
+
+std::size_t clip_to_unit_ball(Players& players, bool clip, const std::string& source) {
+  std::size_t clipped = 0;
+  for (std::size_t i = 0; i < players.size(); ++i) {
+    double* x = players.x.data() + i * players.p;
+    const double norm = std::sqrt(dot(x, x, players.p));
+    const bool bad_x = norm > 1 + 1e-12, bad_y = std::abs(players.y[i]) > 1;
+    if (!bad_x && !bad_y) continue;
+    if (!clip)
+      throw InputError(source + ": row " + std::to_string(i) + ": " +
+                       (bad_x ? "||x|| = " + std::to_string(norm) : "|y| = " + std::to_string(players.y[i])) +
+                       ", expected records in the unit ball (||x|| <= 1, |y| <= 1); set clip to clip them");
+    if (bad_x)
+      for (std::size_t j = 0; j < players.p; ++j) x[j] /= norm;
+    players.y[i] = std::clamp(players.y[i], -1.0, 1.0);
+    ++clipped;
+  }
+  players.clipped += clipped;
+  return clipped;
+}
+
+double empirical_risk(const ErmProblem& problem, const Players& players, const double* theta, int threads) {
+  const std::size_t n = players.size();
+  const std::size_t blocks = (n + kRiskBlock - 1) / kRiskBlock;
+  std::vector<double> partial(blocks, 0.0);
+  if (threads <= 0) threads = omp_get_max_threads();
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (std::int64_t b = 0; b < static_cast<std::int64_t>(blocks); ++b) {
+    const std::size_t end = std::min(n, (static_cast<std::size_t>(b) + 1) * kRiskBlock);
+    double s = 0;
+    for (std::size_t i = static_cast<std::size_t>(b) * kRiskBlock; i < end; ++i)
+      s += problem.loss(theta, players.row(i), players.y[i]);
+    partial[static_cast<std::size_t>(b)] = s;
+  }
+  double s = 0;
+  for (double v : partial) s += v;  // fixed order: thread-invariant
+  return n ? s / static_cast<double>(n) : 0.0;
+}
+
+namespace {
+// Risk, gradient and Hessian in fixed blocks (thread-invariant).
+double risk_derivatives(const ErmProblem& pr, const Players& pl, const double* theta, Eigen::VectorXd& g,
+                        Eigen::MatrixXd& H, int threads) {
+  const std::size_t n = pl.size(), p = static_cast<std::size_t>(pr.p);
+  const std::size_t blocks = (n + kRiskBlock - 1) / kRiskBlock;
+  const std::size_t stride = 1 + p + p * p;
+  std::vector<double> partial(blocks * stride, 0.0);
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (std::int64_t b = 0; b < static_cast<std::int64_t>(blocks); ++b) {
+    double* acc = partial.data() + static_cast<std::size_t>(b) * stride;
+    const std::size_t end = std::min(n, (static_cast<std::size_t>(b) + 1) * kRiskBlock);
+    for (std::size_t i = static_cast<std::size_t>(b) * kRiskBlock; i < end; ++i) {
+      const double* x = pl.row(i);
+      const double y = pl.y[i], z = dot(theta, x, p);
+      double l, c, c2;
+      if (pr.kind == Loss::Logistic) {
+        l = softplus(-y * z);
+        const double s = 1 / (1 + std::exp(y * z));
+        c = -y * s;
+        c2 = s * (1 - s);
+      } else {
+        l = (y - z) * (y - z);
+        c = -2 * (y - z);
+        c2 = 2;
+      }
+      acc[0] += l;
+      for (std::size_t j = 0; j < p; ++j) {
+        acc[1 + j] += c * x[j];
+        for (std::size_t q = 0; q < p; ++q) acc[1 + p + j * p + q] += c2 * x[j] * x[q];
+      }
+    }
+  }
+  std::vector<double> tot(stride, 0.0);
+  for (std::size_t b = 0; b < blocks; ++b)
+    for (std::size_t j = 0; j < stride; ++j) tot[j] += partial[b * stride + j];
+  const double inv = n ? 1.0 / static_cast<double>(n) : 0.0;
+  g.resize(static_cast<Eigen::Index>(p));
+  H.resize(static_cast<Eigen::Index>(p), static_cast<Eigen::Index>(p));
+  for (std::size_t j = 0; j < p; ++j) {
+    g(static_cast<Eigen::Index>(j)) = tot[1 + j] * inv;
+    for (std::size_t q = 0; q < p; ++q)
+      H(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(q)) = tot[1 + p + j * p + q] * inv;
+  }
+  return tot[0] * inv;
+}
+}  // namespace
+
+ErmResult nonprivate_erm(const ErmProblem& problem, const Players& players, int threads) {
+  problem.validate();
+  const auto t0 = std::chrono::steady_clock::now();
+  if (threads <= 0) threads = omp_get_max_threads();
+  const int p = problem.p;
+  Eigen::VectorXd theta = Eigen::VectorXd::Constant(p, std::clamp(0.0, problem.lo, problem.hi)), g;
+  Eigen::MatrixXd H;
+  double f = risk_derivatives(problem, players, theta.data(), g, H, threads);
+  for (int it = 0; it < 100; ++it) {
+    // Active set: coordinates at a bound whose gradient pushes outward stay fixed.
+    std::vector<int> free;
+    for (int j = 0; j < p; ++j) {
+      const bool at_lo = theta(j) <= problem.lo && g(j) > 0, at_hi = theta(j) >= problem.hi && g(j) < 0;
+      if (!at_lo && !at_hi) free.push_back(j);
+    }
+    double gmap = 0;  // norm of the projected-gradient mapping
+    for (int j = 0; j < p; ++j) gmap = std::max(gmap, std::abs(std::clamp(theta(j) - g(j), problem.lo, problem.hi) - theta(j)));
+    if (gmap < 1e-12 || free.empty()) break;
+    Eigen::VectorXd dir = Eigen::VectorXd::Zero(p);
+    {
+      const int m = static_cast<int>(free.size());
+      Eigen::MatrixXd Hf(m, m);
+      Eigen::VectorXd gf(m);
+      for (int a = 0; a < m; ++a) {
+        gf(a) = g(free[a]);
+        for (int b = 0; b < m; ++b) Hf(a, b) = H(free[a], free[b]);
+      }
+      Hf.diagonal().array() += 1e-12;
+      const Eigen::VectorXd d = -Hf.ldlt().solve(gf);
+      for (int a = 0; a < m; ++a) dir(free[a]) = d(a);
+    }
+    double step = 1.0;
+    Eigen::VectorXd next;
+    double fn = f;
+    for (int ls = 0; ls < 60; ++ls, step *= 0.5) {
+      next = theta + step * dir;
+      for (int j = 0; j < p; ++j) next(j) = std::clamp(next(j), problem.lo, problem.hi);
+      fn = empirical_risk(problem, players, next.data(), threads);
+      if (fn <= f) break;
+    }
+    if (!(fn <= f)) break;
+    const double change = (next - theta).norm();
+    theta = next;
+    f = risk_derivatives(problem, players, theta.data(), g, H, threads);
+    if (change < 1e-13) break;
+  }
+  ErmResult r;
+  r.theta.assign(theta.data(), theta.data() + p);
+  r.risk = f;
+  r.server_seconds = seconds_since(t0);
+  return r;
+}
+
+namespace {
+struct Grid {
+  int k = 0, h = 0;
+  std::uint64_t points = 0;
+  std::vector<double> theta;  // points x p
+};
+Grid make_grid(const ErmProblem& pr, std::size_t n, double eps, const BernsteinOptions& o, bool one_bit) {
+  pr.validate();
+  check_epsilon(eps);
+  Grid g;
+  g.h = o.h > 0 ? o.h : pr.p;
+  g.k = o.k > 0 ? o.k : theorem3_degree(static_cast<double>(n), eps, pr.p, g.h, o.k_scale, one_bit);
+  // Per grid point: its theta (8p bytes), the server's coefficients and iterates (~4 x 8),
+  // and each thread's report counters (2 x 8).
+  const int threads = omp_get_max_threads();
+  check_grid(g.k, g.h, pr.p, 8.0 * pr.p + 32.0 + 16.0 * threads, o.max_bytes);
+  g.points = grid_points(g.k, pr.p);
+  g.theta.resize(g.points * static_cast<std::size_t>(pr.p));
+  std::vector<double> t(pr.p);
+  for (std::uint64_t i = 0; i < g.points; ++i) {
+    grid_point(i, g.k, pr.p, t.data());
+    pr.theta_from_unit(t.data(), g.theta.data() + i * static_cast<std::size_t>(pr.p));
+  }
+  return g;
+}
+
+ErmResult finish_bernstein(const ErmProblem& pr, const Players& pl, const Grid& g, const VectorEstimate& est,
+                           const BernsteinOptions& o, double player_seconds, int threads) {
+  ErmResult r;
+  r.k = g.k;
+  r.h = g.h;
+  r.grid_points = g.points;
+  r.player_seconds = player_seconds;
+  if (o.exact_grid_error) {  // simulation diagnostics only: the exact grid averages
+    const double b = pr.loss_bound();
+    for (std::uint64_t j = 0; j < g.points; ++j) {
+      const double exact = empirical_risk(pr, pl, g.theta.data() + j * static_cast<std::size_t>(pr.p), threads) / b;
+      r.max_grid_noise = std::max(r.max_grid_noise, std::abs(est.mean[j] - exact));
+    }
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  IteratedBernstein poly(pr.p, g.k, g.h, est.mean);
+  r.minimum = minimize(poly);
+  r.theta.resize(static_cast<std::size_t>(pr.p));
+  pr.theta_from_unit(r.minimum.t.data(), r.theta.data());
+  r.server_seconds = seconds_since(t0);
+  r.risk = empirical_risk(pr, pl, r.theta.data(), threads);
+  return r;
+}
+}  // namespace
+
+ErmResult ldp_bernstein(const ErmProblem& pr, const Players& pl, double eps, const BernsteinOptions& o,
+                        std::uint64_t seed, int threads) {
+  const Grid g = make_grid(pr, pl.size(), eps, o, false);
+  const double inv_b = 1.0 / pr.loss_bound();
+  const std::size_t p = static_cast<std::size_t>(pr.p);
+  const auto t0 = std::chrono::steady_clock::now();
+  const VectorEstimate est = laplace_average(
+      pl.size(), g.points, eps, seed,
+      [&](std::uint64_t i, std::span<double> u) {
+        const double* x = pl.row(i);
+        const double y = pl.y[i];
+        for (std::size_t j = 0; j < u.size(); ++j) u[j] = pr.loss(g.theta.data() + j * p, x, y) * inv_b;
+      },
+      threads);
+  return finish_bernstein(pr, pl, g, est, o, seconds_since(t0), threads <= 0 ? omp_get_max_threads() : threads);
+}
+
+ErmResult ldp_bernstein_1bit(const ErmProblem& pr, const Players& pl, double eps, const BernsteinOptions& o,
+                             std::uint64_t seed, int threads) {
+  const Grid g = make_grid(pr, pl.size(), eps, o, true);
+  const double inv_b = 1.0 / pr.loss_bound();
+  const std::size_t p = static_cast<std::size_t>(pr.p);
+  const auto t0 = std::chrono::steady_clock::now();
+  const VectorEstimate est = sampled_bit_average(
+      pl.size(), g.points, eps, derive_seed(seed, 0x9b1cULL), derive_seed(seed, 0x2015ULL),
+      [&](std::uint64_t i, std::size_t j) { return pr.loss(g.theta.data() + j * p, pl.row(i), pl.y[i]) * inv_b; },
+      threads);
+  return finish_bernstein(pr, pl, g, est, o, seconds_since(t0), threads <= 0 ? omp_get_max_threads() : threads);
+}
+
+ErmResult ldp_input_perturbation(const ErmProblem& pr, const Players& pl, double eps, std::uint64_t seed,
+                                 int threads) {
+  pr.validate();
+  check_epsilon(eps);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::size_t n = pl.size(), p = pl.p;
+  Players noisy = pl;
+  // x: L1 sensitivity sup ||x - x'||_1 = 2 sqrt p on the unit ball, eps/2 -> Lap(4 sqrt p / eps) per coordinate.
+  const double x_scale = 4.0 * std::sqrt(static_cast<double>(p)) / eps;
+  // y in [-1, 1]: sensitivity 2, eps/2 -> Lap(4 / eps); a sign y = +-1: randomised response with eps/2.
+  const double keep = 1.0 / (1.0 + std::exp(-eps / 2));
+  const std::size_t blocks = (n + kRiskBlock - 1) / kRiskBlock;
+  if (std::isfinite(eps)) {
+#pragma omp parallel for schedule(static) num_threads(threads <= 0 ? omp_get_max_threads() : threads)
+    for (std::int64_t b = 0; b < static_cast<std::int64_t>(blocks); ++b) {
+      SeededRandom rng(derive_seed(seed, static_cast<std::uint64_t>(b)));  // the block's players, in order
+      const std::size_t end = std::min(n, (static_cast<std::size_t>(b) + 1) * kRiskBlock);
+      for (std::size_t i = static_cast<std::size_t>(b) * kRiskBlock; i < end; ++i) {
+        for (std::size_t j = 0; j < p; ++j) noisy.x[i * p + j] += sample_laplace(rng, x_scale);
+        if (pr.kind == Loss::Logistic) noisy.y[i] = rng.unit() < keep ? pl.y[i] : -pl.y[i];
+        else noisy.y[i] += sample_laplace(rng, 4.0 / eps);
+      }
+    }
+  }
+  const double player_seconds = seconds_since(t0);
+  ErmResult r = nonprivate_erm(pr, noisy, threads);  // the server's fit to the reports
+  r.player_seconds = player_seconds;
+  r.risk = empirical_risk(pr, pl, r.theta.data(), threads);
+  return r;
+}
+
+double djw_l2_scale(std::size_t d, double L, double eps) {
+  const double dd = static_cast<double>(d);
+  return L * (std::exp(eps) + 1) / (std::exp(eps) - 1) * std::sqrt(std::numbers::pi) *
+         std::exp(std::lgamma((dd + 1) / 2) - std::lgamma(dd / 2));
+}
+
+void djw_l2_privatize(const double* g, std::size_t d, double L, double eps, RandomSource& rng, double* out) {
+  // 1. v = +-L g/||g|| with P(+) = 1/2 + ||g|| / (2L): E[v] = g.
+  double norm = 0;
+  for (std::size_t j = 0; j < d; ++j) norm += g[j] * g[j];
+  norm = std::sqrt(norm);
+  std::vector<double> dir(d);
+  if (norm > 0)
+    for (std::size_t j = 0; j < d; ++j) dir[j] = g[j] / norm;
+  else
+    dir[0] = 1;
+  const double sign = rng.unit() < 0.5 + std::min(norm, L) / (2 * L) ? 1.0 : -1.0;
+  // 2. U uniform on the sphere, on the hemisphere of sign*dir with probability e^eps/(1+e^eps):
+  // the output density takes two values whose ratio is e^eps, so the report is eps-LDP.
+  // E[U | hemisphere] = dir E|U_1| = dir Gamma(d/2) / (sqrt(pi) Gamma((d+1)/2)), hence the scale B.
+  double un = 0, side = 0;
+  for (std::size_t j = 0; j < d; ++j) {
+    out[j] = sample_normal(rng);
+    un += out[j] * out[j];
+    side += out[j] * dir[j] * sign;
+  }
+  un = std::sqrt(un);
+  const bool toward = rng.unit() < 1.0 / (1.0 + std::exp(-eps));
+  const double flip = ((side >= 0) == toward) ? 1.0 : -1.0;
+  const double B = djw_l2_scale(d, L, eps);
+  for (std::size_t j = 0; j < d; ++j) out[j] = flip * B * out[j] / un;
+}
+
+ErmResult ldp_sgd(const ErmProblem& pr, const Players& pl, double eps, std::uint64_t seed) {
+  pr.validate();
+  check_epsilon(eps);
+  if (std::isinf(eps)) throw UsageError("ldp_sgd: needs a finite epsilon");
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::size_t p = static_cast<std::size_t>(pr.p), n = pl.size();
+  const double L = pr.gradient_bound(), B = djw_l2_scale(p, L, eps), D = pr.diameter();
+  std::vector<double> theta(p, std::clamp(0.0, pr.lo, pr.hi)), avg(p, 0.0), grad(p), z(p);
+  SeededRandom rng(derive_seed(seed, 0x56dULL));  // interactive: one pass in player order
+  for (std::size_t t = 0; t < n; ++t) {
+    pr.loss_gradient(theta.data(), pl.row(t), pl.y[t], grad.data());
+    djw_l2_privatize(grad.data(), p, L, eps, rng, z.data());
+    const double step = D / (B * std::sqrt(static_cast<double>(t + 1)));
+    for (std::size_t j = 0; j < p; ++j) {
+      theta[j] = std::clamp(theta[j] - step * z[j], pr.lo, pr.hi);
+      avg[j] += (theta[j] - avg[j]) / static_cast<double>(t + 1);
+    }
+  }
+  ErmResult r;
+  r.theta = avg;
+  r.player_seconds = seconds_since(t0);
+  r.risk = empirical_risk(pr, pl, r.theta.data());
+  return r;
+}
+
+}  // namespace privrace::ldp

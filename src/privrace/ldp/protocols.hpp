@@ -1,0 +1,114 @@
+#pragma once
+// Simulated non-interactive LDP protocols over n players (templates: the player's value
+// function is inlined into the per-player loop).
+//
+// Reproducible, parallel and thread-invariant: player i's randomness is her own stream
+// (derive_seed(seed, i)); players are processed in fixed blocks by OpenMP threads, each
+// thread sums integer reports (lattice values + discrete Laplace noise, or bits) into its own
+// counters, and the counters are merged by integer addition. The server's estimate is thus
+// bit-identical for any thread count and schedule.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "privrace/core/random.hpp"
+#include "privrace/ldp/randomizers.hpp"
+
+namespace privrace::ldp {
+
+// The server's view: per coordinate, the estimate of the players' mean value u in [0, 1].
+struct VectorEstimate {
+  std::vector<double> mean;
+  std::vector<std::uint64_t> reports;  // how many reports each coordinate received
+  std::uint64_t players = 0;
+};
+
+// Public coins of the Bassily-Smith transform: the coordinate player i is asked about.
+inline std::size_t public_coordinate(std::uint64_t public_seed, std::uint64_t player, std::size_t d) {
+  const std::uint64_t w = derive_seed(public_seed, player);
+  return static_cast<std::size_t>((static_cast<unsigned __int128>(w) * d) >> 64);
+}
+
+// Algorithm 1 (d = 1) and Algorithm 2's collection (d = (k+1)^p): every player sends all d
+// values through LaplaceRandomizer with eps / d each. fill(i, span<double> u) writes player
+// i's d values in [0, 1].
+template <class Fill>
+VectorEstimate laplace_average(std::uint64_t n, std::size_t d, double eps, std::uint64_t seed, Fill&& fill,
+                               int threads = 0) {
+  const LaplaceRandomizer rnd(eps, d);
+  if (threads <= 0) threads = omp_get_max_threads();
+  std::vector<std::int64_t> total(d, 0);
+  constexpr std::uint64_t kBlock = 1024;
+  const std::int64_t blocks = static_cast<std::int64_t>((n + kBlock - 1) / kBlock);
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<std::int64_t> sum(d, 0), report(d);
+    std::vector<double> u(d);
+#pragma omp for schedule(dynamic, 4)
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::uint64_t end = std::min<std::uint64_t>(n, (static_cast<std::uint64_t>(b) + 1) * kBlock);
+      for (std::uint64_t i = static_cast<std::uint64_t>(b) * kBlock; i < end; ++i) {
+        fill(i, std::span<double>(u));
+        SeededRandom rng(derive_seed(seed, i));  // player i's own stream
+        rnd.report(u, report, rng);
+        for (std::size_t j = 0; j < d; ++j) sum[j] += report[j];
+      }
+    }
+#pragma omp critical(privrace_ldp_merge)
+    for (std::size_t j = 0; j < d; ++j) total[j] += sum[j];
+  }
+  VectorEstimate est;
+  est.players = n;
+  est.mean.resize(d);
+  est.reports.assign(d, n);
+  for (std::size_t j = 0; j < d; ++j)
+    est.mean[j] = n ? rnd.decode(static_cast<double>(total[j]), static_cast<double>(n)) : 0.5;
+  return est;
+}
+
+// LDP-AVG of Lemma 2 (Nissim & Stemmer's sampled-coordinate average) in its 1-bit,
+// O(1)-work form (Bassily-Smith, Algorithm 3): player i is assigned coordinate
+// j_i = public_coordinate(public_seed, i, d) by public coins, computes only u_i(j_i), and sends
+// one BitRandomizer bit with the whole eps. The server debiases the fraction of ones among
+// the players of each coordinate; a coordinate nobody drew gets 1/2 (no information).
+// value(i, j) returns player i's value at coordinate j in [0, 1].
+template <class Value>
+VectorEstimate sampled_bit_average(std::uint64_t n, std::size_t d, double eps, std::uint64_t public_seed,
+                                   std::uint64_t noise_seed, Value&& value, int threads = 0) {
+  const BitRandomizer rnd(eps);
+  if (threads <= 0) threads = omp_get_max_threads();
+  std::vector<std::uint64_t> ones(d, 0), count(d, 0);
+  constexpr std::uint64_t kBlock = 1u << 14;
+  const std::int64_t blocks = static_cast<std::int64_t>((n + kBlock - 1) / kBlock);
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<std::uint64_t> my_ones(d, 0), my_count(d, 0);
+#pragma omp for schedule(dynamic, 4)
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::uint64_t end = std::min<std::uint64_t>(n, (static_cast<std::uint64_t>(b) + 1) * kBlock);
+      for (std::uint64_t i = static_cast<std::uint64_t>(b) * kBlock; i < end; ++i) {
+        const std::size_t j = public_coordinate(public_seed, i, d);
+        const bool bit = rnd.report(value(i, j), derive_seed(noise_seed, i));  // player i's one word
+        my_ones[j] += bit;
+        ++my_count[j];
+      }
+    }
+#pragma omp critical(privrace_ldp_merge)
+    for (std::size_t j = 0; j < d; ++j) {
+      ones[j] += my_ones[j];
+      count[j] += my_count[j];
+    }
+  }
+  VectorEstimate est;
+  est.players = n;
+  est.mean.resize(d);
+  est.reports = count;
+  for (std::size_t j = 0; j < d; ++j)
+    est.mean[j] = count[j] ? rnd.debias(static_cast<double>(ones[j]) / static_cast<double>(count[j])) : 0.5;
+  return est;
+}
+
+}  // namespace privrace::ldp

@@ -1,0 +1,328 @@
+// Local-DP randomisers, the iterated Bernstein polynomial and the LDP-ERM protocols.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "privrace/core/error.hpp"
+#include "privrace/ldp/bernstein.hpp"
+#include "privrace/ldp/erm.hpp"
+#include "privrace/ldp/protocols.hpp"
+#include "privrace/ldp/randomizers.hpp"
+#include "test_util.hpp"
+
+using namespace privrace;
+using namespace privrace::ldp;
+
+namespace {
+const double kInf = std::numeric_limits<double>::infinity();
+}
+
+TEST(LdpRandomizer, BitRandomizerSpendsAtMostEpsilonAndMatchesItsDensity) {
+  for (double eps : {0.1, 0.5, 1.0, 4.0}) {
+    const BitRandomizer r(eps);
+    EXPECT_LE(r.effective_epsilon(), eps);
+    EXPECT_GT(r.effective_epsilon(), eps - 1e-12);
+    EXPECT_NEAR(r.p_hi(), std::exp(eps) / (1 + std::exp(eps)), 1e-14);
+  }
+  // Seeded chi-square (2 cells) of the bit at u = 0.3 and unbiasedness of the debiased mean.
+  const BitRandomizer r(1.0);
+  const double u = 0.3;
+  const std::uint64_t n = 400000;
+  std::uint64_t ones = 0;
+  for (std::uint64_t i = 0; i < n; ++i) ones += r.report(u, derive_seed(77, i));
+  const double q = r.prob_one(u), e1 = q * n, e0 = (1 - q) * n;
+  const double chi = (ones - e1) * (ones - e1) / e1 + ((n - ones) - e0) * ((n - ones) - e0) / e0;
+  EXPECT_LT(chi, privrace::testing::chi_square_critical(1));
+  const double est = r.debias(static_cast<double>(ones) / n);
+  EXPECT_NEAR(est, u, 5 * std::sqrt(r.report_variance(u) / n));
+  EXPECT_THROW(BitRandomizer(0.0), UsageError);
+  EXPECT_THROW(BitRandomizer(-1.0), UsageError);
+  EXPECT_THROW(BitRandomizer(std::nan("")), UsageError);
+}
+
+TEST(LdpRandomizer, LaplaceReportIsLatticeValuePlusDiscreteLaplace) {
+  // A value on the lattice is not rounded: report - L u must follow the discrete Laplace of
+  // scale L * reports / eps.
+  const std::uint64_t L = 16, reports = 2;
+  const double eps = 1.0;
+  const LaplaceRandomizer r(eps, reports, L);
+  const DiscreteLaplace ref(static_cast<double>(L * reports) / eps);
+  EXPECT_DOUBLE_EQ(r.noise_scale(), ref.scale());
+  std::map<long long, long long> hist;
+  const long long total = 200000;
+  SeededRandom rng(5);
+  const double u[2] = {0.25, 0.75};
+  std::int64_t out[2];
+  for (long long i = 0; i < total / 2; ++i) {
+    r.report(u, out, rng);
+    ++hist[out[0] - 4];
+    ++hist[out[1] - 12];
+  }
+  const auto [stat, df] = privrace::testing::chi_square(hist, [&](long long y) { return ref.pmf(y); }, -200, 200, total);
+  EXPECT_LT(stat, privrace::testing::chi_square_critical(df)) << "df " << df;
+}
+
+TEST(LdpRandomizer, Algorithm1AverageIsUnbiasedAndThreadInvariant) {
+  const std::uint64_t n = 200000;
+  auto value = [](std::uint64_t i) { return std::fmod(0.37 * static_cast<double>(i) + 0.1, 1.0); };
+  double exact = 0;
+  for (std::uint64_t i = 0; i < n; ++i) exact += value(i);
+  exact /= n;
+  auto run = [&](int threads) {
+    return laplace_average(n, 1, 1.0, 99, [&](std::uint64_t i, std::span<double> u) { u[0] = value(i); }, threads);
+  };
+  const VectorEstimate e1 = run(1), e2 = run(2), e3 = run(3);
+  EXPECT_EQ(e1.mean, e2.mean);
+  EXPECT_EQ(e1.mean, e3.mean);
+  const LaplaceRandomizer r(1.0, 1);
+  EXPECT_NEAR(e1.mean[0], exact, 5 * std::sqrt(r.report_variance() / n));
+  EXPECT_THROW(laplace_average(n, 1, 0.0, 1, [](std::uint64_t, std::span<double>) {}), UsageError);
+}
+
+TEST(LdpRandomizer, SampledBitAverageOfLemma2IsUnbiasedAndThreadInvariant) {
+  const std::uint64_t n = 1000000;
+  const std::size_t d = 6;
+  auto value = [](std::uint64_t i, std::size_t j) {
+    return 0.5 + 0.4 * std::sin(static_cast<double>(i % 1000) * 0.01 + static_cast<double>(j));
+  };
+  std::vector<double> exact(d, 0.0);
+  for (std::uint64_t i = 0; i < 1000; ++i)
+    for (std::size_t j = 0; j < d; ++j) exact[j] += value(i, j) / 1000;  // value is periodic in i with period 1000
+  const VectorEstimate a = sampled_bit_average(n, d, 2.0, 11, 12, value, 1);
+  const VectorEstimate b = sampled_bit_average(n, d, 2.0, 11, 12, value, 2);
+  const VectorEstimate c = sampled_bit_average(n, d, 2.0, 11, 12, value, 3);
+  EXPECT_EQ(a.mean, b.mean);
+  EXPECT_EQ(a.mean, c.mean);
+  const BitRandomizer r(2.0);
+  std::uint64_t total = 0;
+  for (std::size_t j = 0; j < d; ++j) {
+    total += a.reports[j];
+    EXPECT_NEAR(static_cast<double>(a.reports[j]), static_cast<double>(n) / d, 5 * std::sqrt(static_cast<double>(n) / d));
+    // Var of a debiased bit <= 1 / (4 gap^2); plus the sampling of which players land here.
+    const double sd = std::sqrt(r.report_variance(0.5) / static_cast<double>(a.reports[j]) + 0.16 / a.reports[j]);
+    EXPECT_NEAR(a.mean[j], exact[j], 5 * sd) << j;
+  }
+  EXPECT_EQ(total, n);
+}
+
+TEST(LdpRandomizer, OneBitProtocolIsUnbiasedOverRepetitions) {
+  // The mean over 400 independent runs (fresh public and private coins) of a small protocol
+  // matches the exact average: unbiasedness, not just consistency.
+  const std::uint64_t n = 2000;
+  const std::size_t d = 3;
+  auto value = [](std::uint64_t i, std::size_t j) { return static_cast<double>((i * 7 + j * 3) % 11) / 10.0; };
+  std::vector<double> exact(d, 0.0);
+  for (std::uint64_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < d; ++j) exact[j] += value(i, j) / n;
+  std::vector<double> avg(d, 0.0), sq(d, 0.0);
+  const int reps = 400;
+  for (int rep = 0; rep < reps; ++rep) {
+    const VectorEstimate e = sampled_bit_average(n, d, 1.0, 1000 + rep, 5000 + rep, value, 1);
+    for (std::size_t j = 0; j < d; ++j) {
+      avg[j] += e.mean[j] / reps;
+      sq[j] += e.mean[j] * e.mean[j] / reps;
+    }
+  }
+  for (std::size_t j = 0; j < d; ++j) {
+    const double sd = std::sqrt((sq[j] - avg[j] * avg[j]) / reps);
+    EXPECT_NEAR(avg[j], exact[j], 5 * sd) << j;
+  }
+}
+
+TEST(LdpBernstein, ReproducesMultilinearFunctionsExactlyAndQuadraticsByFormula) {
+  for (int h : {1, 2, 4}) {
+    const int k = 5;
+    std::vector<double> F;
+    double t[2];
+    for (std::uint64_t i = 0; i < grid_points(k, 2); ++i) {
+      grid_point(i, k, 2, t);
+      F.push_back(1 + 2 * t[0] - t[1] + 3 * t[0] * t[1]);
+    }
+    const IteratedBernstein P(2, k, h, F);
+    for (double a : {0.0, 0.13, 0.5, 0.91})
+      for (double b : {0.0, 0.27, 1.0}) {
+        const double x[2] = {a, b};
+        EXPECT_NEAR(P(x), 1 + 2 * a - b + 3 * a * b, 1e-12);
+      }
+  }
+  // B_k^(h)(t^2) = t^2 + t(1-t)/k^h exactly ((I - B_k) t^2 = -t(1-t)/k, (I - B_k) t(1-t) = t(1-t)/k).
+  for (int h : {1, 2, 3})
+    for (int k : {3, 8}) {
+      std::vector<double> F;
+      for (int v = 0; v <= k; ++v) F.push_back(std::pow(static_cast<double>(v) / k, 2));
+      const IteratedBernstein P(1, k, h, F);
+      for (double a : {0.1, 0.4, 0.77}) EXPECT_NEAR(P(std::span<const double>(&a, 1)), a * a + a * (1 - a) / std::pow(k, h), 1e-12);
+    }
+  // Polynomials of degree <= k are reproduced as h grows (the iterates converge to interpolation).
+  const int k = 4;
+  std::vector<double> F;
+  auto cubic = [](double x) { return 0.3 - x + 2 * x * x - 1.5 * x * x * x; };
+  for (int v = 0; v <= k; ++v) F.push_back(cubic(static_cast<double>(v) / k));
+  const IteratedBernstein P(1, k, 80, F);
+  for (double a : {0.05, 0.33, 0.8}) EXPECT_NEAR(P(std::span<const double>(&a, 1)), cubic(a), 1e-10);
+}
+
+TEST(LdpBernstein, ApproximationErrorFallsAtTheorem2Rate) {
+  auto f = [](double x) { return std::exp(std::sin(3 * x)); };
+  for (int h : {1, 2, 3}) {
+    std::vector<double> logk, loge;
+    for (int k : {64, 128, 256}) {  // the O(k^-h) regime of Theorem 2 (pre-asymptotic below)
+      std::vector<double> F;
+      for (int v = 0; v <= k; ++v) F.push_back(f(static_cast<double>(v) / k));
+      const IteratedBernstein P(1, k, h, F);
+      const std::vector<double> vals = P.evaluate_grid(401);
+      double err = 0;
+      for (int i = 0; i < 401; ++i) err = std::max(err, std::abs(vals[i] - f(i / 400.0)));
+      logk.push_back(std::log(k));
+      loge.push_back(std::log(err));
+    }
+    const double slope = (loge.back() - loge.front()) / (logk.back() - logk.front());
+    EXPECT_LT(slope, -h + 0.3) << "h = " << h;  // O(k^-h): measured -1.0, -1.9, -2.8
+    EXPECT_GT(slope, -h - 1.0) << "h = " << h;
+  }
+}
+
+TEST(LdpBernstein, MinimiserOfAPolynomialIsFound) {
+  const int k = 6;
+  std::vector<double> F;
+  double t[2];
+  for (std::uint64_t i = 0; i < grid_points(k, 2); ++i) {
+    grid_point(i, k, 2, t);
+    F.push_back((t[0] - 0.3) * (t[0] - 0.3) + (t[1] - 0.65) * (t[1] - 0.65));
+  }
+  // Plain Bernstein of this quadratic is itself + sum t(1-t)/k: minimiser known in closed form,
+  // (x - 0.3)^2 + x(1-x)/k minimised at x = (0.6 - 1/k) / (2 - 2/k).
+  const IteratedBernstein P(2, k, 1, F);
+  const PolynomialMinimum m = minimize(P, 33);
+  EXPECT_NEAR(m.t[0], (0.6 - 1.0 / k) / (2 - 2.0 / k), 1e-6);
+  EXPECT_NEAR(m.t[1], (1.3 - 1.0 / k) / (2 - 2.0 / k), 1e-6);
+  EXPECT_GT(m.grid_error_bound, 0);
+}
+
+namespace {
+ErmProblem logistic_problem(int p) {
+  ErmProblem pr;
+  pr.kind = Loss::Logistic;
+  pr.p = p;
+  pr.lo = -3;
+  pr.hi = 3;
+  return pr;
+}
+}  // namespace
+
+TEST(LdpErm, Algorithm2AtInfiniteEpsilonFindsTheLogisticMinimiserWithinGridResolution) {
+  for (int p : {1, 2}) {
+    const ErmProblem pr = logistic_problem(p);
+    const Players pl = generate_players(Loss::Logistic, 20000, p, 3, 1.5);
+    const ErmResult opt = nonprivate_erm(pr, pl, 2);
+    BernsteinOptions o;
+    o.k = p == 1 ? 24 : 12;
+    o.h = 3;
+    const ErmResult r = ldp_bernstein(pr, pl, kInf, o, 8, 2);
+    for (int j = 0; j < p; ++j) EXPECT_NEAR(r.theta[j], opt.theta[j], (pr.hi - pr.lo) / o.k) << "p " << p;
+    EXPECT_LT(r.risk - opt.risk, 1e-3);
+    EXPECT_GE(r.risk - opt.risk, -1e-12);
+    EXPECT_LT(r.max_grid_noise, 1e-4);  // only the 2^-16 lattice rounding
+  }
+}
+
+TEST(LdpErm, ResultsAreIdenticalForOneTwoAndThreeThreads) {
+  const ErmProblem pr = logistic_problem(2);
+  const Players pl = generate_players(Loss::Logistic, 30000, 2, 4, 1.5);
+  BernsteinOptions o;
+  o.k = 6;
+  o.exact_grid_error = false;
+  const ErmResult a1 = ldp_bernstein(pr, pl, 2.0, o, 21, 1), a2 = ldp_bernstein(pr, pl, 2.0, o, 21, 2),
+                  a3 = ldp_bernstein(pr, pl, 2.0, o, 21, 3);
+  EXPECT_EQ(a1.theta, a2.theta);
+  EXPECT_EQ(a1.theta, a3.theta);
+  EXPECT_EQ(a1.risk, a3.risk);
+  const ErmResult b1 = ldp_bernstein_1bit(pr, pl, 2.0, o, 21, 1), b2 = ldp_bernstein_1bit(pr, pl, 2.0, o, 21, 2),
+                  b3 = ldp_bernstein_1bit(pr, pl, 2.0, o, 21, 3);
+  EXPECT_EQ(b1.theta, b2.theta);
+  EXPECT_EQ(b1.theta, b3.theta);
+  const ErmResult c1 = ldp_input_perturbation(pr, pl, 2.0, 5, 1), c3 = ldp_input_perturbation(pr, pl, 2.0, 5, 3);
+  EXPECT_EQ(c1.theta, c3.theta);
+  EXPECT_EQ(nonprivate_erm(pr, pl, 1).theta, nonprivate_erm(pr, pl, 3).theta);
+}
+
+TEST(LdpErm, BadInputIsRefusedWithAClearError) {
+  const Players pl = generate_players(Loss::Logistic, 100, 1, 3, 1.0);
+  ErmProblem pr = logistic_problem(1);
+  BernsteinOptions o;
+  o.k = 0;
+  o.h = 2;
+  EXPECT_NO_THROW(ldp_bernstein(pr, pl, 1.0, o, 1));  // k = 0 means "by Theorem 3"
+  EXPECT_THROW(check_grid(0, 2, 1, 8, 1e9), UsageError);
+  EXPECT_THROW(check_grid(4, 0, 1, 8, 1e9), UsageError);
+  EXPECT_THROW(IteratedBernstein(1, 0, 1, {1.0}), UsageError);
+  EXPECT_THROW(IteratedBernstein(1, 2, 0, {1.0, 1.0, 1.0}), UsageError);
+  EXPECT_THROW(ldp_bernstein(pr, pl, 0.0, o, 1), UsageError);
+  EXPECT_THROW(ldp_bernstein_1bit(pr, pl, -1.0, o, 1), UsageError);
+  ErmProblem empty = pr;
+  empty.lo = 1;
+  empty.hi = -1;
+  try {
+    ldp_bernstein(empty, pl, 1.0, o, 1);
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("empty"), std::string::npos);
+  }
+  // (k+1)^p too large: refused with the estimate before any allocation.
+  ErmProblem big = logistic_problem(10);
+  BernsteinOptions ob;
+  ob.k = 100;
+  const Players pl10 = generate_players(Loss::Logistic, 10, 10, 3, 1.0);
+  try {
+    ldp_bernstein(big, pl10, 1.0, ob, 1);
+    FAIL();
+  } catch (const ResourceError& e) {
+    EXPECT_NE(std::string(e.what()).find("GiB"), std::string::npos) << e.what();
+  }
+  // Data outside the unit ball: refused naming the row, or clipped and counted.
+  Players out = pl;
+  out.x[5] = 1.5;
+  out.x[7] = -2.0;
+  try {
+    Players copy = out;
+    clip_to_unit_ball(copy, false, "players");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("row 5"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(clip_to_unit_ball(out, true, "players"), 2u);
+  EXPECT_EQ(out.clipped, 2u);
+  EXPECT_DOUBLE_EQ(out.x[5], 1.0);
+  EXPECT_DOUBLE_EQ(out.x[7], -1.0);
+}
+
+TEST(LdpErm, DjwPrivatizerIsUnbiased) {
+  SeededRandom rng(9);
+  const double g[3] = {0.3, -0.2, 0.5};
+  double mean[3] = {0, 0, 0}, z[3];
+  const int n = 400000;
+  for (int i = 0; i < n; ++i) {
+    djw_l2_privatize(g, 3, 1.0, 1.0, rng, z);
+    for (int j = 0; j < 3; ++j) mean[j] += z[j] / n;
+  }
+  const double B = djw_l2_scale(3, 1.0, 1.0);
+  for (int j = 0; j < 3; ++j) EXPECT_NEAR(mean[j], g[j], 5 * B / std::sqrt(3.0 * n));
+  // d = 1 is randomised response of a scaled sign: B = L (e^eps + 1)/(e^eps - 1).
+  EXPECT_NEAR(djw_l2_scale(1, 1.0, 1.0), (std::exp(1.0) + 1) / (std::exp(1.0) - 1), 1e-12);
+}
+
+TEST(LdpErm, OneBitErrorMatchesAlgorithm2UpToConstants) {
+  // Same k, h and players: the 1-bit grid noise is within a constant of Algorithm 2's
+  // (here smaller: sqrt((k+1)^p) against (k+1)^p in the per-point standard deviation).
+  const ErmProblem pr = logistic_problem(1);
+  const Players pl = generate_players(Loss::Logistic, 200000, 1, 6, 1.5);
+  BernsteinOptions o;
+  o.k = 8;
+  o.h = 1;
+  const ErmResult a = ldp_bernstein(pr, pl, 1.0, o, 31, 2), b = ldp_bernstein_1bit(pr, pl, 1.0, o, 31, 2);
+  EXPECT_GT(a.max_grid_noise, 0);
+  EXPECT_LT(b.max_grid_noise, 3 * a.max_grid_noise);
+  EXPECT_GT(b.max_grid_noise, a.max_grid_noise / 30);
+}
