@@ -134,6 +134,77 @@ class DensifiedMinHash final : public LshFamily {
   std::vector<Instance> inst_;
 };
 
+// Random Fourier features of the Gaussian kernel exp(-|x - q|^2 / (2 sigma^2)) (Rahimi & Recht
+// 2007): Phi(x) = [cos(x^T Omega), sin(x^T Omega)] with the m' columns of Omega drawn from
+// N(0, sigma^-2 I_d) by the published seed. A value family: the container has 2 rows (cos,
+// sin) of m' cells, and each record adds its features quantised to the grid 2^-kGridBits, so
+// the sums are exact integers (thread-invariant, mergeable) and get exact discrete noise.
+class RandomFourierFeatures final : public LshFamily {
+ public:
+  static constexpr int kGridBits = 20;  // grid step 2^-20 ~ 9.5e-7, above float cos/sin error
+  RandomFourierFeatures(std::size_t dim, std::size_t half_features, double sigma, std::uint64_t seed);
+  std::string kernel_name() const override { return "rff"; }
+  InputKind input_kind() const override { return InputKind::Dense; }
+  std::size_t dim() const override { return dim_; }
+  std::size_t half_features() const { return half_; }  // m'
+  double sigma() const { return sigma_; }
+  // Omega^T: m' x d (row j = frequency j), in float for the batch GEMM.
+  const DenseMatrix& frequencies() const { return frequencies_; }
+  void hash_dense(const DenseRef& batch, CodeMatrix& codes, std::size_t row_begin, std::size_t row_end) const override;
+  using LshFamily::hash_dense;
+  double kernel_dense(std::span<const double> x, std::span<const double> q) const override;
+  bool accumulates_values() const override { return true; }
+  void accumulate_dense(const DenseRef& batch, std::int64_t* counts, std::size_t width, std::size_t row_begin,
+                        std::size_t row_end) const override;
+  void validate_dense(const DenseRef& batch, std::size_t first_record) const override;
+  double record_l1() const override;
+  double record_l2() const override;
+  double quantum() const override { return 1.0 / kGrid; }
+  nlohmann::json params() const override;
+
+  static constexpr double kGrid = static_cast<double>(std::int64_t{1} << kGridBits);  // G
+  // Per (cos, sin) pair of one record, in grid units: |q_c| + |q_s| <= kPairL1 and
+  // q_c^2 + q_s^2 <= kPairL2Squared (derived in rff.cpp, enforced there).
+  static const std::int64_t kPairL1, kPairL2Squared;
+
+ private:
+  std::size_t dim_, half_;
+  double sigma_;
+  DenseMatrix frequencies_;
+};
+
+// HIST (one 1-D histogram per attribute): row r is attribute r, its code is the index of the
+// equal-width bin of [lo_r, hi_r] that holds x_r (hi_r itself falls in the last bin); code
+// space = bins, so a sketch of width = bins maps bins to columns one-to-one. Records outside
+// the declared domain are refused (validate_dense), never clipped silently.
+class MarginalHistograms final : public LshFamily {
+ public:
+  MarginalHistograms(std::size_t dim, std::size_t bins, std::pair<std::vector<double>, std::vector<double>> domain,
+                     std::uint64_t seed);
+  std::string kernel_name() const override { return "hist"; }
+  InputKind input_kind() const override { return InputKind::Dense; }
+  std::size_t dim() const override { return rows(); }
+  std::size_t bins() const { return bins_; }
+  const std::vector<double>& lo() const { return lo_; }
+  const std::vector<double>& hi() const { return hi_; }
+  void hash_dense(const DenseRef& batch, CodeMatrix& codes, std::size_t row_begin, std::size_t row_end) const override;
+  using LshFamily::hash_dense;
+  // The fraction of attributes on which x and q share a bin (a uniformly drawn row collides).
+  double kernel_dense(std::span<const double> x, std::span<const double> q) const override;
+  void validate_dense(const DenseRef& batch, std::size_t first_record) const override;
+  nlohmann::json params() const override;
+  std::uint64_t bin_of(double value, std::size_t attribute) const;
+
+ private:
+  std::size_t bins_;
+  std::vector<double> lo_, hi_, scale_;  // scale = bins / (hi - lo)
+};
+
+// One interval for every attribute (lo and hi of size 1 are repeated d times, or of size d).
+// Throws UsageError naming the attribute and values when lo >= hi or a bound is not finite.
+std::pair<std::vector<double>, std::vector<double>> expand_domain(const std::vector<double>& lo,
+                                                                  const std::vector<double>& hi, std::size_t dim);
+
 // murmur3 fmix64: a bijective 64-bit mixer.
 inline std::uint64_t mix64(std::uint64_t x) {
   x ^= x >> 33;

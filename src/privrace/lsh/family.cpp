@@ -14,6 +14,10 @@ void LshFamily::hash_dense(const DenseRef&, CodeMatrix&, std::size_t, std::size_
 void LshFamily::hash_sets(const SetBatch&, CodeMatrix&, std::size_t, std::size_t) const {
   throw UsageError("kernel '" + kernel_name() + "' hashes dense rows, not sets");
 }
+void LshFamily::accumulate_dense(const DenseRef&, std::int64_t*, std::size_t, std::size_t, std::size_t) const {
+  throw UsageError("kernel '" + kernel_name() + "' hashes records to buckets, it does not add feature values");
+}
+void LshFamily::validate_dense(const DenseRef&, std::size_t) const {}
 double LshFamily::kernel_dense(std::span<const double>, std::span<const double>) const {
   throw UsageError("kernel '" + kernel_name() + "' is defined on sets, not dense rows");
 }
@@ -46,11 +50,24 @@ std::unique_ptr<LshFamily> make_family(const FamilySpec& spec) {
       throw UsageError("pair mode must be 'insert' or 'query', got '" + spec.pair_mode + "'");
     return std::make_unique<SrpPair>(spec.rows, spec.dim, spec.power, spec.seed, spec.pair_mode == "insert");
   }
+  if (spec.kernel == "rff") {
+    if (spec.features == 0 || spec.features % 2 != 0)
+      throw UsageError("rff needs an even, positive number of features m = 2 m', got " + std::to_string(spec.features));
+    if (!(spec.sigma > 0.0) || !std::isfinite(spec.sigma))
+      throw UsageError("rff needs a positive finite bandwidth sigma, got " + std::to_string(spec.sigma));
+    if (spec.dim == 0) throw UsageError("the rff kernel needs the input dimension");
+    return std::make_unique<RandomFourierFeatures>(spec.dim, spec.features / 2, spec.sigma, spec.seed);
+  }
+  if (spec.kernel == "hist") {
+    if (spec.bins == 0) throw UsageError("hist needs at least 1 bin per attribute, got 0");
+    if (spec.dim == 0) throw UsageError("the hist kernel needs the input dimension");
+    return std::make_unique<MarginalHistograms>(spec.dim, spec.bins, expand_domain(spec.lo, spec.hi, spec.dim), spec.seed);
+  }
   // "jaccard": the densified one-permutation family (fast for every set size, exact J^p);
   // "jaccard_classic": R p independent MinHash permutations (the reference, O(R p |S|)).
   if (spec.kernel == "jaccard") return std::make_unique<DensifiedMinHash>(spec.rows, spec.power, spec.seed);
   if (spec.kernel == "jaccard_classic") return std::make_unique<MinHash>(spec.rows, spec.power, spec.seed);
-  throw UsageError("unknown kernel '" + spec.kernel + "' (expected l2, angular, angular_pair, jaccard or jaccard_classic)");
+  throw UsageError("unknown kernel '" + spec.kernel + "' (expected l2, angular, angular_pair, jaccard, jaccard_classic, rff or hist)");
 }
 
 std::unique_ptr<LshFamily> make_family(const nlohmann::json& params) {
@@ -62,6 +79,25 @@ std::unique_ptr<LshFamily> make_family(const nlohmann::json& params) {
     FamilySpec spec;
     spec.kernel = field("kernel").get<std::string>();
     spec.rows = field("rows").get<std::size_t>();
+    if (spec.kernel == "rff") {
+      spec.dim = field("dim").get<std::size_t>();
+      spec.features = field("features").get<std::size_t>();
+      spec.sigma = field("sigma").get<double>();
+      spec.seed = field("seed").get<std::uint64_t>();
+      auto family = make_family(spec);
+      if (family->params() != params) throw InputError("family header: rff fields differ from what they rebuild (grid or rows)");
+      return family;
+    }
+    if (spec.kernel == "hist") {
+      spec.dim = field("dim").get<std::size_t>();
+      spec.bins = field("bins").get<std::size_t>();
+      spec.lo = field("lo").get<std::vector<double>>();
+      spec.hi = field("hi").get<std::vector<double>>();
+      spec.seed = field("seed").get<std::uint64_t>();
+      if (spec.lo.size() != spec.dim || spec.hi.size() != spec.dim)
+        throw InputError("family header: hist 'lo' and 'hi' need one value per attribute (" + std::to_string(spec.dim) + ")");
+      return make_family(spec);
+    }
     spec.power = field("power").get<std::size_t>();
     spec.seed = field("seed").get<std::uint64_t>();
     if (spec.kernel == "jaccard") {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "privrace/core/types.hpp"
 
@@ -19,7 +20,7 @@ class LshFamily {
   LshFamily(std::size_t rows, std::uint64_t seed) : rows_(rows), seed_(seed) {}
   virtual ~LshFamily() = default;
 
-  virtual std::string kernel_name() const = 0;  // "l2", "angular", "angular_pair", "jaccard"
+  virtual std::string kernel_name() const = 0;  // "l2", "angular", "angular_pair", "jaccard", "rff", "hist"
   virtual InputKind input_kind() const = 0;
   virtual std::size_t dim() const { return 0; }  // dense input dimension, 0 for sets
   std::size_t rows() const { return rows_; }
@@ -48,6 +49,23 @@ class LshFamily {
   // Cells of one row that one record touches: the sketch's L1 sensitivity per row.
   std::size_t cells_per_record() const { return mirrored_inserts() ? 2 : 1; }
 
+  // Value families (RFF) add integer feature values to every cell of a row instead of one
+  // increment per row: accumulate_dense adds them for rows [row_begin, row_end) to `counts`
+  // (row row_begin at counts[0], `width` cells a row). Their sketch is a sum of features.
+  virtual bool accumulates_values() const { return false; }
+  virtual void accumulate_dense(const DenseRef& batch, std::int64_t* counts, std::size_t width, std::size_t row_begin,
+                                std::size_t row_end) const;
+  // Value families: the largest L1 and L2 norm, in container units, of what one record adds
+  // (the sensitivity under add/remove; derived next to each implementation).
+  virtual double record_l1() const { return 0.0; }
+  virtual double record_l2() const { return 0.0; }
+  // Feature units per container unit: value families store sums on an integer grid.
+  virtual double quantum() const { return 1.0; }
+  // Throws InputError naming the record (first_record + i + 1, 1-based), attribute and value
+  // when a family cannot take a record (HIST: outside its declared domain). Called serially
+  // before a batch is hashed, so that no error is raised inside a parallel region.
+  virtual void validate_dense(const DenseRef& batch, std::size_t first_record) const;
+
   // Everything needed to rebuild the identical family: {"kernel":..., "seed":..., ...}.
   virtual nlohmann::json params() const = 0;
 
@@ -73,6 +91,10 @@ struct FamilySpec {
   std::size_t dim = 0;             // dense input dimension
   std::uint64_t seed = 0;
   std::string pair_mode = "query";  // angular_pair: "insert" (x and -x) or "query" (q and -q)
+  std::size_t features = 0;         // rff: m = 2 m' features (rows = 2: cos, sin; m' columns)
+  double sigma = 1.0;               // rff: Gaussian kernel bandwidth
+  std::size_t bins = 0;             // hist: equal bins per attribute (rows = dim attributes)
+  std::vector<double> lo{}, hi{};   // hist: declared box domain, one interval per attribute
 };
 
 std::unique_ptr<LshFamily> make_family(const FamilySpec& spec);

@@ -14,6 +14,8 @@ void PrivacySpec::validate() const {
   } else if (delta != 0.0) {
     throw UsageError("delta is only used by the Gaussian mechanism; the Laplace mechanisms are pure epsilon-DP");
   }
+  if (!(count_share >= 0.0 && count_share < 1.0))
+    throw UsageError("the count's share of epsilon must be in [0, 1), got " + std::to_string(count_share));
 }
 
 NoiseMechanism parse_mechanism(const std::string& name) {
@@ -45,5 +47,12 @@ Sensitivity race_sensitivity(std::size_t rows, std::size_t cells_per_record, Nei
   if (neighbors == NeighborRelation::AddRemove) return {c * r, c * std::sqrt(r)};
   return {2.0 * c * r, c * std::sqrt(2.0 * r)};
 }
+
+Sensitivity value_sum_sensitivity(double l1, double l2, NeighborRelation neighbors) {
+  if (neighbors == NeighborRelation::AddRemove) return {l1, l2};
+  return {2.0 * l1, 2.0 * l2};
+}
+
+double count_sensitivity(NeighborRelation neighbors) { return neighbors == NeighborRelation::AddRemove ? 1.0 : 0.0; }
 
 }  // namespace privrace

@@ -14,6 +14,10 @@ struct PrivacySpec {
   double delta = 0.0;  // Gaussian only
   NoiseMechanism mechanism = NoiseMechanism::DiscreteLaplace;
   NeighborRelation neighbors = NeighborRelation::AddRemove;
+  // Share of epsilon spent on releasing the record count |D| + zeta (feature sketches: the
+  // paper's epsilon_den = 0.02 epsilon); the counts get epsilon_num = (1 - count_share) epsilon.
+  // 0: no count is released (RACE for KDE, whose N-hat comes from the counts themselves).
+  double count_share = 0.0;
   void validate() const;  // throws UsageError naming the field
 };
 
@@ -36,5 +40,15 @@ struct Sensitivity {
 //    elementwise, each of L1 norm c, so L1 <= 2c and ||a - r||^2 = ||a||^2 + ||r||^2 - 2 a.r
 //    <= 2c^2: L2 <= sqrt(2) c. Over the sketch L1 = 2 c R and L2 <= c sqrt(2 R).
 Sensitivity race_sensitivity(std::size_t rows, std::size_t cells_per_record, NeighborRelation neighbors);
+
+// Sensitivity of a sum of per-record vectors v(x) with ||v(x)||_1 <= l1 and ||v(x)||_2 <= l2
+// for every x (RFF on its integer grid: the bounds are derived in lsh/rff.cpp).
+//  * add/remove one record changes the sum by +-v(x): L1 = l1, L2 = l2.
+//  * replace x by x' changes it by v(x') - v(x): L1 <= 2 l1, L2 <= 2 l2 (triangle inequality).
+Sensitivity value_sum_sensitivity(double l1, double l2, NeighborRelation neighbors);
+
+// Sensitivity of the record count |D|: 1 under add/remove; 0 under replace (the count is
+// public in bounded DP, so it is released exactly and needs no share of epsilon).
+double count_sensitivity(NeighborRelation neighbors);
 
 }  // namespace privrace

@@ -51,33 +51,34 @@ void SketchBuilder::add_dense(const DenseRef& chunk) {
   if (static_cast<std::size_t>(chunk.cols()) != target_.family().dim())
     throw InputError("data has " + std::to_string(chunk.cols()) + " columns, the sketch expects " +
                      std::to_string(target_.family().dim()));
+  // Serially, before the parallel region: a refused record throws here, naming it.
+  target_.family().validate_dense(chunk, points_);
   const double t0 = now_seconds();
   const std::size_t n = static_cast<std::size_t>(chunk.rows());
   const auto B = static_cast<Eigen::Index>(opts_.batch);
+  // Batches are [b B, (b + 1) B) of the chunk whatever the thread count; threads take whole
+  // batches. A point's hash (or feature values) then comes from the same GEMM position on any
+  // number of threads, so even float rounding cannot make the counts depend on it.
+  const std::size_t batches = (n + opts_.batch - 1) / opts_.batch;
 #pragma omp parallel num_threads(threads_)
   {
     const int t = omp_get_thread_num();
     CodeMatrix codes;
     // Blocked loops: a batch of points meets a block of rows at a time, so the block's counts
     // (row_block x W int64) stay in cache while thousands of points land in them.
-    auto fill = [&](RaceSketch& dst, Eigen::Index first, Eigen::Index count, std::size_t r0, std::size_t r1) {
-      const auto points = chunk.middleRows(first, count);
-      for (std::size_t rb = r0; rb < r1; rb += opts_.row_block) {
-        const std::size_t re = std::min(r1, rb + opts_.row_block);
-        target_.family().hash_dense(points, codes, rb, re);
-        dst.add_codes(codes, rb, re);
-      }
+    auto fill = [&](RaceSketch& dst, std::size_t batch, std::size_t r0, std::size_t r1) {
+      const auto first = static_cast<Eigen::Index>(batch) * B;
+      const auto points = chunk.middleRows(first, std::min<Eigen::Index>(B, static_cast<Eigen::Index>(n) - first));
+      for (std::size_t rb = r0; rb < r1; rb += opts_.row_block)
+        dst.add_dense_rows(points, rb, std::min(r1, rb + opts_.row_block), codes);
     };
     if (split_rows_) {
       const auto [r0, r1] = slice(target_.rows(), t, threads_);
-      for (Eigen::Index b = 0; b < static_cast<Eigen::Index>(n); b += B)
-        fill(target_, b, std::min<Eigen::Index>(B, static_cast<Eigen::Index>(n) - b), r0, r1);
+      for (std::size_t b = 0; b < batches; ++b) fill(target_, b, r0, r1);
     } else {
       RaceSketch& mine = (t == 0) ? target_ : *partials_[static_cast<std::size_t>(t)];
-      const auto [i0, i1] = slice(n, t, threads_);
-      for (std::size_t b = i0; b < i1; b += static_cast<std::size_t>(B))
-        fill(mine, static_cast<Eigen::Index>(b),
-             static_cast<Eigen::Index>(std::min<std::size_t>(static_cast<std::size_t>(B), i1 - b)), 0, mine.rows());
+      const auto [b0, b1] = slice(batches, t, threads_);
+      for (std::size_t b = b0; b < b1; ++b) fill(mine, b, 0, mine.rows());
     }
   }
   points_ += n;
@@ -124,6 +125,7 @@ BuildReport SketchBuilder::finish() {
       dst[i] = s;
     }
     partials_.clear();
+    target_.add_records(static_cast<std::int64_t>(points_));
     seconds_ += now_seconds() - t0;
     finished_ = true;
   }

@@ -9,22 +9,35 @@
 
 namespace privrace {
 
+Sensitivity sketch_sensitivity(const LshFamily& family, NeighborRelation neighbors) {
+  if (family.accumulates_values()) return value_sum_sensitivity(family.record_l1(), family.record_l2(), neighbors);
+  return race_sensitivity(family.rows(), family.cells_per_record(), neighbors);
+}
+
 void privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& source) {
   spec.validate();
   if (sketch.is_private()) throw UsageError("the sketch already carries noise; it is privatized once, after the merge");
-  const Sensitivity sens = race_sensitivity(sketch.rows(), sketch.family().cells_per_record(), spec.neighbors);
+  const Sensitivity sens = sketch_sensitivity(sketch.family(), spec.neighbors);
+  // Budget split (sequential composition of the counts and the record count): epsilon_num for
+  // the counts, epsilon_den for |D|. Under replace the count has sensitivity 0 and is released
+  // exactly, so the whole budget goes to the counts.
+  const bool release_count = spec.count_share > 0.0;
+  const double count_sens = count_sensitivity(spec.neighbors);
+  const double epsilon_den = release_count && count_sens > 0.0 ? spec.count_share * spec.epsilon : 0.0;
+  const double epsilon_num = spec.epsilon - epsilon_den;
   auto counts = sketch.mutable_counts();
   const std::size_t width = sketch.width(), rows = sketch.rows();
-  double realised_epsilon = spec.epsilon;
-  double noise_scale = 0.0;
+  double realised_epsilon = epsilon_num;
+  double noise_scale = 0.0, noise_variance = 0.0;
   std::string sampler = "inversion";
   std::function<void(std::span<std::int64_t>, RandomSource&)> perturb;  // one count row
   switch (spec.mechanism) {
     case NoiseMechanism::DiscreteLaplace: {
       // P(Z = z) ~ exp(-eps |z| / L1): the geometric mechanism (Ghosh et al. 2009) is eps-DP for
       // integer queries with L1 sensitivity L1; the scale is rounded up, so eps only shrinks.
-      const DiscreteLaplace noise(sens.l1 / spec.epsilon);
+      const DiscreteLaplace noise(sens.l1 / epsilon_num);
       noise_scale = noise.scale();
+      noise_variance = noise.variance();
       realised_epsilon = sens.l1 / noise.scale();
       // Both samplers are exact; the table one pays its set-up only for large sketches.
       constexpr std::size_t kBulkCounts = std::size_t{1} << 18;
@@ -35,7 +48,8 @@ void privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& s
     }
     case NoiseMechanism::FlooredLaplace: {
       // Algorithm 1 as printed: floor(S + Lap(L1 / eps)); the floor is post-processing.
-      noise_scale = sens.l1 / spec.epsilon;
+      noise_scale = sens.l1 / epsilon_num;
+      noise_variance = 2.0 * noise_scale * noise_scale + 1.0 / 12.0;  // Laplace + the floor (approx.)
       perturb = [noise_scale](std::span<std::int64_t> row, RandomSource& rng) {
         for (auto& c : row) c = static_cast<std::int64_t>(std::floor(static_cast<double>(c) + sample_laplace(rng, noise_scale)));
       };
@@ -43,7 +57,8 @@ void privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& s
     }
     case NoiseMechanism::Gaussian: {
       // Analytic Gaussian mechanism at L2 sensitivity; rounding to integers is post-processing.
-      noise_scale = analytic_gaussian_sigma(spec.epsilon, spec.delta, sens.l2);
+      noise_scale = analytic_gaussian_sigma(epsilon_num, spec.delta, sens.l2);
+      noise_variance = noise_scale * noise_scale + 1.0 / 12.0;  // normal + the rounding (approx.)
       sampler = "box_muller";
       perturb = [noise_scale](std::span<std::int64_t> row, RandomSource& rng) {
         for (auto& c : row) c += static_cast<std::int64_t>(std::llround(noise_scale * sample_normal(rng)));
@@ -65,24 +80,59 @@ void privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& s
       perturb(counts.subspan(r * width, width), rng);
     }
   }
-  sketch.set_privacy({{"private", true},
-                      {"epsilon", spec.epsilon},
-                      {"delta", spec.delta},
-                      {"realised_epsilon", realised_epsilon},
-                      {"mechanism", to_string(spec.mechanism)},
-                      {"neighbors", to_string(spec.neighbors)},
-                      {"sensitivity_l1", sens.l1},
-                      {"sensitivity_l2", sens.l2},
-                      {"noise_scale", noise_scale},
-                      {"noise_source", source.seeded ? "seeded" : CryptoRandom::name()},
-                      {"noise_sampler", sampler},
-                      {"fit_for_release", !source.seeded}});
-  if (source.seeded) sketch.set_privacy([&] {
-      auto p = sketch.privacy();
-      p["noise_seed"] = source.seed;
-      p["warning"] = "noise drawn from a seeded generator for reproducible experiments: NOT fit for release";
-      return p;
-    }());
+  nlohmann::json record = {{"private", true},
+                           {"epsilon", spec.epsilon},
+                           {"delta", spec.delta},
+                           {"realised_epsilon", realised_epsilon},
+                           {"mechanism", to_string(spec.mechanism)},
+                           {"neighbors", to_string(spec.neighbors)},
+                           {"sensitivity_l1", sens.l1},
+                           {"sensitivity_l2", sens.l2},
+                           {"noise_scale", noise_scale},
+                           {"noise_variance", noise_variance},
+                           {"noise_source", source.seeded ? "seeded" : CryptoRandom::name()},
+                           {"noise_sampler", sampler},
+                           {"fit_for_release", !source.seeded}};
+  if (sketch.family().quantum() != 1.0) {
+    // Value families: counts are on a grid of `quantum` feature units; so are the noise figures.
+    record["quantum"] = sketch.family().quantum();
+    record["sensitivity_note"] = "sensitivity and noise in grid units; multiply by quantum for feature units";
+  }
+  if (release_count) {
+    // |D| + zeta: one exact discrete Laplace draw of scale 1 / epsilon_den (sensitivity 1), from
+    // a stream of its own (the count rows use streams 0 .. R - 1).
+    record["epsilon_num"] = epsilon_num;
+    record["epsilon_den"] = epsilon_den;
+    record["count_sensitivity"] = count_sens;
+    std::int64_t count = sketch.records();
+    if (count_sens > 0.0) {
+      const DiscreteLaplace count_noise(count_sens / epsilon_den);
+      auto rng = source.seeded ? std::unique_ptr<RandomSource>(std::make_unique<SeededRandom>(
+                                     derive_seed(source.seed ^ 0x636F756E74ULL, std::uint64_t{1} << 40)))
+                               : std::unique_ptr<RandomSource>(std::make_unique<CryptoRandom>());
+      count += count_noise.sample(*rng);
+      record["count_mechanism"] = "discrete_laplace";
+      record["count_noise_scale"] = count_noise.scale();
+      record["count_noise_variance"] = count_noise.variance();
+      record["realised_epsilon"] = realised_epsilon + count_sens / count_noise.scale();
+    } else {
+      record["count_mechanism"] = "none (replace neighbours: the count does not change, epsilon_den = 0)";
+      record["count_noise_variance"] = 0.0;
+    }
+    record["count"] = count;
+  }
+  if (source.seeded) {
+    record["noise_seed"] = source.seed;
+    record["warning"] = "noise drawn from a seeded generator for reproducible experiments: NOT fit for release";
+  }
+  sketch.set_privacy(std::move(record));
+}
+
+void record_exact_count(RaceSketch& sketch) {
+  if (sketch.is_private()) throw UsageError("the sketch carries noise: its count is the released one");
+  auto p = sketch.privacy();
+  p["count"] = sketch.records();
+  sketch.set_privacy(std::move(p));
 }
 
 }  // namespace privrace
@@ -91,7 +141,29 @@ namespace privrace {
 nlohmann::json merged_privacy(const std::vector<nlohmann::json>& parts) {
   std::size_t n_private = 0;
   for (const auto& p : parts) n_private += p.value("private", false) ? 1 : 0;
-  if (n_private == 0) return {{"private", false}, {"merged_parts", parts.size()}};
+  // Released counts and noise variances of disjoint parts add up (a part without them leaves
+  // the merged record without them).
+  auto sum_of = [&](const char* key) -> nlohmann::json {
+    double total = 0.0;
+    bool integral = true;
+    for (const auto& p : parts) {
+      if (!p.contains(key) || !p.at(key).is_number()) return nullptr;
+      integral = integral && p.at(key).is_number_integer();
+      total += p.at(key).get<double>();
+    }
+    if (integral) {
+      std::int64_t t = 0;
+      for (const auto& p : parts) t += p.at(key).get<std::int64_t>();
+      return t;
+    }
+    return total;
+  };
+  auto add_sums = [&](nlohmann::json record) {
+    for (const char* key : {"count", "noise_variance", "count_noise_variance"})
+      if (const auto v = sum_of(key); !v.is_null()) record[key] = v;
+    return record;
+  };
+  if (n_private == 0) return add_sums({{"private", false}, {"merged_parts", parts.size()}});
   if (n_private != parts.size())
     throw UsageError("cannot merge a private sketch with a non-private one: the sum would expose exact counts");
   double eps = 0.0, delta = 0.0, realised = 0.0;
@@ -104,13 +176,21 @@ nlohmann::json merged_privacy(const std::vector<nlohmann::json>& parts) {
     fit = fit && p.value("fit_for_release", false);
     if (p.value("mechanism", "?") != mechanism) mechanism = "mixed";
   }
-  return {{"private", true},
-          {"epsilon", eps},
-          {"delta", delta},
-          {"realised_epsilon", realised},
-          {"mechanism", mechanism},
-          {"composition", "parallel: the merged sketches are assumed to cover disjoint records"},
-          {"fit_for_release", fit},
-          {"merged_from", parts}};
+  nlohmann::json record = {{"private", true},
+                           {"epsilon", eps},
+                           {"delta", delta},
+                           {"realised_epsilon", realised},
+                           {"mechanism", mechanism},
+                           {"composition", "parallel: the merged sketches are assumed to cover disjoint records"},
+                           {"fit_for_release", fit},
+                           {"merged_from", parts}};
+  for (const char* key : {"epsilon_num", "epsilon_den"}) {
+    if (!parts.front().contains(key)) continue;
+    double m = 0.0;
+    for (const auto& p : parts) m = std::max(m, p.value(key, 0.0));
+    record[key] = m;
+  }
+  if (parts.front().contains("quantum")) record["quantum"] = parts.front().at("quantum");
+  return add_sums(std::move(record));
 }
 }  // namespace privrace

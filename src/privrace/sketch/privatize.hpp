@@ -15,7 +15,18 @@ struct NoiseSource {
 // (parallel composition), the R rows compose sequentially, so noise calibrated to the L1
 // sensitivity R (see race_sensitivity) on every count makes the whole array epsilon-DP.
 // Throws UsageError if the sketch is already private (noise is added once).
+// Value families (RFF) use their own per-record bounds instead (see sketch_sensitivity).
+// With spec.count_share > 0 the record count is released too: |D| + zeta with zeta discrete
+// Laplace of scale 1 / epsilon_den, epsilon_den = count_share epsilon, and the counts get
+// epsilon_num = epsilon - epsilon_den (both recorded, with the noise variances).
 void privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& source);
+
+// L1/L2 sensitivity of the count array: race_sensitivity for hash families (one increment a
+// row per record), value_sum_sensitivity of the family's per-record bounds for value families.
+Sensitivity sketch_sensitivity(const LshFamily& family, NeighborRelation neighbors);
+
+// A sketch written without noise (--no-privacy) records its exact record count.
+void record_exact_count(RaceSketch& sketch);
 
 }  // namespace privrace
 

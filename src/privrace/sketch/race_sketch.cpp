@@ -100,16 +100,27 @@ void RaceSketch::add_codes(const CodeMatrix& codes, std::size_t row_begin, std::
   }
 }
 
+void RaceSketch::add_dense_rows(const DenseRef& batch, std::size_t row_begin, std::size_t row_end, CodeMatrix& codes) {
+  if (family_->accumulates_values()) {
+    family_->accumulate_dense(batch, row(row_begin), width_, row_begin, row_end);
+    return;
+  }
+  family_->hash_dense(batch, codes, row_begin, row_end);
+  add_codes(codes, row_begin, row_end);
+}
+
 void RaceSketch::insert_dense(const DenseRef& batch) {
+  family_->validate_dense(batch, static_cast<std::size_t>(records_));
   CodeMatrix codes;
-  family_->hash_dense(batch, codes);
-  add_codes(codes, 0, rows_);
+  add_dense_rows(batch, 0, rows_, codes);
+  records_ += batch.rows();
 }
 
 void RaceSketch::insert_sets(const SetBatch& batch) {
   CodeMatrix codes;
   family_->hash_sets(batch, codes);
   add_codes(codes, 0, rows_);
+  records_ += static_cast<std::int64_t>(batch.size());
 }
 
 std::string RaceSketch::incompatibility(const RaceSketch& other) const {
@@ -127,6 +138,7 @@ void RaceSketch::merge(const RaceSketch& other) {
   const std::string diff = incompatibility(other);
   if (!diff.empty()) throw InputError("cannot merge sketches with different " + diff);
   for (std::size_t i = 0; i < counts_.size(); ++i) counts_[i] += other.counts_[i];
+  records_ += other.records_;
 }
 
 std::int64_t RaceSketch::total() const {

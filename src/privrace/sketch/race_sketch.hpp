@@ -42,7 +42,11 @@ class RaceSketch {
   const ColumnHash& column_hash(std::size_t r) const { return columns_[r]; }
 
   // Serial inserts (the parallel builder calls these on per-thread sub-sketches).
+  // insert_dense validates the records (validate_dense) and counts them.
   void insert_dense(const DenseRef& batch);
+  // Rows [row_begin, row_end) of a batch: hash + increment, or add the values of a value
+  // family (RFF). No validation, no record count (the builder does both). `codes` is scratch.
+  void add_dense_rows(const DenseRef& batch, std::size_t row_begin, std::size_t row_end, CodeMatrix& codes);
   void insert_sets(const SetBatch& batch);
   // Increment rows [row_begin, row_end) with codes (rows x batch, row 0 of `codes` = row_begin).
   void add_codes(const CodeMatrix& codes, std::size_t row_begin, std::size_t row_end);
@@ -64,6 +68,10 @@ class RaceSketch {
 
   // N-hat = total count / (R x cells per record).
   double n_hat() const;
+  // Exact number of records inserted (in memory only: a file carries it only through the
+  // privacy record, noisy unless the sketch was written with --no-privacy).
+  std::int64_t records() const { return records_; }
+  void add_records(std::int64_t n) { records_ += n; }
   std::int64_t total() const;
 
   // Kernel-sum estimates sum_x k(x, q) for each query (not divided by N-hat).
@@ -89,6 +97,7 @@ class RaceSketch {
   bool direct_columns_ = false;
   std::vector<std::int64_t, ZeroedPageAllocator<std::int64_t>> counts_;
   nlohmann::json privacy_ = {{"private", false}};
+  std::int64_t records_ = 0;
 };
 
 // Column hashes are derived from the LSH seed, so the published seed rebuilds them too.

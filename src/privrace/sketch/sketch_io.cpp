@@ -8,16 +8,28 @@
 
 namespace privrace {
 
+std::string sketch_kind(const LshFamily& family) {
+  const std::string k = family.kernel_name();
+  return k == "rff" || k == "hist" ? k : "race";
+}
+
 nlohmann::json sketch_header(const RaceSketch& sketch) {
-  return {{"format", "privrace-race-sketch"},
+  nlohmann::json header = {{"format", "privrace-race-sketch"},
+          {"kind", sketch_kind(sketch.family())},
           {"rows", sketch.rows()},
           {"width", sketch.width()},
           {"family", sketch.family().params()},
-          {"column_map", sketch.direct_columns() ? "identity (every code has its own column)"
-                                                  : "vector-multiply-shift-32 + range reduction, seeded from family.seed"},
-          {"n_hat", sketch.n_hat()},
+          {"column_map", sketch.family().accumulates_values()
+                             ? "features: row 0 holds the sums of cos(omega_j . x), row 1 of sin(omega_j . x), in units of the header's quantum (2^-family.grid_bits)"
+                             : sketch.direct_columns() ? "identity (every code has its own column)"
+                                                       : "vector-multiply-shift-32 + range reduction, seeded from family.seed"},
           {"privacy", sketch.privacy()},
           {"software", {{"name", "privrace"}, {"version", version()}, {"commit", git_commit()}}}};
+  // Feature sketches (rff, hist) carry the released count in "privacy"; N-hat of an RFF sum
+  // would mean nothing.
+  if (!sketch.family().accumulates_values()) header["n_hat"] = sketch.n_hat();
+  else header["quantum"] = sketch.family().quantum();
+  return header;
 }
 
 void save_sketch(const std::string& path, const RaceSketch& sketch, bool allow_nonprivate, const nlohmann::json& extra) {
@@ -48,6 +60,10 @@ RaceSketch load_sketch(const std::string& path, nlohmann::json* header_out) {
     return sketch->mutable_counts();
   });
   sketch->set_privacy(h.at("privacy"));
+  // A sketch written without noise carries its exact record count: merging it keeps it exact.
+  const auto& p = h.at("privacy");
+  if (!sketch->is_private() && p.contains("count") && p.at("count").is_number_integer())
+    sketch->add_records(p.at("count").get<std::int64_t>());
   if (header_out) *header_out = h;
   return std::move(*sketch);
 }

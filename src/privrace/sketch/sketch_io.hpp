@@ -8,6 +8,8 @@
 
 namespace privrace {
 
+// "race" for the LSH families, else the feature map: "rff" | "hist".
+std::string sketch_kind(const LshFamily& family);
 nlohmann::json sketch_header(const RaceSketch& sketch);
 void save_sketch(const std::string& path, const RaceSketch& sketch, bool allow_nonprivate = false,
                  const nlohmann::json& extra = nlohmann::json::object());

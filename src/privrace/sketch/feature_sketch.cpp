@@ -1,0 +1,220 @@
+#include "privrace/sketch/feature_sketch.hpp"
+
+#include <cmath>
+
+#include "privrace/core/error.hpp"
+#include "privrace/lsh/families.hpp"
+#include "privrace/privacy/mechanisms.hpp"
+#include "privrace/sketch/builder.hpp"
+#include "privrace/sketch/sketch_io.hpp"
+
+namespace privrace {
+
+void FeatureMap::active_indices(const DenseRef&, IndexMatrix&) const {
+  throw UsageError("the " + kind() + " feature map is dense: it has no one-hot indices");
+}
+
+void FeatureMap::features(const DenseRef& points, DoubleMatrix& out) const {
+  const std::size_t k = active_per_point();
+  if (k == 0) throw Error("FeatureMap::features: a dense map must override features()");
+  IndexMatrix idx;
+  active_indices(points, idx);
+  out.setZero(points.rows(), static_cast<Eigen::Index>(size()));
+  for (Eigen::Index i = 0; i < points.rows(); ++i)
+    for (Eigen::Index j = 0; j < idx.cols(); ++j) out(i, idx(i, j)) = 1.0;
+}
+
+OneHotMap::OneHotMap(std::shared_ptr<const LshFamily> family, std::size_t width)
+    : family_(std::move(family)), width_(width) {
+  // The same column map as RaceSketch: identity when every code has its own column.
+  direct_ = family_->code_space() != 0 && family_->code_space() <= width_;
+  columns_ = make_column_hashes(family_->seed(), family_->rows(), width_);
+}
+
+std::string OneHotMap::kind() const { return family_->kernel_name() == "hist" ? "hist" : "race"; }
+
+void OneHotMap::active_indices(const DenseRef& points, IndexMatrix& out) const {
+  if (static_cast<std::size_t>(points.cols()) != family_->dim())
+    throw InputError("points have " + std::to_string(points.cols()) + " attributes, the feature map expects " +
+                     std::to_string(family_->dim()));
+  CodeMatrix codes;
+  family_->hash_dense(points, codes);  // R x n
+  const std::size_t rows = family_->rows();
+  out.resize(points.rows(), static_cast<Eigen::Index>(rows));
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::uint64_t* c = codes.row(static_cast<Eigen::Index>(r)).data();
+    const auto base = static_cast<std::uint32_t>(r * width_);
+    for (Eigen::Index i = 0; i < points.rows(); ++i)
+      out(i, static_cast<Eigen::Index>(r)) = base + (direct_ ? static_cast<std::uint32_t>(c[i]) : columns_[r](c[i]));
+  }
+}
+
+nlohmann::json OneHotMap::params() const {
+  auto p = family_->params();
+  p["width"] = width_;
+  return p;
+}
+
+RffMap::RffMap(std::shared_ptr<const LshFamily> family) : family_(std::move(family)) {
+  const auto* rff = dynamic_cast<const RandomFourierFeatures*>(family_.get());
+  if (!rff) throw Error("RffMap needs a RandomFourierFeatures family");
+  half_ = rff->half_features();
+  omega_t_ = rff->frequencies().cast<double>().transpose();
+}
+
+void RffMap::features(const DenseRef& points, DoubleMatrix& out) const {
+  if (static_cast<std::size_t>(points.cols()) != family_->dim())
+    throw InputError("points have " + std::to_string(points.cols()) + " attributes, the feature map expects " +
+                     std::to_string(family_->dim()));
+  const Eigen::MatrixXd phase = points.cast<double>() * omega_t_;  // n x m'
+  const auto m = static_cast<Eigen::Index>(half_);
+  out.resize(points.rows(), 2 * m);
+  out.leftCols(m) = phase.array().cos().matrix();
+  out.rightCols(m) = phase.array().sin().matrix();
+}
+
+std::shared_ptr<const FeatureMap> make_feature_map(std::shared_ptr<const LshFamily> family, std::size_t width) {
+  if (family->accumulates_values()) return std::make_shared<RffMap>(std::move(family));
+  if (family->input_kind() != InputKind::Dense)
+    throw InputError("a sketch of sets (kernel '" + family->kernel_name() + "') is no feature map of dense records");
+  if (family->mirrored_inserts())
+    throw InputError("a sketch that inserts x and -x (kernel '" + family->kernel_name() +
+                     "', pair_mode insert) is no one-hot feature map");
+  return std::make_shared<OneHotMap>(std::move(family), width);
+}
+
+std::shared_ptr<const LshFamily> make_feature_family(const FeatureSketchSpec& spec, std::size_t dim) {
+  FamilySpec f;
+  f.dim = dim;
+  f.seed = spec.seed;
+  if (spec.kind == "rff") {
+    f.kernel = "rff";
+    f.features = spec.features;
+    f.sigma = spec.sigma;
+  } else if (spec.kind == "hist") {
+    f.kernel = "hist";
+    f.bins = spec.bins;
+    if (spec.lo.empty() || spec.hi.empty()) throw UsageError("a hist sketch needs a declared domain (lo and hi)");
+    f.lo = spec.lo;
+    f.hi = spec.hi;
+  } else if (spec.kind == "race") {
+    if (spec.lsh_kernel != "l2" && spec.lsh_kernel != "angular")
+      throw UsageError("a race feature sketch uses the l2 or angular kernel, got '" + spec.lsh_kernel + "'");
+    f.kernel = spec.lsh_kernel;
+    f.rows = spec.rows;
+    f.power = spec.power;
+    f.bandwidth = spec.bandwidth;
+  } else {
+    throw UsageError("unknown feature sketch kind '" + spec.kind + "' (expected rff, race or hist)");
+  }
+  return make_family(f);
+}
+
+std::size_t feature_sketch_width(const FeatureSketchSpec& spec) {
+  if (spec.kind == "rff") return spec.features / 2;  // m' cells in each of the rows cos, sin
+  if (spec.kind == "hist") return spec.bins;
+  return spec.width;
+}
+
+FeatureSums::FeatureSums(RaceSketch sketch)
+    : sketch_(std::move(sketch)), map_(make_feature_map(sketch_.family_ptr(), sketch_.width())) {}
+
+Eigen::VectorXd FeatureSums::sums() const {
+  const auto c = sketch_.counts();
+  Eigen::VectorXd s(static_cast<Eigen::Index>(c.size()));
+  const double q = sketch_.family().quantum();
+  for (std::size_t i = 0; i < c.size(); ++i) s[static_cast<Eigen::Index>(i)] = static_cast<double>(c[i]) * q;
+  return s;
+}
+
+std::shared_ptr<const FeatureSums> build_feature_sums(const DenseRef& data, const FeatureSketchSpec& spec, int threads) {
+  if (data.cols() == 0) throw InputError("the data has no attributes");
+  auto family = make_feature_family(spec, static_cast<std::size_t>(data.cols()));
+  RaceSketch sketch(family, feature_sketch_width(spec));
+  BuildOptions opts;
+  opts.threads = threads;
+  build_dense(sketch, data, opts);  // validates every record (HIST: inside the domain) first
+  return std::make_shared<const FeatureSums>(std::move(sketch));
+}
+
+PrivacySpec feature_privacy_spec(const FeatureSketchPrivacy& privacy) {
+  if (!(privacy.num_share > 0.0 && privacy.num_share <= 1.0))
+    throw UsageError("the numerator's share of epsilon must be in (0, 1], got " + std::to_string(privacy.num_share));
+  PrivacySpec spec;
+  spec.epsilon = privacy.epsilon;
+  spec.delta = privacy.delta;
+  spec.mechanism = privacy.mechanism;
+  spec.neighbors = privacy.neighbors;
+  spec.count_share = 1.0 - privacy.num_share;
+  if (spec.count_share <= 0.0)
+    throw UsageError("a feature sketch releases its record count: the numerator's share of epsilon must be below 1");
+  return spec;
+}
+
+FeatureSketchRelease release_feature_sketch(const FeatureSums& sums, const FeatureSketchPrivacy& privacy,
+                                            const NoiseSource& source) {
+  RaceSketch copy = sums.sketch();
+  if (std::isinf(privacy.epsilon) && privacy.epsilon > 0.0) {
+    record_exact_count(copy);
+  } else {
+    privatize(copy, feature_privacy_spec(privacy), source);
+  }
+  return feature_release_of(copy, sketch_header(copy));
+}
+
+namespace {
+// Per-count noise variance of a privacy record, in container units (older files: from the scale).
+double recorded_noise_variance(const nlohmann::json& p) {
+  if (p.contains("noise_variance")) return p.at("noise_variance").get<double>();
+  if (!p.contains("noise_scale") || !p.contains("mechanism"))
+    throw InputError("privacy record: fields 'noise_variance' (or 'noise_scale' and 'mechanism') are missing");
+  const double b = p.at("noise_scale").get<double>();
+  const std::string m = p.at("mechanism").get<std::string>();
+  if (m == "discrete_laplace") return DiscreteLaplace(b).variance();
+  if (m == "floored_laplace") return 2.0 * b * b + 1.0 / 12.0;
+  if (m == "gaussian") return b * b + 1.0 / 12.0;
+  throw InputError("privacy record: unknown mechanism '" + m + "'");
+}
+}  // namespace
+
+FeatureSketchRelease feature_release_of(const RaceSketch& sketch, const nlohmann::json& header) {
+  FeatureSketchRelease rel;
+  rel.map = make_feature_map(sketch.family_ptr(), sketch.width());
+  const double q = sketch.family().quantum();
+  const auto c = sketch.counts();
+  rel.sums.resize(static_cast<Eigen::Index>(c.size()));
+  for (std::size_t i = 0; i < c.size(); ++i) rel.sums[static_cast<Eigen::Index>(i)] = static_cast<double>(c[i]) * q;
+  const nlohmann::json& p = sketch.privacy();
+  rel.is_private = sketch.is_private();
+  try {
+    if (p.contains("count")) {
+      rel.count = p.at("count").get<double>();
+    } else if (!sketch.family().accumulates_values()) {
+      rel.count = sketch.n_hat();  // a RACE sketch built for KDE: N-hat from its own counts
+    } else {
+      throw InputError("the " + sketch_kind(sketch.family()) + " sketch has no record count: field 'privacy.count' is missing");
+    }
+    if (rel.is_private) {
+      rel.epsilon = p.at("epsilon").get<double>();
+      rel.epsilon_num = p.value("epsilon_num", rel.epsilon);
+      rel.epsilon_den = p.value("epsilon_den", 0.0);
+      rel.noise_variance = recorded_noise_variance(p) * q * q;
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(std::string("privacy record: missing or mistyped field: ") + e.what());
+  }
+  rel.header = header;
+  return rel;
+}
+
+FeatureSketchRelease load_feature_release(const std::string& path) {
+  nlohmann::json header;
+  const RaceSketch sketch = load_sketch(path, &header);
+  try {
+    return feature_release_of(sketch, header);
+  } catch (const InputError& e) {
+    throw InputError(path + ": " + e.what());
+  }
+}
+
+}  // namespace privrace
