@@ -6,6 +6,7 @@
 #include "regress_task.hpp"
 #include "kde_baselines.hpp"
 #include "graph_task.hpp"
+#include "ldp_task.hpp"
 
 namespace privrace::experiments {
 
@@ -15,6 +16,7 @@ void register_builtin(Registry& registry) {
   registry.add_task(make_classification_task());
   registry.add_task(make_regression_task());
   registry.add_task(make_graph_task());
+  registry.add_task(make_ldp_erm_task());
   // Methods, grouped by task.
   registry.add_method(make_race_kde_method());
   registry.add_method(make_race_corollary1_kde_method());  // kde: R by Corollary 1
@@ -26,6 +28,7 @@ void register_builtin(Registry& registry) {
   register_kde_baselines(registry);  // bernstein, kme, spectral, pfda, histogram, privbayes
   registry.add_method(make_race_graph_method());          // graph
   registry.add_method(make_race_graph_scaling_method());
+  for (auto& m : make_ldp_erm_methods()) registry.add_method(std::move(m));  // ldp_erm
 }
 
 }  // namespace privrace::experiments
