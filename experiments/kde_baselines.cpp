@@ -331,14 +331,18 @@ class PrivBayesMethod final : public BaselineMethod {
     const json& p = group.params;
     const baselines::PrivBayesOptions o = privbayes_options(p);
     const auto t0 = Clock::now();
-    const baselines::PrivBayes pb(ctx.train, domain_of(p), o);
+    const baselines::Domain dom = domain_of(p);
+    const baselines::PrivBayes pb(ctx.train, baselines::TableBox::uniform(static_cast<std::size_t>(ctx.train.cols()), dom.lower, dom.upper), o);
+    const auto samples = p.at("samples").get<std::size_t>();
     const double prep = since(t0);
     emit_all(ctx, group, emit, prep, json::object(), [&](double eps, RandomSource& rng) {
       Timed t;
       auto t1 = Clock::now();
       SeededRandom sampler(derive_seed(group.seed, 7));  // sampling is post-processing
       baselines::PrivBayesNetwork net;
-      const auto wp = pb.release(eps, &rng, sampler, &net);
+      baselines::WeightedPoints wp;  // M synthetic points of weight 1 / M
+      wp.points = pb.fit(eps, &rng, &net).sample(samples, sampler);
+      wp.weights.assign(samples, 1.0 / static_cast<double>(samples));
       t.noise_seconds = since(t1);  // network + noisy conditionals + sampling
       t1 = Clock::now();
       t.dens = wp.evaluate(ctx.queries, ctx.kernel);

@@ -1,5 +1,6 @@
 #pragma once
-// The PrivBayes hyperparameters as the KDE and regression methods read them from a cell.
+// The PrivBayes hyperparameters as the KDE, regression and M2M methods read them from a cell
+// (the synthetic size M, "samples", is read by each method: it is not part of the model).
 #include <nlohmann/json.hpp>
 
 #include "privrace/baselines/privbayes.hpp"
@@ -10,7 +11,6 @@ inline baselines::PrivBayesOptions privbayes_options(const nlohmann::json& param
   baselines::PrivBayesOptions o;
   o.degree = params.at("degree").get<int>();
   o.bins = params.at("bins").get<int>();
-  o.samples = params.at("samples").get<std::size_t>();
   o.beta = params.at("beta").get<double>();
   return o;
 }

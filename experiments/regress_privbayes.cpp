@@ -16,7 +16,7 @@
 //    non-binary attributes), so Pr ~ exp(eps_step I / (2 S(I))) is eps_step-DP; sequential
 //    composition over the d' - 1 steps gives eps1.
 //  * Conditionals: d' - k noisy joint distributions Pr[X_i, Pi_i] (cell frequencies, counts
-//    / n). Replacing one record moves one count from one cell to another in each: L1
+//    / n; the noise is exact discrete Laplace on the counts, at n times the frequency scale). Replacing one record moves one count from one cell to another in each: L1
 //    sensitivity 2/n per distribution, 2 (d' - k)/n for all of them, so Laplace noise of scale
 //    2 (d' - k) / (n eps2) per cell is eps2-DP with eps2 = (1 - beta) epsilon. The
 //    implementation uses the paper's 4 (d' - k) / (n eps2) (its Algorithm 1 states 4 with the
@@ -100,11 +100,11 @@ class PrivBayesRegressionMethod final : public Method {
     DenseMatrix joint(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(d));
     joint.leftCols(static_cast<Eigen::Index>(d - 1)) = ctx.train_x.cast<Real>();
     joint.col(static_cast<Eigen::Index>(d - 1)) = ctx.train_y.cast<Real>();
-    const baselines::Domain dom{-1.0, 1.0};
+    const auto samples = p.at("samples").get<std::size_t>();
     const auto t0 = Clock::now();
     std::unique_ptr<baselines::PrivBayes> pb;
     try {
-      pb = std::make_unique<baselines::PrivBayes>(joint, dom, o);
+      pb = std::make_unique<baselines::PrivBayes>(joint, baselines::TableBox::uniform(d, -1.0, 1.0), o);
     } catch (const UsageError& e) {  // bins^(k+1) too large
       refuse(e.what());
       return;
@@ -119,12 +119,12 @@ class PrivBayesRegressionMethod final : public Method {
       SeededRandom sampler(derive_seed(cell.noise_seed, 7));  // sampling (post-processing)
       baselines::PrivBayesNetwork net;
       const auto t1 = Clock::now();
-      const baselines::WeightedPoints wp = pb->release(cell.epsilon, &rng, sampler, &net);
+      const DoubleMatrix synthetic = pb->fit(cell.epsilon, &rng, &net).sample(samples, sampler);
       const double release_seconds = since(t1);
       const auto t2 = Clock::now();
-      const Eigen::Index m = wp.points.rows();
-      const DoubleMatrix xs = wp.points.leftCols(static_cast<Eigen::Index>(d - 1));
-      const Eigen::VectorXd ys = wp.points.col(static_cast<Eigen::Index>(d - 1));
+      const Eigen::Index m = synthetic.rows();
+      const DoubleMatrix xs = synthetic.leftCols(static_cast<Eigen::Index>(d - 1));
+      const Eigen::VectorXd ys = synthetic.col(static_cast<Eigen::Index>(d - 1));
       // No intercept, like every method of the task (y is centred with the training mean).
       const LinearModel model = least_squares(xs, ys);
       const double fit_seconds = since(t2);

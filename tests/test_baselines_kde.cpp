@@ -321,13 +321,14 @@ TEST(PrivBayes, SampleCountNetworkNoiseFreeLimitAndNoiseScale) {
   PrivBayesOptions o;
   o.degree = 1;
   o.bins = 16;
-  o.samples = 30000;
-  PrivBayes pb(data, Domain{0, 1}, o);
+  PrivBayes pb(data, TableBox::uniform(3, 0, 1), o);
   SeededRandom sampler(20);
   PrivBayesNetwork net;
-  const auto wp = pb.release(1.0, nullptr, sampler, &net);
+  WeightedPoints wp;
+  wp.points = pb.fit(1.0, nullptr, &net).sample(30000, sampler);
+  wp.weights.assign(30000, 1.0 / 30000);
   EXPECT_EQ(wp.points.rows(), 30000);
-  EXPECT_EQ(wp.weights.size(), 30000u);
+  EXPECT_EQ(wp.points.cols(), 3);
   ASSERT_EQ(net.order.size(), 3u);
   EXPECT_EQ(net.order[0], 0);
   EXPECT_EQ(net.order[1], 1);
@@ -350,7 +351,7 @@ TEST(PrivBayes, SampleCountNetworkNoiseFreeLimitAndNoiseScale) {
   EXPECT_LT(pb.mutual_information(2, {0}), 0.01);
   // Private release still yields M points.
   SeededRandom rng(21);
-  EXPECT_EQ(pb.release(0.1, &rng, sampler).points.rows(), 30000);
+  EXPECT_EQ(pb.fit(0.1, &rng).sample(30000, sampler).rows(), 30000);
 }
 
 }  // namespace

@@ -37,8 +37,10 @@ std::size_t draw(const double* p, std::size_t len, RandomSource& rng) {
 
 }  // namespace
 
-PrivBayes::PrivBayes(const DenseRef& train, const Domain& dom, const PrivBayesOptions& opt)
-    : dom_(dom), opt_(opt), n_(static_cast<std::size_t>(train.rows())), d_(static_cast<std::size_t>(train.cols())) {
+PrivBayes::PrivBayes(const DenseRef& train, const TableBox& box, const PrivBayesOptions& opt)
+    : box_(box), opt_(opt), n_(static_cast<std::size_t>(train.rows())), d_(static_cast<std::size_t>(train.cols())) {
+  if (n_ < 2) throw UsageError("privbayes: the table needs at least 2 rows, got " + std::to_string(n_));
+  box.check(d_);
   if (opt.degree < 1) throw UsageError("privbayes: degree must be at least 1");
   if (opt.bins < 2 || opt.bins > 65535) throw UsageError("privbayes: bins must be in 2..65535");
   if (!(opt.beta > 0 && opt.beta < 1)) throw UsageError("privbayes: beta must be in (0, 1)");
@@ -50,7 +52,7 @@ PrivBayes::PrivBayes(const DenseRef& train, const Domain& dom, const PrivBayesOp
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(n_); ++i)
     for (std::size_t j = 0; j < d_; ++j) {
-      const double t = dom.to_unit(train(i, static_cast<Eigen::Index>(j)));
+      const double t = box.to_unit(j, train(i, static_cast<Eigen::Index>(j)));
       codes_[static_cast<std::size_t>(i) * d_ + j] = static_cast<std::uint16_t>(std::min(opt.bins - 1, static_cast<int>(t * opt.bins)));
     }
 }
@@ -132,7 +134,11 @@ double PrivBayes::conditional_noise_scale(double epsilon) const {
   return 4.0 * marginals / (static_cast<double>(n_) * eps2);
 }
 
-WeightedPoints PrivBayes::release(double epsilon, RandomSource* rng, RandomSource& sampler, PrivBayesNetwork* network_out) const {
+double PrivBayes::network_epsilon(double epsilon) const { return d_ > 1 ? opt_.beta * epsilon : 0.0; }
+
+PrivBayesModel PrivBayes::fit(double epsilon, RandomSource* rng, PrivBayesNetwork* network_out) const {
+  if (rng && (!(epsilon > 0) || !std::isfinite(epsilon)))
+    throw UsageError("privbayes: epsilon " + std::to_string(epsilon) + " is invalid; expected a finite epsilon > 0");
   const std::size_t d = d_;
   const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(opt_.degree), d - 1);
   const auto b = static_cast<std::size_t>(opt_.bins);
@@ -181,13 +187,26 @@ WeightedPoints PrivBayes::release(double epsilon, RandomSource* rng, RandomSourc
   for (std::size_t i = 0; i <= i0; ++i) {
     dist_parents[i].assign(net.order.begin(), net.order.begin() + static_cast<std::ptrdiff_t>(i));
   }
-  const double lap = rng ? conditional_noise_scale(epsilon) : 0.0;
+  // Noise on the integer counts: discrete Laplace of scale n * 4 (d - k) / (n eps2) counts,
+  // i.e. conditional_noise_scale(epsilon) in frequency units (rounded up by the sampler).
+  // Many cells (bins^(k+1) per distribution, d - k distributions): the table sampler, whose
+  // set-up (tens of ms) then pays for itself.
+  std::unique_ptr<DiscreteLaplace> count_noise;
+  std::shared_ptr<const ExactGeometric> magnitude;
+  if (rng) {
+    count_noise = std::make_unique<DiscreteLaplace>(conditional_noise_scale(epsilon) * static_cast<double>(n_));
+    const double cells = std::pow(static_cast<double>(b), static_cast<double>(k + 1)) * static_cast<double>(d - k);
+    if (cells > 2e5) magnitude = count_noise->bulk_sampler();
+  }
   auto noisy = [&](int x, const std::vector<int>& parents) {
     std::vector<double> p = joint_counts(x, parents);
-    for (auto& v : p) {
-      v /= static_cast<double>(n_);
-      if (rng) v = std::max(0.0, v + sample_laplace(*rng, lap));
+    if (count_noise) {
+      std::vector<std::int64_t> c(p.size());
+      for (std::size_t i = 0; i < p.size(); ++i) c[i] = static_cast<std::int64_t>(p[i]);
+      count_noise->add_to(c, *rng, magnitude.get());
+      for (std::size_t i = 0; i < p.size(); ++i) p[i] = static_cast<double>(std::max<std::int64_t>(c[i], 0));
     }
+    for (auto& v : p) v /= static_cast<double>(n_);
     return p;
   };
   dist[i0] = noisy(net.order[i0], dist_parents[i0]);
@@ -195,43 +214,91 @@ WeightedPoints PrivBayes::release(double epsilon, RandomSource* rng, RandomSourc
     dist_parents[i] = net.parents[i];
     dist[i] = noisy(net.order[i], dist_parents[i]);
   }
-  // --- sampling: order[0..i0] jointly from dist[i0], then each later attribute from its
-  // conditional slice given its parents' sampled bins.
-  WeightedPoints wp;
-  const std::size_t M = opt_.samples;
-  wp.points.resize(static_cast<Eigen::Index>(M), static_cast<Eigen::Index>(d));
-  wp.weights.assign(M, 1.0 / static_cast<double>(M));
-  std::vector<std::size_t> bin(d);
+  PrivBayesModel model;
+  model.box_ = box_;
+  model.bins_ = b;
+  model.first_ = i0;
+  model.net_ = net;
+  model.dist_parents_ = std::move(dist_parents);
+  model.dist_ = std::move(dist);
   // The first distribution has bins^(k+1) cells: inversion by binary search on its running
   // sums (the same cell as the linear scan in `draw`, up to rounding at cell boundaries).
-  const std::vector<double>& joint = dist[i0];
-  std::vector<double> cdf(joint.size());
+  const std::vector<double>& joint = model.dist_[i0];
+  model.first_cdf_.resize(joint.size());
   double run = 0;
-  for (std::size_t c = 0; c < joint.size(); ++c) cdf[c] = (run += joint[c]);
-  for (std::size_t s = 0; s < M; ++s) {
+  for (std::size_t c = 0; c < joint.size(); ++c) model.first_cdf_[c] = (run += joint[c]);
+  if (network_out) *network_out = net;
+  return model;
+}
+
+DoubleMatrix PrivBayesModel::sample(std::size_t rows, RandomSource& sampler) const {
+  check_synthetic_rows(rows, "privbayes");
+  // Order[0..first_] jointly from dist_[first_], then each later attribute from its
+  // conditional slice given its parents' sampled bins.
+  const std::size_t d = net_.order.size(), b = bins_, i0 = first_;
+  DoubleMatrix out(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(d));
+  std::vector<std::size_t> bin(d);
+  const std::vector<double>& joint = dist_[i0];
+  const double run = first_cdf_.empty() ? 0.0 : first_cdf_.back();
+  for (std::size_t s = 0; s < rows; ++s) {
     std::size_t cell;
     if (!(run > 0)) {
       cell = static_cast<std::size_t>(sampler.below(joint.size()));
     } else {
       const double u = sampler.unit() * run;
-      cell = static_cast<std::size_t>(std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+      cell = static_cast<std::size_t>(std::upper_bound(first_cdf_.begin(), first_cdf_.end(), u) - first_cdf_.begin());
       cell = std::min(cell, joint.size() - 1);
     }
     for (std::size_t i = i0 + 1; i-- > 0;) {
-      bin[static_cast<std::size_t>(net.order[i])] = cell % b;
+      bin[static_cast<std::size_t>(net_.order[i])] = cell % b;
       cell /= b;
     }
     for (std::size_t i = i0 + 1; i < d; ++i) {
       std::size_t idx = 0;
-      for (int p : dist_parents[i]) idx = idx * b + bin[static_cast<std::size_t>(p)];
-      bin[static_cast<std::size_t>(net.order[i])] = draw(&dist[i][idx * b], b, sampler);
+      for (int p : dist_parents_[i]) idx = idx * b + bin[static_cast<std::size_t>(p)];
+      bin[static_cast<std::size_t>(net_.order[i])] = draw(&dist_[i][idx * b], b, sampler);
     }
     for (std::size_t j = 0; j < d; ++j)
-      wp.points(static_cast<Eigen::Index>(s), static_cast<Eigen::Index>(j)) =
-          dom_.from_unit((static_cast<double>(bin[j]) + sampler.unit()) / static_cast<double>(b));
+      out(static_cast<Eigen::Index>(s), static_cast<Eigen::Index>(j)) =
+          box_.from_unit(j, (static_cast<double>(bin[j]) + sampler.unit()) / static_cast<double>(b));
   }
-  if (network_out) *network_out = net;
-  return wp;
+  return out;
+}
+
+void PrivBayesGenerator::fit(const DenseRef& table, const TableBox& box, const SyntheticPrivacy& privacy, RandomSource& noise) {
+  check_synthetic_privacy(privacy, false, name());
+  model_.reset();
+  const PrivBayes pb(table, box, opt_);
+  PrivBayesNetwork net;
+  model_ = std::make_unique<PrivBayesModel>(pb.fit(privacy.epsilon, &noise, &net));
+  const std::size_t d = static_cast<std::size_t>(table.cols());
+  const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(opt_.degree), d - 1);
+  const double eps1 = pb.network_epsilon(privacy.epsilon);
+  record_ = {{"generator", name()},
+             {"epsilon", privacy.epsilon},
+             {"delta", 0.0},
+             {"neighbors", "replace one record, n public"},
+             {"budget_split",
+              {{"network", eps1},
+               {"per_network_step", d > 1 ? eps1 / static_cast<double>(d - 1) : 0.0},
+               {"conditionals", privacy.epsilon - eps1},
+               {"beta", opt_.beta}}},
+             {"degree", opt_.degree},
+             {"bins", opt_.bins},
+             {"mi_sensitivity", pb.mi_sensitivity()},
+             {"conditional_distributions", std::max<std::size_t>(d - k, 1)},
+             {"conditional_noise", "discrete_laplace on counts"},
+             {"conditional_noise_scale", pb.conditional_noise_scale(privacy.epsilon)},
+             {"network_order", net.order},
+             {"network_parents", net.parents},
+             {"box", box.to_json()}};
+}
+
+DoubleMatrix PrivBayesGenerator::sample(std::size_t rows, std::uint64_t seed) const {
+  check_synthetic_rows(rows, name());
+  if (!model_) throw UsageError("privbayes: sample() before fit()");
+  SeededRandom sampler(seed);
+  return model_->sample(rows, sampler);
 }
 
 }  // namespace privrace::baselines

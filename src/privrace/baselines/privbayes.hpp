@@ -1,10 +1,14 @@
 #pragma once
 // PrivBayes (Zhang, Cormode, Procopiuc, Srivastava & Xiao, "PrivBayes: Private Data Release
-// via Bayesian Networks", TODS 2017) as the KDE baseline: a private degree-k Bayesian network,
-// noisy conditionals, M synthetic points, and the KDE through them.
+// via Bayesian Networks", TODS 2017): a private degree-k Bayesian network and noisy
+// conditionals, from which synthetic tables of any size are sampled. One generator serves
+// every task: the KDE baseline (the KDE through M synthetic points), the regression baseline
+// (least squares on them) and the M2M synthetic-data baseline (tasks on them), through
+// PrivBayes::fit -> PrivBayesModel::sample, or the SyntheticGenerator interface
+// (PrivBayesGenerator).
 //
 // * Discretisation: every continuous attribute is cut into `bins` equal-width bins over its
-//   public domain (the paper discretises continuous attributes into equal-width bins before
+//   public interval (the paper discretises continuous attributes into equal-width bins before
 //   learning; 16 is our default); synthetic values are drawn uniformly inside their bin.
 // * Budget split (the paper's): eps1 = beta eps for the network, eps2 = (1 - beta) eps for the
 //   conditionals, beta = 0.3. (With d = 1 there is no network; all of eps goes to the one
@@ -18,22 +22,27 @@
 // * Conditionals (Algorithm 3): the d - k joint distributions Pr[X_i, Pi_i] (max(d - k, 1)
 //   of them; the first one also gives the first k attributes) get Laplace noise of scale
 //   4 (d - k) / (n eps2) on every cell, as the paper states; negatives are set to 0 and each
-//   distribution is renormalised (post-processing).
+//   distribution is renormalised (post-processing). The cells are integer counts, so the noise
+//   is added to the counts by the exact discrete Laplace sampler (mechanisms.hpp) at scale
+//   4 (d - k) / eps2 in count units (rounded up, never less), then divided by n.
+// * The network's exponential mechanism draws from exp(eps I / (2 S(I))) in floating point
+//   (its scores are reals; the choice is one of d C(d-1, k) candidates).
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "privrace/baselines/function_release.hpp"
+#include "privrace/baselines/synthetic.hpp"
 #include "privrace/core/random.hpp"
 
 namespace privrace::baselines {
 
 struct PrivBayesOptions {
-  int degree = 2;             // k (the paper's D)
+  int degree = 2;  // k (the paper's D)
   int bins = 16;
-  std::size_t samples = 10000;  // M
   double beta = 0.3;
 };
 
@@ -42,14 +51,33 @@ struct PrivBayesNetwork {
   std::vector<std::vector<int>> parents;  // parents[i] of order[i]
 };
 
+// The released model: the network and its noisy distributions. Sampling is post-processing.
+class PrivBayesModel {
+ public:
+  // `rows` synthetic records (rows > 0) drawn with `sampler`: the same stream, the same rows.
+  DoubleMatrix sample(std::size_t rows, RandomSource& sampler) const;
+  const PrivBayesNetwork& network() const { return net_; }
+
+ private:
+  friend class PrivBayes;
+  TableBox box_;
+  std::size_t bins_ = 0, first_ = 0;  // dist_[first_] covers order[0..first_] jointly
+  PrivBayesNetwork net_;
+  std::vector<std::vector<int>> dist_parents_;
+  std::vector<std::vector<double>> dist_;
+  std::vector<double> first_cdf_;  // running sums of dist_[first_]
+};
+
+// The binned table and the score cache: fit() releases a model per epsilon.
 class PrivBayes {
  public:
-  PrivBayes(const DenseRef& train, const Domain& dom, const PrivBayesOptions& opt);
+  PrivBayes(const DenseRef& train, const TableBox& box, const PrivBayesOptions& opt);
   // rng == nullptr: the non-private limit (best-score network, exact conditionals).
   // `network_out` receives the network that was used.
-  WeightedPoints release(double epsilon, RandomSource* rng, RandomSource& sampler, PrivBayesNetwork* network_out = nullptr) const;
+  PrivBayesModel fit(double epsilon, RandomSource* rng, PrivBayesNetwork* network_out = nullptr) const;
   double mi_sensitivity() const;
   double conditional_noise_scale(double epsilon) const;  // 4 (d - k) / (n eps2), per probability
+  double network_epsilon(double epsilon) const;          // eps1 (0 when d = 1)
   // Joint counts of (parents..., x) laid out parents-major, x fastest (exposed for tests).
   std::vector<double> joint_counts(int x, const std::vector<int>& parents) const;
   double mutual_information(int x, const std::vector<int>& parents) const;
@@ -65,7 +93,7 @@ class PrivBayes {
   static double network_work(std::size_t n, std::size_t d, int degree, int bins);
 
  private:
-  Domain dom_;
+  TableBox box_;
   PrivBayesOptions opt_;
   std::size_t n_ = 0, d_ = 0;
   std::vector<std::uint16_t> codes_;  // n x d bin indices
@@ -74,6 +102,21 @@ class PrivBayes {
   // search looks scores up O(d^(k+2)) times (11M lookups for d = 129, k = 2).
   mutable std::unordered_map<std::uint64_t, double> mi_cache_packed_;
   mutable std::size_t mi_evaluations_ = 0;
+};
+
+// PrivBayes behind the generator interface (epsilon-DP; delta must be 0).
+class PrivBayesGenerator final : public SyntheticGenerator {
+ public:
+  explicit PrivBayesGenerator(const PrivBayesOptions& options = {}) : opt_(options) {}
+  std::string name() const override { return "privbayes"; }
+  void fit(const DenseRef& table, const TableBox& box, const SyntheticPrivacy& privacy, RandomSource& noise) override;
+  DoubleMatrix sample(std::size_t rows, std::uint64_t seed) const override;
+  nlohmann::json privacy_record() const override { return record_; }
+
+ private:
+  PrivBayesOptions opt_;
+  std::unique_ptr<PrivBayesModel> model_;
+  nlohmann::json record_;
 };
 
 }  // namespace privrace::baselines
