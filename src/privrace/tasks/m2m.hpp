@@ -1,0 +1,241 @@
+#pragma once
+// The moment-to-moment (M2M) method: Houssiau, Schellekens, Chatalic, Annamraju & de Montjoye,
+// "M2M: a general method to perform various data analysis tasks from a differentially
+// private sketch" (sections 3.2-3.5, Appendix B Algorithm 1).
+//
+// Input: a released feature-map sketch (Phi, z-hat = (sum Phi(x_i) + xi) / (n + zeta), n + zeta)
+// and a box domain declared by the analyst. Everything here is post-processing of the release:
+// it reads no data and spends no budget.
+//
+// Algorithm 1. Draw n_s synthetic points x~ uniformly on the box (psi = Unif(domain), seeded,
+// public), and fit the ridge regression of F = f(x~) on P = Phi(x~):
+//   a = S (1/n_s) P^T F,   S = (P^T P / n_s + lambda I)^{-1},
+//   lambda = sigma_xi^2 / (n + zeta) * R    (eq. 5; sigma_xi^2 the release's noise variance per
+//                                            feature, R = 1 in the paper; tiny at eps = inf)
+// and answer f-bar ~ <a, z-hat>. Since <a, z-hat> = (1/n_s) sum_i w_i f(x~_i) with
+//   w_i = Phi(x~_i)^T S z-hat         (the implicit-M2M weights of section 3.5),
+// one factorisation and ONE solve S z-hat give every target f as a weighted average over the
+// synthetic points; `coefficients` gives the explicit a for the same factorisation.
+//
+// Cost. P (n_s x m) is never materialised: P^T P is accumulated over fixed chunks of synthetic
+// points. Dense maps (RFF): one GEMM per chunk and tile of P^T P. One-hot maps (RACE, HIST:
+// Phi(x) has one 1 in each of k blocks of width m / k): P^T P is a sum of outer products of
+// index sets, so it is accumulated as co-occurrence counts, block pair by block pair (a W x W
+// block stays in cache). The lower triangle only; memory m^2 doubles, factorised in place by a
+// blocked parallel Cholesky. Everything is deterministic and independent of the thread count:
+// chunks are fixed, each chunk has its own seeded stream, each output tile is written by one
+// thread in a fixed order.
+#include <Eigen/Dense>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "privrace/core/types.hpp"
+#include "privrace/sketch/feature_sketch.hpp"
+
+namespace privrace {
+
+// The analyst's a-priori domain: a box, each attribute uniform on [lo, hi], or (binary) on {lo, hi}.
+struct BoxDomain {
+  std::vector<double> lo, hi;
+  std::vector<bool> binary;  // empty = all continuous
+
+  static BoxDomain uniform(std::size_t dim, double lo, double hi);
+  std::size_t dim() const { return lo.size(); }
+  bool is_binary(std::size_t j) const { return j < binary.size() && binary[j]; }
+  // UsageError naming the attribute when lo >= hi (or not finite) or the sizes differ.
+  void check() const;
+  nlohmann::json to_json() const;
+};
+
+struct M2mOptions {
+  BoxDomain domain;
+  std::size_t samples = 100000;       // n_s
+  std::uint64_t seed = 0x4d324d;      // synthetic points (public, data-independent)
+  double extra_regularization = 1.0;  // R of Algorithm 1
+  double nonprivate_lambda = 1e-9;    // lambda when the release is not private (the paper's value)
+  int threads = 0;                    // 0 = OpenMP default
+};
+
+// Synthetic points are generated in chunks of this many rows, chunk c from its own stream
+// derive_seed(seed, c): the same points for any thread count.
+inline constexpr std::size_t kM2mChunk = 2048;
+// One-hot maps count co-occurrences over this many points at a time (their indices only).
+inline constexpr std::size_t kGramChunk = 16 * kM2mChunk;
+
+// Row block [first, first + rows) of the n_s synthetic points (float, as the feature maps read).
+void m2m_synthetic_chunk(const BoxDomain& domain, std::uint64_t seed, std::size_t chunk, std::size_t rows,
+                         DenseMatrix& out);
+
+// What M2M fits that does not depend on the release's noise: the synthetic points and
+// P^T P / n_s (lower triangle). A group of releases of one map (one per epsilon) shares it.
+class M2mDesign {
+ public:
+  // UsageError when the domain's dimension differs from the map's input dimension, or n_s = 0.
+  M2mDesign(std::shared_ptr<const FeatureMap> map, const M2mOptions& options);
+
+  const FeatureMap& map() const { return *map_; }
+  const std::shared_ptr<const FeatureMap>& map_ptr() const { return map_; }
+  const M2mOptions& options() const { return options_; }
+  std::size_t features() const { return m_; }
+  std::size_t samples() const { return static_cast<std::size_t>(synthetic_.rows()); }
+  const DenseMatrix& synthetic() const { return synthetic_; }
+  const Eigen::MatrixXd& gram() const { return gram_; }  // P^T P / n_s, lower triangle valid
+  double gram_seconds() const { return gram_seconds_; }
+  // Phi(x~_i)^T v for every synthetic point (chunk by chunk, P never materialised).
+  Eigen::VectorXd apply(const Eigen::VectorXd& v) const;
+  // P^T F / n_s (m x k) for F(i, k) = f_k(x~_i).
+  Eigen::MatrixXd cross(const Eigen::Ref<const Eigen::MatrixXd>& f_values) const;
+
+ private:
+  void accumulate_dense(Eigen::MatrixXd& gram) const;
+  void accumulate_one_hot(Eigen::MatrixXd& gram) const;
+
+  std::shared_ptr<const FeatureMap> map_;
+  M2mOptions options_;
+  std::size_t m_ = 0, active_ = 0;
+  bool block_structured_ = true;
+  DenseMatrix synthetic_;
+  Eigen::MatrixXd gram_;
+  double gram_seconds_ = 0;
+};
+
+class M2mModel {
+ public:
+  // Fits (accumulate, factorise, solve S z-hat, weights). Throws UsageError when the domain's
+  // dimension differs from the map's input dimension, or the release has no map or a sums vector
+  // of the wrong length; InputError when the release's count or noise variance is not finite.
+  M2mModel(const FeatureSketchRelease& release, const M2mOptions& options);
+  // The same with a shared design (its map must be the release's map).
+  M2mModel(std::shared_ptr<const M2mDesign> design, const FeatureSketchRelease& release);
+
+  double lambda() const { return lambda_; }
+  double count_used() const { return count_used_; }  // n + zeta as used (at least 1)
+  std::size_t samples() const { return design_->samples(); }
+  std::size_t features() const { return design_->features(); }
+  const DenseMatrix& synthetic() const { return design_->synthetic(); }
+  // w_i = Phi(x~_i)^T S z-hat, one per synthetic point.
+  const Eigen::VectorXd& weights() const { return weights_; }
+  // omega_i = w_i / n_s: f-hat = sum_i omega_i f(x~_i) for every target f.
+  Eigen::VectorXd average_weights() const { return weights_ / static_cast<double>(samples()); }
+  // f-hat for each column k of F (n_s x k, F(i, k) = f_k(x~_i)): (1/n_s) sum_i w_i F(i, k).
+  Eigen::VectorXd estimate(const Eigen::Ref<const Eigen::MatrixXd>& f_values) const;
+  // The explicit ridge coefficients a = S P^T F / n_s (m x k) from the kept factorisation.
+  Eigen::MatrixXd coefficients(const Eigen::Ref<const Eigen::MatrixXd>& f_values) const;
+  const Eigen::VectorXd& z_hat() const { return z_; }
+  // Seconds of each stage and the sizes, for records and benchmarks.
+  nlohmann::json describe() const;
+  // Bytes of the solve's working memory: the m x m factor and one chunk of features
+  // (a shared design holds one more m x m matrix).
+  std::size_t solve_bytes() const;
+
+ private:
+  void fit(const FeatureSketchRelease& release);
+
+  std::shared_ptr<const M2mDesign> design_;
+  double lambda_ = 0, count_used_ = 0;
+  bool noisy_ = false;
+  Eigen::VectorXd z_, solved_, weights_;
+  Eigen::MatrixXd factor_;  // lower triangle: the Cholesky factor L of P^T P / n_s + lambda I
+  double factor_seconds_ = 0, weight_seconds_ = 0;
+};
+
+// In-place blocked Cholesky of the lower triangle of a (A = L L^T, L left in the lower
+// triangle), the trailing updates in parallel tiles; deterministic for any thread count.
+// Returns false when a pivot is not positive (the matrix is not numerically positive definite).
+bool parallel_cholesky_lower(Eigen::MatrixXd& a);
+// Solves L L^T x = b in place with the factor from parallel_cholesky_lower.
+void cholesky_solve_lower(const Eigen::MatrixXd& l, Eigen::Ref<Eigen::MatrixXd> b);
+
+// --------------------------------------------------------------------------------------
+// The tasks of section 4, evaluated on a weighted sample: sum_i omega_i f(x_i). The truth is
+// the data with omega_i = 1/n, M2M the synthetic points with M2mModel::average_weights(), a
+// synthetic data set with omega_i = 1/n_synthetic. Columns are attributes.
+
+// A predicate X_attribute <= value (less = true) or X_attribute >= value.
+struct CountingPredicate {
+  std::size_t attribute = 0;
+  bool less = true;
+  double value = 0;
+};
+// A conjunction of 3 predicates on 3 distinct attributes (section 4.2).
+struct CountingQuery {
+  std::vector<CountingPredicate> predicates;
+  std::string text() const;  // "i <= value; j >= value; k <= value" (0-based attributes)
+};
+// n queries: 3 distinct attributes uniformly at random, each predicate <= or >= with
+// probability 1/2, the threshold uniform on the attribute's domain interval. Seeded.
+std::vector<CountingQuery> random_counting_queries(const BoxDomain& domain, std::size_t count, std::uint64_t seed);
+// Parses "i op value; j op value; k op value" (op is <= or >=) per line (blank lines and
+// lines starting with # are skipped). InputError naming the file, line and token when a line
+// is malformed, an attribute is >= dim, or an attribute repeats within a query.
+std::vector<CountingQuery> parse_counting_queries(const std::string& path, std::size_t dim);
+void check_counting_query(const CountingQuery& q, std::size_t dim, const std::string& where);
+
+using WeightedRows = Eigen::Ref<const DoubleMatrix>;
+
+Eigen::VectorXd weighted_means(const WeightedRows& x, const Eigen::VectorXd& omega);
+Eigen::VectorXd weighted_second_moments(const WeightedRows& x, const Eigen::VectorXd& omega);
+// The 10 (or `points`) equispaced CDF points of attribute j: S_t = lo_j + t (hi_j - lo_j) / points,
+// t = 1..points. Returns dim x points: row j holds sum_i omega_i 1{x_ij <= S_t}.
+DoubleMatrix cdf_points(const BoxDomain& domain, std::size_t points = 10);
+DoubleMatrix weighted_cdfs(const WeightedRows& x, const Eigen::VectorXd& omega, const DoubleMatrix& points);
+// C_jk = sum_i omega_i (x_ij - mu_j)(x_ik - mu_k) with the given means (M2M: the M2M means).
+Eigen::MatrixXd weighted_covariance(const WeightedRows& x, const Eigen::VectorXd& omega, const Eigen::VectorXd& means);
+// Fraction of the (weighted) records in each query's set: sum_i omega_i 1{x_i in S}.
+Eigen::VectorXd weighted_counts(const WeightedRows& x, const Eigen::VectorXd& omega,
+                                const std::vector<CountingQuery>& queries);
+
+// Metrics of section 4.
+// Mean relative error over attributes: mean_j |est_j - true_j| / |true_j|.
+double mean_relative_error(const Eigen::VectorXd& estimate, const Eigen::VectorXd& truth);
+// Earth-mover distance between two CDFs sampled at `points` equispaced points on an attribute's
+// domain, in units of the domain width: (1/points) sum_t |F-hat(S_t) - F(S_t)| (the W1 distance
+// between the two histograms of bin masses F(S_t) - F(S_{t-1}) when both have total mass 1),
+// averaged over the attributes (rows).
+double mean_cdf_emd(const DoubleMatrix& estimate, const DoubleMatrix& truth);
+double frobenius_distance(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b);
+double mean_absolute_error(const Eigen::VectorXd& a, const Eigen::VectorXd& b);
+// Area under the ROC curve of scores against labels in {0, 1} (Mann-Whitney, ties count 1/2);
+// 0.5 when one class is absent.
+double roc_auc(const Eigen::VectorXd& scores, const std::vector<int>& labels);
+
+// --------------------------------------------------------------------------------------
+// Implicit M2M (section 3.5): logistic regression with the weighted loss
+//   min_theta (1/n) sum_i omega_i * n * l(y_i, theta . [x_i, 1]) + (l2 / 2) ||theta_x||^2
+// over rows whose LAST column is the label in {0, 1} (weights may be negative: the ridge term
+// keeps the objective bounded below). L-BFGS (NLopt LD_LBFGS); gradients summed over fixed
+// chunks in order, so the result does not depend on the thread count.
+struct WeightedLogisticResult {
+  Eigen::VectorXd theta;  // d - 1 feature weights then the bias
+  double objective = 0;
+  int evaluations = 0;
+  std::string status;
+};
+WeightedLogisticResult weighted_logistic_regression(const WeightedRows& rows, const Eigen::VectorXd& omega,
+                                                    double l2, int max_evaluations = 500);
+// theta . [x, 1] for each row of x (the features only).
+Eigen::VectorXd logistic_scores(const WeightedRows& features, const Eigen::VectorXd& theta);
+
+// --------------------------------------------------------------------------------------
+// `privrace m2m`: one task against a released sketch, the whole answer as text (nothing is
+// printed when any check fails).
+struct M2mRequest {
+  std::string task;            // mean | moment2 | cdf | cov | count
+  double lo = 0, hi = 1;       // the box [lo, hi]^d
+  std::size_t samples = 100000;
+  std::uint64_t seed = 0x4d324d;
+  std::string queries_path;    // count: the query file
+  std::size_t cdf_points = 10;
+};
+// "LO:HI" -> (lo, hi); UsageError naming the text unless both are finite numbers with LO < HI.
+std::pair<double, double> parse_domain(const std::string& text);
+// Lines: mean / moment2: one value per attribute; cdf: "attribute point value" per CDF point;
+// cov: one row of the covariance matrix per line (with the M2M means); count: "fraction count"
+// per query, count = fraction * (n + zeta). UsageError for an unknown task or one that needs
+// more attributes than the sketch has (cov: 2, count: 3); InputError for a bad query file.
+std::string answer_m2m(const FeatureSketchRelease& release, const M2mRequest& request);
+
+}  // namespace privrace
