@@ -4,9 +4,12 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "privrace/core/error.hpp"
 #include "privrace/lsh/families.hpp"
+#include "privrace/privacy/mechanisms.hpp"
+#include "privrace/sketch/builder.hpp"
 #include "privrace/sketch/feature_sketch.hpp"
 #include "privrace/sketch/sketch_io.hpp"
 #include "test_util.hpp"
@@ -99,4 +102,308 @@ TEST(FeatureSketch, RffNoiseVarianceMatchesTheRecordAndTheDraws) {
   EXPECT_DOUBLE_EQ(rel.epsilon_num + rel.epsilon_den, 2.0);
   EXPECT_NEAR(rel.epsilon_num, 1.96, 1e-12);
   EXPECT_TRUE(rel.is_private);
+}
+
+namespace {
+// Mean squared deviation of the released sums (feature units) from the exact ones, and of the
+// released counts, over `draws` seeded releases.
+struct NoiseMoments {
+  double sums = 0.0, count = 0.0;
+  FeatureSketchRelease last;
+};
+NoiseMoments noise_moments(const FeatureSums& sums, const FeatureSketchPrivacy& priv, std::uint64_t draws) {
+  const Eigen::VectorXd exact = sums.sums();
+  NoiseMoments m;
+  for (std::uint64_t s = 0; s < draws; ++s) {
+    m.last = release_feature_sketch(sums, priv, NoiseSource{true, 77 + 1000 * s});
+    m.sums += (m.last.sums - exact).squaredNorm();
+    const double dc = m.last.count - static_cast<double>(sums.records());
+    m.count += dc * dc;
+  }
+  m.sums /= static_cast<double>(draws) * static_cast<double>(exact.size());
+  m.count /= static_cast<double>(draws);
+  return m;
+}
+double discrete_laplace_variance(double scale) {
+  const double a = std::exp(-1.0 / scale);
+  return 2.0 * a / ((1.0 - a) * (1.0 - a));
+}
+}  // namespace
+
+TEST(FeatureSketch, HistAndRaceNoiseHaveTheRightScale) {
+  const DenseMatrix x = uniform_points(3000, 5, 4);
+  FeatureSketchPrivacy priv;
+  priv.epsilon = 0.5;
+  // HIST: L1 sensitivity d = 5 (one bin per attribute); RACE: R = 8 (one bucket per row).
+  for (const auto& [spec, l1] : {std::pair{hist_spec(10), 5.0}, std::pair{race_spec(), 8.0}}) {
+    const auto sums = build_feature_sums(x, spec, 2);
+    const NoiseMoments m = noise_moments(*sums, priv, 400);
+    const double want = discrete_laplace_variance(l1 / (0.98 * 0.5));
+    // The sampler's scale is the requested one rounded up to a dyadic rational.
+    EXPECT_NEAR(m.last.noise_variance, want, 1e-3 * want) << spec.kind;
+    EXPECT_NEAR(m.sums, m.last.noise_variance, 0.1 * m.last.noise_variance) << spec.kind;
+    EXPECT_DOUBLE_EQ(m.last.header["privacy"]["sensitivity_l1"].get<double>(), l1) << spec.kind;
+    EXPECT_DOUBLE_EQ(m.last.map->l1_sensitivity(), l1) << spec.kind;
+  }
+}
+
+TEST(FeatureSketch, CountNoiseHasScaleOneOverEpsilonDen) {
+  // A tiny sketch, many releases: zeta ~ discrete Laplace of scale 1 / (0.02 eps).
+  const DenseMatrix x = uniform_points(100, 1, 5);
+  const auto sums = build_feature_sums(x, hist_spec(1), 1);
+  FeatureSketchPrivacy priv;
+  priv.epsilon = 5.0;  // epsilon_den = 0.1: scale 10
+  const NoiseMoments m = noise_moments(*sums, priv, 20000);
+  const double want = discrete_laplace_variance(10.0);
+  EXPECT_NEAR(m.last.header["privacy"]["count_noise_variance"].get<double>(), want, 1e-3 * want);
+  EXPECT_NEAR(m.count, want, 0.1 * want);
+  EXPECT_NEAR(m.last.epsilon_den, 0.1, 1e-12);
+}
+
+TEST(FeatureSketch, GaussianNoiseHasTheAnalyticSigma) {
+  const DenseMatrix x = uniform_points(2000, 3, 6);
+  FeatureSketchPrivacy priv;
+  priv.epsilon = 1.0;
+  priv.mechanism = NoiseMechanism::Gaussian;
+  priv.delta = 1e-6;
+  for (const auto& spec : {rff_spec(20), hist_spec(8)}) {
+    const auto sums = build_feature_sums(x, spec, 2);
+    const NoiseMoments m = noise_moments(*sums, priv, 300);
+    const auto& p = m.last.header["privacy"];
+    const double l2 = p["sensitivity_l2"].get<double>();
+    const double q = spec.kind == "rff" ? 1.0 / 1048576.0 : 1.0;
+    const double sigma = analytic_gaussian_sigma(0.98, 1e-6, l2);  // container units
+    EXPECT_NEAR(m.last.noise_variance, (sigma * sigma + 1.0 / 12.0) * q * q, 1e-9 * sigma * sigma * q * q);
+    EXPECT_NEAR(m.sums, m.last.noise_variance, 0.1 * m.last.noise_variance) << spec.kind;
+    // L2 sensitivity: sqrt(m') (1 + O(2^-20)) feature units for RFF, sqrt(d) for HIST.
+    EXPECT_NEAR(l2 * q, spec.kind == "rff" ? std::sqrt(10.0) : std::sqrt(3.0), 1e-5) << spec.kind;
+    EXPECT_EQ(p["count_mechanism"], "discrete_laplace");
+  }
+}
+
+TEST(FeatureSketch, RffSensitivityHoldsForEveryRecord) {
+  // Every single record's quantised features stay inside the derived L1 and L2 bounds, and
+  // the L1 bound is m' (floor(sqrt 2 G) + 1) grid units.
+  const auto family = make_feature_family(rff_spec(64), 4);
+  EXPECT_EQ(family->record_l1(), 32.0 * (std::floor(std::sqrt(2.0) * 1048576.0) + 1.0));
+  const DenseMatrix x = uniform_points(3000, 4, 7, -50.0f, 50.0f);
+  double worst_l1 = 0.0, worst_l2 = 0.0, worst_pair_l1 = 0.0;
+  for (Eigen::Index i = 0; i < x.rows(); ++i) {
+    RaceSketch one(family, 32);
+    one.insert_dense(x.middleRows(i, 1));
+    const auto c = one.counts();  // one record: cell j of row 0 and of row 1 are its pair j
+    double l1 = 0.0, l2 = 0.0;
+    for (std::size_t j = 0; j < 32; ++j) {
+      const double a = static_cast<double>(c[j]), b = static_cast<double>(c[32 + j]);
+      l1 += std::abs(a) + std::abs(b);
+      l2 += a * a + b * b;
+      worst_pair_l1 = std::max(worst_pair_l1, std::abs(a) + std::abs(b));
+      EXPECT_LE(a * a + b * b, static_cast<double>(RandomFourierFeatures::kPairL2Squared));
+    }
+    worst_l1 = std::max(worst_l1, l1);
+    worst_l2 = std::max(worst_l2, std::sqrt(l2));
+  }
+  EXPECT_LE(worst_l1, family->record_l1());
+  EXPECT_LE(worst_l2, family->record_l2());
+  EXPECT_LE(worst_pair_l1, static_cast<double>(RandomFourierFeatures::kPairL1));
+  // Some phase lands near pi/4 (mod pi/2): the per-pair bound sqrt(2) G is nearly attained.
+  EXPECT_GT(worst_pair_l1, 0.9999 * static_cast<double>(RandomFourierFeatures::kPairL1));
+}
+
+TEST(FeatureSketch, EpsilonSplitIsRecordedAndSurvivesTheFile) {
+  const fs::path dir = privrace::testing::temp_dir("feature_sketch");
+  const DenseMatrix x = uniform_points(1500, 4, 8);
+  for (const auto& spec : {rff_spec(16), hist_spec(6), race_spec()}) {
+    const auto sums = build_feature_sums(x, spec, 2);
+    FeatureSketchPrivacy priv;
+    priv.epsilon = 3.0;
+    priv.num_share = 0.9;
+    RaceSketch copy = sums->sketch();
+    privatize(copy, feature_privacy_spec(priv), NoiseSource{true, 5});
+    const std::string path = (dir / (spec.kind + ".rsk")).string();
+    save_sketch(path, copy);
+    const FeatureSketchRelease rel = load_feature_release(path);
+    const auto& p = rel.header["privacy"];
+    EXPECT_EQ(rel.header["kind"], spec.kind);
+    EXPECT_DOUBLE_EQ(p["epsilon_num"].get<double>() + p["epsilon_den"].get<double>(), p["epsilon"].get<double>());
+    EXPECT_NEAR(p["epsilon_num"].get<double>(), 2.7, 1e-12);
+    EXPECT_DOUBLE_EQ(rel.epsilon, 3.0);
+    EXPECT_TRUE(rel.is_private);
+    EXPECT_EQ(rel.map->kind(), spec.kind);
+    // The file holds what privatize produced: same sums, count and noise record.
+    const FeatureSketchRelease direct = feature_release_of(copy, sketch_header(copy));
+    EXPECT_EQ(rel.sums, direct.sums) << spec.kind;
+    EXPECT_EQ(rel.count, direct.count);
+    EXPECT_EQ(rel.noise_variance, direct.noise_variance);
+    EXPECT_NE(rel.count, 1500.0);  // noisy (scale 1 / 0.3: P(zeta = 0) = 0.15, not for seed 5)
+    EXPECT_EQ(rel.map->params(), direct.map->params());
+  }
+  fs::remove_all(dir);
+}
+
+TEST(FeatureSketch, NoPrivacyReleasesExactSumsAndIsNeverWrittenByAccident) {
+  const DenseMatrix x = uniform_points(700, 3, 9);
+  const auto sums = build_feature_sums(x, hist_spec(4), 1);
+  FeatureSketchPrivacy priv;
+  priv.epsilon = std::numeric_limits<double>::infinity();
+  const FeatureSketchRelease rel = release_feature_sketch(*sums, priv, NoiseSource{});
+  EXPECT_FALSE(rel.is_private);
+  EXPECT_EQ(rel.count, 700.0);
+  EXPECT_EQ(rel.noise_variance, 0.0);
+  EXPECT_EQ(rel.sums, sums->sums());
+  EXPECT_TRUE(std::isinf(rel.epsilon_num));
+  // Each attribute's histogram counts every record once.
+  for (Eigen::Index r = 0; r < 3; ++r) EXPECT_EQ(rel.sums.segment(4 * r, 4).sum(), 700.0);
+  const fs::path dir = privrace::testing::temp_dir("feature_sketch_np");
+  EXPECT_THROW(save_sketch((dir / "x.rsk").string(), sums->sketch()), UsageError);
+  EXPECT_FALSE(fs::exists(dir / "x.rsk"));
+  fs::remove_all(dir);
+}
+
+TEST(FeatureSketch, MergeOfDisjointPartsEqualsTheWhole) {
+  const DenseMatrix x = uniform_points(4000, 3, 10);
+  for (const auto& spec : {rff_spec(12), hist_spec(5), race_spec()}) {
+    const auto whole = build_feature_sums(x, spec, 2);
+    const auto a = build_feature_sums(x.topRows(1500), spec, 1);
+    const auto b = build_feature_sums(x.bottomRows(2500), spec, 3);
+    RaceSketch merged = a->sketch();
+    merged.merge(b->sketch());
+    EXPECT_TRUE(std::equal(merged.counts().begin(), merged.counts().end(), whole->sketch().counts().begin())) << spec.kind;
+    EXPECT_EQ(merged.records(), 4000);
+    // Private parts: the released counts and the noise variances add up.
+    FeatureSketchPrivacy priv;
+    RaceSketch pa = a->sketch(), pb = b->sketch();
+    privatize(pa, feature_privacy_spec(priv), NoiseSource{true, 1});
+    privatize(pb, feature_privacy_spec(priv), NoiseSource{true, 2});
+    const auto mp = merged_privacy({pa.privacy(), pb.privacy()});
+    EXPECT_EQ(mp["count"].get<std::int64_t>(), pa.privacy()["count"].get<std::int64_t>() + pb.privacy()["count"].get<std::int64_t>());
+    EXPECT_DOUBLE_EQ(mp["noise_variance"].get<double>(), 2.0 * pa.privacy()["noise_variance"].get<double>());
+    EXPECT_DOUBLE_EQ(mp["epsilon_num"].get<double>(), 0.98);
+    pa.merge(pb);
+    pa.set_privacy(mp);
+    const FeatureSketchRelease rel = feature_release_of(pa, sketch_header(pa));
+    EXPECT_EQ(rel.count, mp["count"].get<double>());
+  }
+  // Different seeds (different frequencies) do not merge.
+  auto other = rff_spec(12);
+  other.seed = 99;
+  RaceSketch s1 = build_feature_sums(x, rff_spec(12), 1)->sketch();
+  EXPECT_THROW(s1.merge(build_feature_sums(x, other, 1)->sketch()), InputError);
+}
+
+TEST(FeatureSketch, OneHotMapsReproduceTheSketchCounts) {
+  // The M2M feature map of a RACE (hashed columns) or HIST (identity columns) sketch is exactly
+  // the cell each record incremented: summing the one-hot features gives the counts.
+  const DenseMatrix x = uniform_points(2000, 4, 11);
+  for (const auto& spec : {hist_spec(7), race_spec()}) {
+    const auto sums = build_feature_sums(x, spec, 2);
+    IndexMatrix idx;
+    sums->map().active_indices(x, idx);
+    ASSERT_EQ(idx.cols(), static_cast<Eigen::Index>(sums->map().active_per_point()));
+    std::vector<std::int64_t> counts(sums->map().size(), 0);
+    for (Eigen::Index i = 0; i < idx.rows(); ++i)
+      for (Eigen::Index j = 0; j < idx.cols(); ++j) ++counts[idx(i, j)];
+    EXPECT_TRUE(std::equal(counts.begin(), counts.end(), sums->sketch().counts().begin())) << spec.kind;
+    DoubleMatrix phi;
+    sums->map().features(x.topRows(3), phi);
+    EXPECT_EQ(phi.rowwise().sum(), Eigen::VectorXd::Constant(3, static_cast<double>(idx.cols())));
+  }
+  // HIST bins: equal width, hi in the last bin.
+  const auto hist = make_feature_family(hist_spec(4), 1);
+  DenseMatrix pts(5, 1);
+  pts << 0.0f, 0.249f, 0.25f, 0.99f, 1.0f;
+  CodeMatrix codes;
+  hist->hash_dense(pts, codes);
+  EXPECT_EQ(codes(0, 0), 0u);
+  EXPECT_EQ(codes(0, 1), 0u);
+  EXPECT_EQ(codes(0, 2), 1u);
+  EXPECT_EQ(codes(0, 3), 3u);
+  EXPECT_EQ(codes(0, 4), 3u);
+}
+
+TEST(FeatureSketch, KdeRaceSketchFileIsReadByM2M) {
+  // A RACE sketch written for KDE (no count released) is usable as is: count = N-hat.
+  const DenseMatrix x = uniform_points(3000, 3, 12);
+  auto family = std::shared_ptr<const LshFamily>(
+      make_family(FamilySpec{.kernel = "l2", .bandwidth = 0.5, .rows = 20, .dim = 3, .seed = 4}));
+  RaceSketch sketch(family, 32);
+  build_dense(sketch, x);
+  PrivacySpec spec;
+  spec.epsilon = 2.0;
+  privatize(sketch, spec, NoiseSource{true, 3});
+  const fs::path dir = privrace::testing::temp_dir("feature_sketch_kde");
+  const std::string path = (dir / "kde.rsk").string();
+  save_sketch(path, sketch);
+  const FeatureSketchRelease rel = load_feature_release(path);
+  EXPECT_EQ(rel.map->kind(), "race");
+  EXPECT_EQ(rel.map->size(), 20u * 32u);
+  EXPECT_DOUBLE_EQ(rel.count, sketch.n_hat());
+  EXPECT_DOUBLE_EQ(rel.epsilon_num, 2.0);
+  EXPECT_DOUBLE_EQ(rel.epsilon_den, 0.0);
+  EXPECT_NEAR(rel.noise_variance, discrete_laplace_variance(20.0 / 2.0), 1e-3 * rel.noise_variance);
+  // An rff sketch without a count (a stripped header) is refused, naming the field.
+  const auto rff = build_feature_sums(x, rff_spec(8), 1);
+  RaceSketch stripped = rff->sketch();
+  stripped.set_privacy({{"private", false}});
+  save_sketch((dir / "nocount.rsk").string(), stripped, true);
+  try {
+    load_feature_release((dir / "nocount.rsk").string());
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("privacy.count"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+TEST(FeatureSketch, ReplaceNeighboursReleaseTheCountExactly) {
+  const DenseMatrix x = uniform_points(500, 2, 13);
+  const auto sums = build_feature_sums(x, hist_spec(3), 1);
+  FeatureSketchPrivacy priv;
+  priv.neighbors = NeighborRelation::Replace;
+  const FeatureSketchRelease rel = release_feature_sketch(*sums, priv, NoiseSource{true, 1});
+  EXPECT_EQ(rel.count, 500.0);
+  EXPECT_DOUBLE_EQ(rel.epsilon_den, 0.0);
+  EXPECT_DOUBLE_EQ(rel.epsilon_num, 1.0);
+  EXPECT_DOUBLE_EQ(rel.header["privacy"]["sensitivity_l1"].get<double>(), 4.0);  // 2 d
+}
+
+TEST(FeatureSketch, BadInputIsRefusedNamingTheValue) {
+  auto message = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const DenseMatrix x = uniform_points(50, 2, 14);
+  auto odd = rff_spec(7);
+  EXPECT_NE(message([&] { build_feature_sums(x, odd, 1); }).find("got 7"), std::string::npos);
+  auto zero = rff_spec(0);
+  EXPECT_NE(message([&] { build_feature_sums(x, zero, 1); }).find("got 0"), std::string::npos);
+  auto nobins = hist_spec(0);
+  EXPECT_NE(message([&] { build_feature_sums(x, nobins, 1); }).find("got 0"), std::string::npos);
+  auto flipped = hist_spec(3);
+  flipped.lo = {1.0};
+  flipped.hi = {0.5};
+  EXPECT_NE(message([&] { build_feature_sums(x, flipped, 1); }).find("LO = 1 must be below HI = 0.5"), std::string::npos);
+  EXPECT_THROW(parse_box_domain("2:2"), UsageError);
+  EXPECT_THROW(parse_box_domain("0:1,a:2"), UsageError);
+  EXPECT_THROW(parse_box_domain("0-1"), UsageError);
+  const auto [lo, hi] = parse_box_domain("0:1,-2.5:3e2");
+  EXPECT_EQ(lo, (std::vector<double>{0.0, -2.5}));
+  EXPECT_EQ(hi, (std::vector<double>{1.0, 300.0}));
+  // Data outside the declared domain is refused (not clipped), naming record, attribute, value.
+  DenseMatrix out = x;
+  out(37, 1) = 1.5f;
+  for (int threads : {1, 2}) {
+    const std::string m = message([&] { build_feature_sums(out, hist_spec(3), threads); });
+    EXPECT_NE(m.find("record 38, attribute 2: value 1.5 is outside the declared domain [0, 1]"), std::string::npos) << m;
+  }
+  DenseMatrix nan = x;
+  nan(3, 0) = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_NE(message([&] { build_feature_sums(nan, rff_spec(4), 2); }).find("record 4, attribute 1"), std::string::npos);
+  FeatureSketchPrivacy all_num;
+  all_num.num_share = 1.0;
+  EXPECT_THROW(feature_privacy_spec(all_num), UsageError);
 }

@@ -35,6 +35,20 @@ double pstable_collision(double distance, double width) {
 }
 
 std::unique_ptr<LshFamily> make_family(const FamilySpec& spec) {
+  // Feature maps: their rows are fixed by the map (rff: cos and sin; hist: one per attribute).
+  if (spec.kernel == "rff") {
+    if (spec.features == 0 || spec.features % 2 != 0)
+      throw UsageError("rff needs an even, positive number of features m = 2 m', got " + std::to_string(spec.features));
+    if (!(spec.sigma > 0.0) || !std::isfinite(spec.sigma))
+      throw UsageError("rff needs a positive finite bandwidth sigma, got " + std::to_string(spec.sigma));
+    if (spec.dim == 0) throw UsageError("the rff kernel needs the input dimension");
+    return std::make_unique<RandomFourierFeatures>(spec.dim, spec.features / 2, spec.sigma, spec.seed);
+  }
+  if (spec.kernel == "hist") {
+    if (spec.bins == 0) throw UsageError("hist needs at least 1 bin per attribute, got 0");
+    if (spec.dim == 0) throw UsageError("the hist kernel needs the input dimension");
+    return std::make_unique<MarginalHistograms>(spec.dim, spec.bins, expand_domain(spec.lo, spec.hi, spec.dim), spec.seed);
+  }
   if (spec.rows == 0) throw UsageError("rows (R) must be at least 1");
   if (spec.power == 0 || spec.power > 64) throw UsageError("power (p) must be in 1..64");
   if (spec.kernel == "l2") {
@@ -49,19 +63,6 @@ std::unique_ptr<LshFamily> make_family(const FamilySpec& spec) {
     if (spec.pair_mode != "insert" && spec.pair_mode != "query")
       throw UsageError("pair mode must be 'insert' or 'query', got '" + spec.pair_mode + "'");
     return std::make_unique<SrpPair>(spec.rows, spec.dim, spec.power, spec.seed, spec.pair_mode == "insert");
-  }
-  if (spec.kernel == "rff") {
-    if (spec.features == 0 || spec.features % 2 != 0)
-      throw UsageError("rff needs an even, positive number of features m = 2 m', got " + std::to_string(spec.features));
-    if (!(spec.sigma > 0.0) || !std::isfinite(spec.sigma))
-      throw UsageError("rff needs a positive finite bandwidth sigma, got " + std::to_string(spec.sigma));
-    if (spec.dim == 0) throw UsageError("the rff kernel needs the input dimension");
-    return std::make_unique<RandomFourierFeatures>(spec.dim, spec.features / 2, spec.sigma, spec.seed);
-  }
-  if (spec.kernel == "hist") {
-    if (spec.bins == 0) throw UsageError("hist needs at least 1 bin per attribute, got 0");
-    if (spec.dim == 0) throw UsageError("the hist kernel needs the input dimension");
-    return std::make_unique<MarginalHistograms>(spec.dim, spec.bins, expand_domain(spec.lo, spec.hi, spec.dim), spec.seed);
   }
   // "jaccard": the densified one-permutation family (fast for every set size, exact J^p);
   // "jaccard_classic": R p independent MinHash permutations (the reference, O(R p |S|)).

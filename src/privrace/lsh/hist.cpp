@@ -33,9 +33,11 @@ std::pair<std::vector<double>, std::vector<double>> expand_domain(const std::vec
   return {l, h};
 }
 
+// HIST is deterministic: the seed is ignored and recorded as 0, so histograms of the same
+// domain and bins always merge.
 MarginalHistograms::MarginalHistograms(std::size_t dim, std::size_t bins,
-                                       std::pair<std::vector<double>, std::vector<double>> domain, std::uint64_t seed)
-    : LshFamily(dim, seed), bins_(bins), lo_(std::move(domain.first)), hi_(std::move(domain.second)) {
+                                       std::pair<std::vector<double>, std::vector<double>> domain, std::uint64_t)
+    : LshFamily(dim, 0), bins_(bins), lo_(std::move(domain.first)), hi_(std::move(domain.second)) {
   if (lo_.size() != dim || hi_.size() != dim) throw UsageError("hist: one interval per attribute is needed");
   scale_.resize(dim);
   for (std::size_t r = 0; r < dim; ++r) scale_[r] = static_cast<double>(bins_) / (hi_[r] - lo_[r]);

@@ -83,6 +83,38 @@ std::shared_ptr<const FeatureMap> make_feature_map(std::shared_ptr<const LshFami
   return std::make_shared<OneHotMap>(std::move(family), width);
 }
 
+std::pair<std::vector<double>, std::vector<double>> parse_box_domain(const std::string& text) {
+  std::vector<double> lo, hi;
+  auto number = [&](const std::string& part, const std::string& interval) {
+    std::size_t used = 0;
+    double v = 0.0;
+    try {
+      v = std::stod(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size() || !std::isfinite(v))
+      throw UsageError("domain interval '" + interval + "': '" + part + "' is not a finite number (expected LO:HI)");
+    return v;
+  };
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    const std::string interval = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::size_t colon = interval.find(':');
+    if (colon == std::string::npos) throw UsageError("domain interval '" + interval + "' is not of the form LO:HI");
+    const double l = number(interval.substr(0, colon), interval), h = number(interval.substr(colon + 1), interval);
+    if (!(l < h))
+      throw UsageError("domain interval '" + interval + "': LO must be below HI (got LO = " + interval.substr(0, colon) +
+                       ", HI = " + interval.substr(colon + 1) + ")");
+    lo.push_back(l);
+    hi.push_back(h);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return {lo, hi};
+}
+
 std::shared_ptr<const LshFamily> make_feature_family(const FeatureSketchSpec& spec, std::size_t dim) {
   FamilySpec f;
   f.dim = dim;

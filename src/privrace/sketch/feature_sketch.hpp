@@ -132,6 +132,11 @@ struct FeatureSketchPrivacy {
   NeighborRelation neighbors = NeighborRelation::AddRemove;
 };
 
+// A declared box domain as text: "LO:HI" (one interval for every attribute) or
+// "LO1:HI1,LO2:HI2,..." (one per attribute, in column order). Throws UsageError naming the
+// interval when a bound is not a finite number or LO >= HI.
+std::pair<std::vector<double>, std::vector<double>> parse_box_domain(const std::string& text);
+
 // The family a spec describes, for data of `dim` attributes, and the container width.
 std::shared_ptr<const LshFamily> make_feature_family(const FeatureSketchSpec& spec, std::size_t dim);
 std::size_t feature_sketch_width(const FeatureSketchSpec& spec);

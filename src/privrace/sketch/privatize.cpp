@@ -68,7 +68,8 @@ void privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& s
   }
   // Rows are perturbed in parallel. Seeded noise uses one stream per row, so the result does
   // not depend on the thread count; release noise uses one CSPRNG instance per thread.
-#pragma omp parallel
+  // Small sketches (M2M's m = 200) stay on one thread: a parallel region costs more than their noise.
+#pragma omp parallel if (counts.size() >= 16384)
   {
     std::unique_ptr<RandomSource> os_rng;
     if (!source.seeded) os_rng = std::make_unique<CryptoRandom>();
