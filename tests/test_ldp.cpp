@@ -326,3 +326,62 @@ TEST(LdpErm, OneBitErrorMatchesAlgorithm2UpToConstants) {
   EXPECT_LT(b.max_grid_noise, 3 * a.max_grid_noise);
   EXPECT_GT(b.max_grid_noise, a.max_grid_noise / 30);
 }
+
+#include "privrace/ldp/marginals.hpp"
+
+namespace {
+BinaryData random_binary(std::size_t n, std::size_t d, std::uint64_t seed) {
+  BinaryData b;
+  b.n = n;
+  b.d = d;
+  b.x.resize(n * d);
+  SeededRandom rng(seed);
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool cls = rng.bit();  // two latent classes: correlated attributes
+    for (std::size_t a = 0; a < d; ++a) b.x[i * d + a] = rng.unit() < (cls ? 0.8 - 0.03 * a : 0.3 + 0.02 * a);
+  }
+  return b;
+}
+}  // namespace
+
+TEST(LdpMarginals, ChebyshevMarginalsAtInfiniteEpsilonMatchExactMarginals) {
+  const BinaryData data = random_binary(3000, 9, 4);
+  for (int k : {2, 3}) {
+    const ChebyshevMarginals cm(9, k);  // t = k: exact
+    std::vector<double> means(cm.monomials(), 0.0);  // the exact monomial averages (no noise)
+    for (std::size_t i = 0; i < data.n; ++i)
+      for (std::size_t j = 0; j < cm.monomials(); ++j) means[j] += cm.monomial_value(j, data.row(i)) / data.n;
+    const auto queries = subsets_of_size(9, k);
+    const auto exact = exact_conjunctions(data, queries);
+    for (std::size_t q = 0; q < queries.size(); ++q) EXPECT_NEAR(cm.answer(means, queries[q]), exact[q], 1e-12);
+    // The whole protocol at eps = inf: bits are the values; only the sampling of players remains.
+    const BinaryData big = random_binary(200000, 9, 6);
+    const auto big_exact = exact_conjunctions(big, queries);
+    const auto est = ldp_chebyshev_marginals(big, queries, k, 0, kInf, 3, 2);
+    // Only the sampling of players per monomial remains: each of the 2^k - 1 terms (c_j = +-1
+    // for t = k) averages about n / D players, sd <= 0.5 sqrt(D / n) each.
+    const double sd = std::sqrt((std::pow(2.0, k) - 1) * 0.25 * static_cast<double>(cm.monomials()) / big.n);
+    for (std::size_t q = 0; q < queries.size(); ++q) EXPECT_NEAR(est[q], big_exact[q], 5 * sd);
+    const auto central = central_histogram_marginals(data, queries, kInf, 1);
+    for (std::size_t q = 0; q < queries.size(); ++q) EXPECT_NEAR(central[q], exact[q], 1e-12);
+  }
+  EXPECT_THROW(ChebyshevMarginals(4, 5), UsageError);
+  EXPECT_THROW(ChebyshevMarginals(8, 3, 4), UsageError);
+}
+
+TEST(LdpMarginals, LowerDegreeChebyshevErrorIsBoundedByItsApproximation) {
+  const int d = 12, k = 6, t = 3;
+  const ChebyshevMarginals cm(d, k, t);
+  EXPECT_EQ(cm.monomials(), 12u + 66u + 220u);
+  // |p(z)| <= 1 / T_t(k/(k-1)) on 1..k; T_3(x) = 4x^3 - 3x.
+  const double x = 6.0 / 5.0;
+  EXPECT_LE(cm.approximation_error(), 1.0 / (4 * x * x * x - 3 * x) + 1e-12);
+  const BinaryData data = random_binary(2000, d, 5);
+  std::vector<double> means(cm.monomials(), 0.0);
+  for (std::size_t i = 0; i < data.n; ++i)
+    for (std::size_t j = 0; j < cm.monomials(); ++j) means[j] += cm.monomial_value(j, data.row(i)) / data.n;
+  const auto queries = subsets_of_size(d, k);
+  const auto exact = exact_conjunctions(data, queries);
+  for (std::size_t q = 0; q < queries.size(); ++q)
+    EXPECT_LE(std::abs(cm.answer(means, queries[q]) - exact[q]), cm.approximation_error() + 1e-12);
+}
