@@ -5,6 +5,9 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
 
 #include "privrace/core/error.hpp"
 #include "privrace/lsh/families.hpp"
@@ -406,4 +409,131 @@ TEST(FeatureSketch, BadInputIsRefusedNamingTheValue) {
   FeatureSketchPrivacy all_num;
   all_num.num_share = 1.0;
   EXPECT_THROW(feature_privacy_spec(all_num), UsageError);
+}
+
+// ---- the command line: privrace sketch --kernel rff|hist, info, merge ----
+namespace {
+struct CliResult {
+  int code;
+  std::string out, err;
+};
+CliResult run_cli(const std::string& args, const fs::path& dir) {
+  const fs::path err_file = dir / "stderr.txt";
+  const std::string cmd = std::string(PRIVRACE_CLI) + " " + args + " 2>" + err_file.string();
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (const std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  const int status = pclose(pipe);
+  std::ifstream e(err_file);
+  std::stringstream ss;
+  ss << e.rdbuf();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, ss.str()};
+}
+class FeatureSketchCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = privrace::testing::temp_dir("feature_cli");
+    std::ofstream f(dir / "u.csv");
+    f << "a,b,c\n";
+    SeededRandom rng(3);
+    for (int i = 0; i < 400; ++i) f << rng.unit() << "," << rng.unit() << "," << rng.unit() << "\n";
+    std::ofstream g(dir / "v.csv");
+    g << "a,b,c\n";
+    for (int i = 0; i < 300; ++i) g << rng.unit() << "," << rng.unit() << "," << rng.unit() << "\n";
+    std::ofstream h(dir / "out.csv");
+    h << "a,b,c\n0.5,0.5,0.5\n0.25,1.75,0.5\n";
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  std::string p(const std::string& name) const { return (dir / name).string(); }
+  nlohmann::json info(const std::string& file) {
+    const CliResult r = run_cli("info " + p(file), dir);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  }
+  void expect_refused(const std::string& args, int code, const std::string& fragment) {
+    const CliResult r = run_cli(args + " -q -o " + p("bad.rsk"), dir);
+    EXPECT_EQ(r.code, code) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << "stderr was: " << r.err;
+    EXPECT_FALSE(fs::exists(p("bad.rsk"))) << args << " left an output file";
+  }
+  fs::path dir;
+};
+}  // namespace
+
+TEST_F(FeatureSketchCli, RffAndHistFilesRecordTheRelease) {
+  ASSERT_EQ(run_cli("sketch -i " + p("u.csv") + " --kernel rff --features 20 --sigma 0.5 --epsilon 2 --seed 4 -q -o " + p("r.rsk"), dir).code, 0);
+  const auto r = info("r.rsk");
+  EXPECT_EQ(r["kind"], "rff");
+  EXPECT_EQ(r["family"]["features"], 20);
+  EXPECT_EQ(r["family"]["sigma"], 0.5);
+  EXPECT_TRUE(r["family"].contains("seed"));
+  const auto& p1 = r["privacy"];
+  EXPECT_TRUE(p1["private"].get<bool>());
+  EXPECT_EQ(p1["mechanism"], "discrete_laplace");
+  EXPECT_DOUBLE_EQ(p1["epsilon_num"].get<double>() + p1["epsilon_den"].get<double>(), 2.0);
+  EXPECT_NEAR(p1["epsilon_num"].get<double>(), 1.96, 1e-12);
+  EXPECT_NEAR(p1["sensitivity_l1"].get<double>() * p1["quantum"].get<double>(), 10 * std::sqrt(2.0), 1e-4);
+  EXPECT_TRUE(p1["count"].is_number_integer());
+  EXPECT_FALSE(r.contains("n_hat"));
+  // HIST with a per-attribute domain and its own budget split.
+  ASSERT_EQ(run_cli("sketch -i " + p("u.csv") + " --kernel hist --bins 5 --domain 0:1,0:1,-1:1 --num-share 0.9 --epsilon 1 -q -o " + p("h.rsk"), dir).code, 0);
+  const auto h = info("h.rsk");
+  EXPECT_EQ(h["kind"], "hist");
+  EXPECT_EQ(h["family"]["lo"], (std::vector<double>{0.0, 0.0, -1.0}));
+  EXPECT_EQ(h["privacy"]["sensitivity_l1"], 3.0);
+  EXPECT_NEAR(h["privacy"]["epsilon_den"].get<double>(), 0.1, 1e-12);
+  EXPECT_TRUE(h["privacy"]["fit_for_release"].get<bool>());
+  const FeatureSketchRelease rel = load_feature_release(p("h.rsk"));
+  EXPECT_EQ(rel.sums.size(), 15);
+  // Exact sketches only with --no-privacy, and then with the exact count.
+  ASSERT_EQ(run_cli("sketch -i " + p("u.csv") + " --kernel hist --bins 5 --domain 0:1 --no-privacy -q -o " + p("e.rsk"), dir).code, 0);
+  const auto e = info("e.rsk");
+  EXPECT_FALSE(e["privacy"]["private"].get<bool>());
+  EXPECT_EQ(e["privacy"]["count"], 400);
+}
+
+TEST_F(FeatureSketchCli, MergeAddsSumsAndCounts) {
+  for (const std::string kernel : {"--kernel rff --features 8", "--kernel hist --bins 4 --domain 0:1"}) {
+    ASSERT_EQ(run_cli("sketch -i " + p("u.csv") + " " + kernel + " --no-privacy --seed 9 -q -o " + p("a.rsk"), dir).code, 0);
+    ASSERT_EQ(run_cli("sketch -i " + p("v.csv") + " " + kernel + " --no-privacy --seed 9 -q -o " + p("b.rsk"), dir).code, 0);
+    const CliResult m = run_cli("merge " + p("a.rsk") + " " + p("b.rsk") + " --no-privacy -o " + p("m.rsk"), dir);
+    ASSERT_EQ(m.code, 0) << m.err;
+    const FeatureSketchRelease a = load_feature_release(p("a.rsk")), b = load_feature_release(p("b.rsk")),
+                               merged = load_feature_release(p("m.rsk"));
+    EXPECT_EQ(merged.count, 700.0) << kernel;
+    EXPECT_EQ(merged.sums, a.sums + b.sums) << kernel;  // grid sums: exact in double here
+    ASSERT_EQ(run_cli("sketch -i " + p("u.csv") + " " + kernel + " --epsilon 1 --seed 9 -q -o " + p("pa.rsk"), dir).code, 0);
+    ASSERT_EQ(run_cli("sketch -i " + p("v.csv") + " " + kernel + " --epsilon 1 --seed 10 -q -o " + p("pb.rsk"), dir).code, 0);
+    const CliResult pm = run_cli("merge " + p("pa.rsk") + " " + p("pb.rsk") + " -o " + p("pm.rsk"), dir);
+    if (kernel.find("rff") != std::string::npos) {
+      EXPECT_EQ(pm.code, 1);  // different seeds: different frequencies
+      EXPECT_NE(pm.err.find("seed"), std::string::npos) << pm.err;
+    } else {
+      ASSERT_EQ(pm.code, 0) << pm.err;  // HIST has no seed
+      const auto mp = info("pm.rsk")["privacy"];
+      EXPECT_EQ(mp["count"].get<std::int64_t>(),
+                info("pa.rsk")["privacy"]["count"].get<std::int64_t>() + info("pb.rsk")["privacy"]["count"].get<std::int64_t>());
+    }
+  }
+}
+
+TEST_F(FeatureSketchCli, BadInputGetsItsErrorAndNoFile) {
+  const std::string base = "sketch -i " + p("u.csv") + " --epsilon 1";
+  expect_refused(base + " --kernel rff --features 7", 2, "--features must be a positive even number (m = 2 m' random Fourier features), got 7");
+  expect_refused(base + " --kernel rff --features 0", 2, "got 0");
+  expect_refused(base + " --kernel rff --features 10 --rows 5", 2, "--rows and --width do not apply to --kernel rff");
+  expect_refused(base + " --kernel rff --features 10 --mechanism floored_laplace", 2, "exact discrete Laplace");
+  expect_refused(base + " --kernel hist --bins 0 --domain 0:1", 2, "--bins must be at least 1, got 0");
+  expect_refused(base + " --kernel hist --bins 4", 2, "needs --domain");
+  expect_refused(base + " --kernel hist --bins 4 --domain 1:0", 2, "domain interval '1:0': LO must be below HI (got LO = 1, HI = 0)");
+  expect_refused(base + " --kernel hist --bins 4 --domain 2:2", 2, "LO must be below HI");
+  expect_refused(base + " --kernel hist --bins 4 --domain 0:1,0:1", 2, "the domain gives 2 intervals but the data has 3 attributes");
+  expect_refused(base + " --kernel hist --bins 4 --domain 0:x", 2, "'x' is not a finite number");
+  expect_refused(base + " --kernel hist --bins 4 --domain 0:1 --num-share 1", 2, "--num-share must be in (0, 1)");
+  // Data outside the declared domain: refused, naming the file, record, attribute and value.
+  expect_refused("sketch -i " + p("out.csv") + " --epsilon 1 --kernel hist --bins 4 --domain 0:1", 1,
+                 "out.csv: record 2, attribute 2: value 1.75 is outside the declared domain [0, 1]");
+  // The LSH kernels still need their shape.
+  expect_refused(base + " --kernel l2 --width 8", 2, "'--rows' is required");
 }
