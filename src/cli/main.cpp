@@ -17,6 +17,7 @@
 #include "privrace/lsh/family.hpp"
 #include "privrace/privacy/budget.hpp"
 #include "privrace/sketch/builder.hpp"
+#include "privrace/sketch/feature_sketch.hpp"
 #include "privrace/sketch/privatize.hpp"
 #include "privrace/sketch/race_sketch.hpp"
 #include "privrace/sketch/sketch_io.hpp"
@@ -64,18 +65,23 @@ po::variables_map parse(const std::string& usage, const po::options_description&
 
 int cmd_sketch(int argc, char** argv) {
   po::options_description desc("options");
-  std::string input, output, kernel, format, mechanism, neighbors, pair_mode, strategy;
-  double bandwidth = 1.0, delta = 0.0;
-  std::size_t power = 1, rows = 0, width = 0, dim = 0, chunk_rows = 0;
+  std::string input, output, kernel, format, mechanism, neighbors, pair_mode, strategy, domain;
+  double bandwidth = 1.0, delta = 0.0, sigma = 1.0, num_share = 0.98;
+  std::size_t power = 1, rows = 0, width = 0, dim = 0, chunk_rows = 0, features = 0, bins = 0;
   int threads = 0, label_column = 0;
   desc.add_options()("help,h", "show this help")
       ("input,i", po::value(&input)->required(), "data file: CSV (header optional), whitespace, libsvm or sets; .gz allowed; - = stdin")
       ("output,o", po::value(&output)->required(), "sketch file to write (written atomically)")
-      ("kernel,k", po::value(&kernel)->default_value("l2"), "l2 (p-stable) | angular (SRP) | angular_pair (regression surrogate) | jaccard (densified MinHash) | jaccard_classic (independent MinHashes)")
+      ("kernel,k", po::value(&kernel)->default_value("l2"), "l2 (p-stable) | angular (SRP) | angular_pair (regression surrogate) | jaccard (densified MinHash) | jaccard_classic (independent MinHashes) | rff (random Fourier features, for M2M) | hist (per-attribute histograms, for M2M)")
       ("bandwidth", po::value(&bandwidth)->default_value(1.0), "p-stable bucket width w (l2)")
       ("power,p", po::value(&power)->default_value(1), "concatenated hashes per row (p)")
-      ("rows,R", po::value(&rows)->required(), "sketch rows R")
-      ("width,W", po::value(&width)->required(), "sketch columns W")
+      ("rows,R", po::value(&rows), "sketch rows R (LSH kernels)")
+      ("width,W", po::value(&width), "sketch columns W (LSH kernels)")
+      ("features", po::value(&features)->default_value(0), "rff: number of features m = 2 m' (even)")
+      ("sigma", po::value(&sigma)->default_value(1.0), "rff: Gaussian kernel bandwidth sigma")
+      ("bins", po::value(&bins)->default_value(0), "hist: equal bins per attribute")
+      ("domain", po::value(&domain), "hist: LO:HI for every attribute, or LO1:HI1,LO2:HI2,... one per attribute; records outside are refused")
+      ("num-share", po::value(&num_share)->default_value(0.98), "rff/hist: share of epsilon for the feature sums (epsilon_num); the released record count gets the rest (epsilon_den)")
       ("epsilon,e", po::value<std::string>(), "privacy budget epsilon > 0")
       ("delta", po::value(&delta)->default_value(0.0), "delta for --mechanism gaussian")
       ("mechanism", po::value(&mechanism)->default_value("discrete_laplace"), "discrete_laplace | floored_laplace (the paper's floor(S + Lap(R/eps))) | gaussian")
@@ -94,8 +100,39 @@ int cmd_sketch(int argc, char** argv) {
       ("graph-cache", po::value<std::string>(), "edgelist: binary CSR cache file, reused while the input is unchanged")
       ("chunk-rows", po::value(&chunk_rows)->default_value(65536), "rows read per chunk (bounds memory)")
       ("quiet,q", "no summary on stderr");
-  const auto vm = parse("usage: privrace sketch --input FILE --rows R --width W (--epsilon E | --no-privacy) -o OUT.rsk [options]",
+  const auto vm = parse("usage: privrace sketch --input FILE --rows R --width W (--epsilon E | --no-privacy) -o OUT.rsk [options]\n"
+                        "       privrace sketch --input FILE --kernel rff --features M --sigma S (--epsilon E | --no-privacy) -o OUT.rsk\n"
+                        "       privrace sketch --input FILE --kernel hist --bins B --domain LO:HI (--epsilon E | --no-privacy) -o OUT.rsk",
                         desc, argc, argv);
+  // rff and hist are feature-map sketches (M2M): their shape comes from --features / --bins and
+  // the data, and they release the record count with a share of epsilon.
+  const bool feature_kernel = kernel == "rff" || kernel == "hist";
+  std::vector<double> domain_lo, domain_hi;
+  if (feature_kernel) {
+    if (vm.count("rows") || vm.count("width"))
+      throw UsageError("--rows and --width do not apply to --kernel " + kernel + " (its shape comes from " +
+                       (kernel == "rff" ? "--features" : "--bins and the data") + ")");
+    if (kernel == "rff") {
+      if (features == 0 || features % 2 != 0)
+        throw UsageError("--features must be a positive even number (m = 2 m' random Fourier features), got " +
+                         std::to_string(features));
+      if (!(sigma > 0.0) || !std::isfinite(sigma)) throw UsageError("--sigma must be a positive number, got " + std::to_string(sigma));
+      if (mechanism == "floored_laplace")
+        throw UsageError("--mechanism floored_laplace adds floating-point Laplace noise; the rff sums get exact discrete Laplace on their grid (or gaussian)");
+      rows = 2;
+      width = features / 2;
+    } else {
+      if (bins == 0) throw UsageError("--bins must be at least 1, got 0");
+      if (!vm.count("domain")) throw UsageError("--kernel hist needs --domain LO:HI (or one LO:HI per attribute, comma-separated)");
+      std::tie(domain_lo, domain_hi) = parse_box_domain(domain);
+      width = bins;
+    }
+    if (!(num_share > 0.0 && num_share < 1.0))
+      throw UsageError("--num-share must be in (0, 1) (the record count needs a share of epsilon), got " + std::to_string(num_share));
+  } else {
+    if (!vm.count("rows")) throw UsageError("the option '--rows' is required but missing");
+    if (!vm.count("width")) throw UsageError("the option '--width' is required but missing");
+  }
   const bool no_privacy = vm.count("no-privacy") > 0;
   PrivacySpec spec;
   if (no_privacy) {
@@ -114,12 +151,13 @@ int cmd_sketch(int argc, char** argv) {
     spec.delta = delta;
     spec.mechanism = parse_mechanism(mechanism);
     spec.neighbors = parse_neighbors(neighbors);
+    if (feature_kernel) spec.count_share = 1.0 - num_share;
     spec.validate();
   }
-  if (rows == 0) throw UsageError("--rows must be at least 1");
+  if (!feature_kernel && rows == 0) throw UsageError("--rows must be at least 1");
   if (width == 0) throw UsageError("--width must be at least 1");
   if (chunk_rows == 0) throw UsageError("--chunk-rows must be at least 1");
-  check_sketch_fits(rows, width, 1);  // refuse before reading any data
+  if (rows > 0) check_sketch_fits(rows, width, 1);  // refuse before reading any data (hist: rows = attributes)
 
   const bool seeded = vm.count("seed") > 0;
   const std::uint64_t master = seeded ? vm["seed"].as<std::uint64_t>() : os_random_seed();
@@ -130,12 +168,17 @@ int cmd_sketch(int argc, char** argv) {
   fam.rows = rows;
   fam.seed = derive_seed(master, 101);
   fam.pair_mode = pair_mode;
+  fam.features = features;
+  fam.sigma = sigma;
+  fam.bins = bins;
+  fam.lo = domain_lo;
+  fam.hi = domain_hi;
   const bool set_kernel = kernel == "jaccard" || kernel == "jaccard_classic";
   const bool graph_input = format == "edgelist" || format == "snap" || format == "jlg";
   if (graph_input && !set_kernel) throw UsageError("--format " + format + " needs --kernel jaccard");
   if (!graph_input && (vm.count("undirected") || vm.count("drop-self-loops") || vm.count("nodes") || vm.count("graph-cache")))
     throw UsageError("--undirected, --drop-self-loops, --nodes and --graph-cache apply to --format edgelist or jlg");
-  if (kernel != "l2" && kernel != "angular" && kernel != "angular_pair" && !set_kernel)
+  if (kernel != "l2" && kernel != "angular" && kernel != "angular_pair" && !set_kernel && !feature_kernel)
     make_family(fam);  // throws the unknown-kernel message
 
   BuildOptions build;
@@ -180,11 +223,18 @@ int cmd_sketch(int argc, char** argv) {
     TableReader reader(input, topts);
     fam.dim = reader.dim();
     sketch.emplace(std::shared_ptr<const LshFamily>(make_family(fam)), width);
-    report = build_dense_stream(
-        *sketch, [&](DenseMatrix& chunk) { return reader.next_chunk(chunk, chunk_rows); }, build);
+    try {
+      report = build_dense_stream(
+          *sketch, [&](DenseMatrix& chunk) { return reader.next_chunk(chunk, chunk_rows); }, build);
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      if (what.rfind("record ", 0) == 0) throw InputError(input + ": " + what);  // a record the family refused
+      throw;
+    }
   }
   const double build_seconds = seconds_since(t0) - read_seconds;
   if (!no_privacy) privatize(*sketch, spec, NoiseSource{seeded, derive_seed(master, 202)});
+  else if (feature_kernel) record_exact_count(*sketch);
   const double noise_seconds = seconds_since(t0) - read_seconds - build_seconds;
   nlohmann::json extra = {{"build", {{"points", report.points}, {"threads", report.threads}, {"strategy", report.strategy},
                                      {"input", std::filesystem::path(input).filename().string()}}}};
@@ -298,7 +348,7 @@ int cmd_info(int argc, char** argv) {
   const auto vm = parse("usage: privrace info SKETCH.rsk [--counts]", desc, argc, argv, &pos);
   nlohmann::json header;
   const RaceSketch sketch = load_sketch(sketch_path, &header);
-  header["n_hat"] = sketch.n_hat();
+  if (!sketch.family().accumulates_values()) header["n_hat"] = sketch.n_hat();
   std::cout << header.dump(2) << "\n";
   if (vm.count("counts")) {
     std::string line;
