@@ -17,6 +17,7 @@ void register_builtin(Registry& registry) {
   registry.add_task(make_regression_task());
   registry.add_task(make_graph_task());
   registry.add_task(make_ldp_erm_task());
+  registry.add_task(make_ldp_marginals_task());
   // Methods, grouped by task.
   registry.add_method(make_race_kde_method());
   registry.add_method(make_race_corollary1_kde_method());  // kde: R by Corollary 1
@@ -29,6 +30,7 @@ void register_builtin(Registry& registry) {
   registry.add_method(make_race_graph_method());          // graph
   registry.add_method(make_race_graph_scaling_method());
   for (auto& m : make_ldp_erm_methods()) registry.add_method(std::move(m));  // ldp_erm
+  for (auto& m : make_ldp_marginals_methods()) registry.add_method(std::move(m));  // ldp_marginals
 }
 
 }  // namespace privrace::experiments

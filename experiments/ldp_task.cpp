@@ -7,6 +7,8 @@
 #include <tuple>
 
 #include "privrace/ldp/erm.hpp"
+#include "privrace/ldp/marginals.hpp"
+#include "privrace/ldp/protocols.hpp"
 
 namespace privrace::experiments {
 
@@ -265,6 +267,151 @@ class LdpErmMethod final : public Method {
   Kind kind_;
 };
 
+// ------------------------------------------------------------------------------------------
+// k-way marginals (Section 6, Algorithm 4): max |error| over all C(d, k) conjunctions.
+
+struct LdpMarginalsContext : TaskContext {
+  std::size_t generated_players = 100000;
+  std::uint64_t data_seed = 1;
+  BinaryData real;  // the data set's 0/1 columns (one-hot coded)
+  mutable std::mutex mutex;
+  mutable std::map<std::pair<std::string, int>, std::shared_ptr<const BinaryData>> cache;
+
+  std::shared_ptr<const BinaryData> data_for(const std::string& source, int d) const {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto key = std::make_pair(source, d);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+    auto b = std::make_shared<BinaryData>();
+    b->d = static_cast<std::size_t>(d);
+    if (source == "generated") {
+      // Three latent classes, attribute probabilities drawn once from the seed: correlated
+      // attributes, so the marginals are far from products of 1-way margins.
+      b->n = generated_players;
+      b->x.resize(b->n * b->d);
+      SeededRandom model(derive_seed(data_seed, 0x6d6fULL));
+      std::vector<double> prob(3 * b->d);
+      for (auto& v : prob) v = 0.1 + 0.8 * model.unit();
+      for (std::size_t i = 0; i < b->n; ++i) {
+        PlayerWords w(data_seed, i);
+        const std::size_t cls = public_coordinate(w.next(), 0, 3);
+        for (std::size_t a = 0; a < b->d; ++a)
+          b->x[i * b->d + a] = static_cast<double>(w.next() >> 11) * 0x1.0p-53 < prob[cls * b->d + a];
+      }
+    } else {
+      if (b->d > real.d)
+        throw ConfigError(config->file + ": $.methods: d = " + std::to_string(d) + " but the data set has only " +
+                          std::to_string(real.d) + " binary columns");
+      b->n = real.n;
+      b->x.resize(b->n * b->d);
+      for (std::size_t i = 0; i < b->n; ++i)
+        for (std::size_t a = 0; a < b->d; ++a) b->x[i * b->d + a] = real.x[i * real.d + a];
+    }
+    cache[key] = b;
+    return b;
+  }
+};
+
+class LdpMarginalsTask final : public Task {
+ public:
+  std::string name() const override { return "ldp_marginals"; }
+  std::vector<ParamSpec> options() const override {
+    using K = ParamSpec::Kind;
+    return {{"generated_players", K::PositiveInt, 100000, {}, "players of the generated source"},
+            {"data_seed", K::NonNegativeInt, 1, {}, "seed of the generated players"}};
+  }
+  std::vector<std::string> metrics() const override { return {"max_abs_error", "mean_abs_error", "queries", "players"}; }
+  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RunEnvironment& env) const override {
+    auto ctx = std::make_unique<LdpMarginalsContext>();
+    ctx->config = &cfg;
+    ctx->threads = env.threads;
+    ctx->generated_players = cfg.task_options.at("generated_players").get<std::size_t>();
+    ctx->data_seed = cfg.task_options.at("data_seed").get<std::uint64_t>();
+    const json& entry = env.datasets->entry(cfg.dataset);
+    Preprocessing prep = Preprocessing::from_json(entry.value("preprocessing", json::object()));
+    prep = Preprocessing::from_json(cfg.preprocessing, prep);
+    ctx->data = load_dataset(*env.datasets, cfg.dataset, prep, env.search);
+    const auto& x = ctx->data.x;
+    ctx->real.n = static_cast<std::size_t>(x.rows());
+    ctx->real.d = static_cast<std::size_t>(x.cols());
+    ctx->real.x.resize(ctx->real.n * ctx->real.d);
+    for (std::size_t i = 0; i < ctx->real.n; ++i)
+      for (std::size_t a = 0; a < ctx->real.d; ++a) {
+        const float v = x(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(a));
+        if (v != 0.0f && v != 1.0f)
+          throw InputError(cfg.dataset + ": row " + std::to_string(i) + ", column " + std::to_string(a) + ": value " +
+                           std::to_string(v) + ", expected 0 or 1 (use \"categorical\": \"binary\" and \"scale\": \"none\")");
+        ctx->real.x[i * ctx->real.d + a] = v != 0.0f;
+      }
+    ctx->data_summary = {{"name", cfg.dataset}, {"stand_in", ctx->data.stand_in}, {"rows", ctx->real.n},
+                         {"binary_columns", ctx->real.d}, {"features", ctx->data.feature_names},
+                         {"marginal", "monotone conjunction prod_{i in S} x_i over the first d binary columns, all |S| = k"}};
+    return ctx;
+  }
+};
+
+class LdpMarginalsMethod final : public Method {
+ public:
+  enum class Kind { Chebyshev, RandomizedResponse, CentralHistogram };
+  explicit LdpMarginalsMethod(Kind kind) : kind_(kind) {}
+  std::string name() const override {
+    return kind_ == Kind::Chebyshev ? "ldp_chebyshev_marginals"
+                                    : kind_ == Kind::RandomizedResponse ? "ldp_rr_marginals" : "central_histogram_marginals";
+  }
+  std::string task() const override { return "ldp_marginals"; }
+  std::vector<ParamSpec> parameters() const override {
+    using K = ParamSpec::Kind;
+    std::vector<ParamSpec> v = {{"d", K::PositiveInt, nullptr, {}, "number of binary attributes"},
+                                {"k", K::PositiveInt, nullptr, {}, "marginal order"},
+                                {"source", K::String, "generated", {"generated", "real"}, "generated or the data set"}};
+    if (kind_ == Kind::Chebyshev) v.push_back({"t", K::NonNegativeInt, 0, {}, "polynomial degree; 0 = k (exact)"});
+    return v;
+  }
+  std::string check(const json& p) const override {
+    if (p.at("k").get<int>() > p.at("d").get<int>()) return "k must not exceed d";
+    if (kind_ == Kind::Chebyshev && p.at("t").get<int>() > p.at("k").get<int>()) return "t must not exceed k";
+    return {};
+  }
+  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
+    const auto& ctx = dynamic_cast<const LdpMarginalsContext&>(base);
+    const json& P = group.params;
+    const int d = P.at("d").get<int>(), k = P.at("k").get<int>();
+    const auto data = ctx.data_for(P.at("source").get<std::string>(), d);
+    const auto queries = subsets_of_size(d, k);
+    const auto exact = exact_conjunctions(*data, queries);
+    for (std::size_t i = 0; i < group.cells.size(); ++i) {
+      const PendingCell& cell = group.cells[i];
+      const auto t0 = std::chrono::steady_clock::now();
+      std::vector<double> est;
+      json details = json::object();
+      if (kind_ == Kind::Chebyshev) {
+        const ChebyshevMarginals cm(d, k, P.at("t").get<int>());
+        details = {{"monomials", cm.monomials()}, {"degree", cm.degree()}, {"approximation_error", cm.approximation_error()}};
+        est = ldp_chebyshev_marginals(*data, queries, k, P.at("t").get<int>(), cell.epsilon, cell.noise_seed, ctx.threads);
+      } else if (kind_ == Kind::RandomizedResponse) {
+        est = ldp_rr_marginals(*data, queries, cell.epsilon, cell.noise_seed, ctx.threads);
+      } else {
+        est = central_histogram_marginals(*data, queries, cell.epsilon, cell.noise_seed);
+        details = {{"model", "central DP (trusted curator), not local"}};
+      }
+      double mx = 0, mean = 0;
+      for (std::size_t q = 0; q < queries.size(); ++q) {
+        const double e = std::abs(est[q] - exact[q]);
+        mx = std::max(mx, e);
+        mean += e / static_cast<double>(queries.size());
+      }
+      CellResult r;
+      r.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      r.metrics = {{"max_abs_error", mx}, {"mean_abs_error", mean}, {"queries", static_cast<double>(queries.size())},
+                   {"players", static_cast<double>(data->n)}};
+      r.details = details;
+      emit(i, std::move(r));
+    }
+  }
+
+ private:
+  Kind kind_;
+};
+
 }  // namespace
 
 std::unique_ptr<Task> make_ldp_erm_task() { return std::make_unique<LdpErmTask>(); }
@@ -274,6 +421,16 @@ std::vector<std::unique_ptr<Method>> make_ldp_erm_methods() {
   for (auto k : {LdpErmMethod::Kind::Bernstein, LdpErmMethod::Kind::Bernstein1Bit, LdpErmMethod::Kind::InputPerturbation,
                  LdpErmMethod::Kind::Sgd, LdpErmMethod::Kind::NonPrivate})
     v.push_back(std::make_unique<LdpErmMethod>(k));
+  return v;
+}
+
+std::unique_ptr<Task> make_ldp_marginals_task() { return std::make_unique<LdpMarginalsTask>(); }
+
+std::vector<std::unique_ptr<Method>> make_ldp_marginals_methods() {
+  std::vector<std::unique_ptr<Method>> v;
+  for (auto k : {LdpMarginalsMethod::Kind::Chebyshev, LdpMarginalsMethod::Kind::RandomizedResponse,
+                 LdpMarginalsMethod::Kind::CentralHistogram})
+    v.push_back(std::make_unique<LdpMarginalsMethod>(k));
   return v;
 }
 

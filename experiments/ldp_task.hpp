@@ -10,5 +10,8 @@ namespace privrace::experiments {
 
 std::unique_ptr<Task> make_ldp_erm_task();
 std::vector<std::unique_ptr<Method>> make_ldp_erm_methods();
+// Section 6: k-way marginals (Chebyshev Algorithm 4, per-query randomised response, central histogram).
+std::unique_ptr<Task> make_ldp_marginals_task();
+std::vector<std::unique_ptr<Method>> make_ldp_marginals_methods();
 
 }  // namespace privrace::experiments
