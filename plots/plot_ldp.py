@@ -10,6 +10,9 @@ paper's slope: Theorem 3 with h = p gives excess risk ~ (eps sqrt n)^(-h/(h+p)),
 -h/(2(h+p)) = -1/4 in n; the legend gives the least-squares slope measured over the points.
 Values below 1e-7 (exact hits of the optimum on the box boundary) are drawn at 1e-7.
 
+Also results/ldp_marginals*.jsonl (Section 6): max |error| over all k-way conjunctions against
+d, one panel per (k, epsilon), one figure per player source.
+
 usage: plot_ldp.py [--results DIR] [--out-dir DIR]
 """
 import argparse
@@ -46,11 +49,12 @@ def main():
     ap.add_argument("--results", default=os.path.join(here, "..", "results"))
     ap.add_argument("--out-dir", default=here)
     a = ap.parse_args()
+    common.style()
+    plot_marginals(a.results, a.out_dir)
     sets = common.result_sets(a.results, "ldp_erm")
     if not sets:
         print("plot_ldp.py: no ldp_erm results in " + a.results + "; nothing to plot", file=sys.stderr)
         return
-    common.style()
     plt = common.plt
     for name, (records, quick) in sorted(sets.items()):
         records = common.dedupe(records)
@@ -103,6 +107,51 @@ def main():
             fig.suptitle(f"{name}{' (quick)' if quick else ''}: {src}{stand_in}", fontsize=10)
             fig.tight_layout()
             common.save(fig, a.out_dir, f"{name}_{source}")
+
+
+MARGINAL_STYLE = {
+    "Chebyshev (Alg. 4, t = k)": ("tab:blue", "o", "-"),
+    "Chebyshev (Alg. 4, t = 2)": ("tab:cyan", "s", "--"),
+    "Per-query RR": ("tab:red", "v", ":"),
+    "Central histogram": ("black", "D", "-."),
+}
+
+
+def plot_marginals(results, out_dir):
+    plt = common.plt
+    for name, (records, quick) in sorted(common.result_sets(results, "ldp_marginals").items()):
+        records = common.dedupe(records)
+        cells = defaultdict(lambda: defaultdict(list))  # (source, k, eps, label) -> d -> [max err]
+        for r in records:
+            v = r.get("metrics", {}).get("max_abs_error")
+            if v is None:
+                continue
+            pr = r["params"]
+            cells[(pr["source"], pr["k"], r["epsilon"], r["label"])][pr["d"]].append(v)
+        for source in sorted({c[0] for c in cells}):
+            ks = sorted({c[1] for c in cells if c[0] == source})
+            epss = sorted({c[2] for c in cells if c[0] == source})
+            fig, axes = plt.subplots(len(ks), len(epss), figsize=(3.4 * len(epss), 2.8 * len(ks)), squeeze=False)
+            for i, k in enumerate(ks):
+                for j, eps in enumerate(epss):
+                    ax = axes[i][j]
+                    for label, (color, marker, ls) in MARGINAL_STYLE.items():
+                        by_d = cells.get((source, k, eps, label))
+                        if not by_d:
+                            continue
+                        ds = sorted(by_d)
+                        means = [sum(by_d[d]) / len(by_d[d]) for d in ds]
+                        ax.plot(ds, [max(m, FLOOR) for m in means], color=color, marker=marker, ls=ls, label=label)
+                        print(f"{name} {source} k={k} eps={eps} {label}: " + " ".join(f"d={d}:{m:.3e}" for d, m in zip(ds, means)))
+                    ax.set_yscale("log")
+                    ax.set_title(f"k = {k}, eps = {eps:g}", fontsize=9)
+                    ax.set_xlabel("attributes d")
+                    if j == 0:
+                        ax.set_ylabel("max |error| over k-way marginals")
+                    ax.legend(fontsize=6)
+            fig.suptitle(f"{name}{' (quick)' if quick else ''}: {source} players", fontsize=10)
+            fig.tight_layout()
+            common.save(fig, out_dir, f"{name}_{source}")
 
 
 if __name__ == "__main__":
