@@ -8,6 +8,7 @@ packages=(
   libeigen3-dev nlohmann-json3-dev libboost-program-options-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libnlopt-cxx-dev libmpfr-dev libssl-dev libzstd-dev
+  libtorch-dev
   python3 python3-numpy python3-matplotlib
 )
 if [[ "${PRIVRACE_WITH_MPI:-0}" == 1 ]]; then packages+=(libopenmpi-dev openmpi-bin); fi

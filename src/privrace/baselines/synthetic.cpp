@@ -5,6 +5,7 @@
 #include <string>
 
 #include "privrace/baselines/dp_copula.hpp"
+#include "privrace/baselines/dp_wgan.hpp"
 #include "privrace/baselines/privbayes.hpp"
 #include "privrace/core/error.hpp"
 
@@ -64,6 +65,21 @@ std::unique_ptr<SyntheticGenerator> make_synthetic_generator(const std::string& 
     o.bins = params.value("bins", o.bins);
     o.beta = params.value("beta", o.beta);
     return std::make_unique<PrivBayesGenerator>(o);
+  }
+  if (name == "dp_wgan") {
+    DpWganOptions o;
+    o.latent = params.value("latent", o.latent);
+    o.hidden = params.value("hidden", o.hidden);
+    o.batch = params.value("batch", o.batch);
+    o.generator_steps = params.value("generator_steps", o.generator_steps);
+    o.critic_steps = params.value("critic_steps", o.critic_steps);
+    o.clip = params.value("clip", o.clip);
+    o.learning_rate = params.value("learning_rate", o.learning_rate);
+    o.weight_clip = params.value("weight_clip", o.weight_clip);
+    o.search.sigma_min = params.value("sigma_min", o.search.sigma_min);
+    o.search.sigma_max = params.value("sigma_max", o.search.sigma_max);
+    o.threads = params.value("threads", o.threads);
+    return std::make_unique<DpWgan>(o);
   }
   throw UsageError("synthetic data: unknown generator '" + name + "'; expected dp_copula, privbayes or dp_wgan");
 }
