@@ -511,9 +511,9 @@ TEST_F(FeatureSketchCli, MergeAddsSumsAndCounts) {
       EXPECT_NE(pm.err.find("seed"), std::string::npos) << pm.err;
     } else {
       ASSERT_EQ(pm.code, 0) << pm.err;  // HIST has no seed
-      const auto mp = info("pm.rsk")["privacy"];
-      EXPECT_EQ(mp["count"].get<std::int64_t>(),
-                info("pa.rsk")["privacy"]["count"].get<std::int64_t>() + info("pb.rsk")["privacy"]["count"].get<std::int64_t>());
+      // Read in process: each command start loads the whole library, which is not free.
+      EXPECT_EQ(load_feature_release(p("pm.rsk")).count,
+                load_feature_release(p("pa.rsk")).count + load_feature_release(p("pb.rsk")).count);
     }
   }
 }
@@ -526,10 +526,9 @@ TEST_F(FeatureSketchCli, BadInputGetsItsErrorAndNoFile) {
   expect_refused(base + " --kernel rff --features 10 --mechanism floored_laplace", 2, "exact discrete Laplace");
   expect_refused(base + " --kernel hist --bins 0 --domain 0:1", 2, "--bins must be at least 1, got 0");
   expect_refused(base + " --kernel hist --bins 4", 2, "needs --domain");
+  // (Other malformed domains are covered in process by BadInputIsRefusedNamingTheValue.)
   expect_refused(base + " --kernel hist --bins 4 --domain 1:0", 2, "domain interval '1:0': LO must be below HI (got LO = 1, HI = 0)");
-  expect_refused(base + " --kernel hist --bins 4 --domain 2:2", 2, "LO must be below HI");
   expect_refused(base + " --kernel hist --bins 4 --domain 0:1,0:1", 2, "the domain gives 2 intervals but the data has 3 attributes");
-  expect_refused(base + " --kernel hist --bins 4 --domain 0:x", 2, "'x' is not a finite number");
   expect_refused(base + " --kernel hist --bins 4 --domain 0:1 --num-share 1", 2, "--num-share must be in (0, 1)");
   // Data outside the declared domain: refused, naming the file, record, attribute and value.
   expect_refused("sketch -i " + p("out.csv") + " --epsilon 1 --kernel hist --bins 4 --domain 0:1", 1,

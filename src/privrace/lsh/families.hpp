@@ -177,6 +177,9 @@ class RandomFourierFeatures final : public LshFamily {
 // equal-width bin of [lo_r, hi_r] that holds x_r (hi_r itself falls in the last bin); code
 // space = bins, so a sketch of width = bins maps bins to columns one-to-one. Records outside
 // the declared domain are refused (validate_dense), never clipped silently.
+// Sensitivity: one record adds 1 to exactly one bin in each of the d rows, so adding or
+// removing it changes the d x bins counts by L1 = d and L2 = sqrt(d) (race_sensitivity with
+// R = d, cells_per_record = 1; replace: 2d and sqrt(2d)), the paper's "k for HIST".
 class MarginalHistograms final : public LshFamily {
  public:
   MarginalHistograms(std::size_t dim, std::size_t bins, std::pair<std::vector<double>, std::vector<double>> domain,

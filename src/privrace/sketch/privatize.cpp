@@ -97,6 +97,7 @@ void privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& s
   if (sketch.family().quantum() != 1.0) {
     // Value families: counts are on a grid of `quantum` feature units; so are the noise figures.
     record["quantum"] = sketch.family().quantum();
+    record["noise_variance_feature_units"] = noise_variance * sketch.family().quantum() * sketch.family().quantum();
     record["sensitivity_note"] = "sensitivity and noise in grid units; multiply by quantum for feature units";
   }
   if (release_count) {
@@ -160,7 +161,7 @@ nlohmann::json merged_privacy(const std::vector<nlohmann::json>& parts) {
     return total;
   };
   auto add_sums = [&](nlohmann::json record) {
-    for (const char* key : {"count", "noise_variance", "count_noise_variance"})
+    for (const char* key : {"count", "noise_variance", "noise_variance_feature_units", "count_noise_variance"})
       if (const auto v = sum_of(key); !v.is_null()) record[key] = v;
     return record;
   };
