@@ -6,6 +6,7 @@
 #include "regress_task.hpp"
 #include "kde_baselines.hpp"
 #include "graph_task.hpp"
+#include "m2m_task.hpp"
 #include "ldp_task.hpp"
 
 namespace privrace::experiments {
@@ -16,6 +17,7 @@ void register_builtin(Registry& registry) {
   registry.add_task(make_classification_task());
   registry.add_task(make_regression_task());
   registry.add_task(make_graph_task());
+  registry.add_task(make_m2m_task());
   registry.add_task(make_ldp_erm_task());
   registry.add_task(make_ldp_marginals_task());
   // Methods, grouped by task.
@@ -29,6 +31,7 @@ void register_builtin(Registry& registry) {
   register_kde_baselines(registry);  // bernstein, kme, spectral, pfda, histogram, privbayes
   registry.add_method(make_race_graph_method());          // graph
   registry.add_method(make_race_graph_scaling_method());
+  register_m2m_methods(registry);  // m2m: sketches, dp_erm, non-private references
   for (auto& m : make_ldp_erm_methods()) registry.add_method(std::move(m));  // ldp_erm
   for (auto& m : make_ldp_marginals_methods()) registry.add_method(std::move(m));  // ldp_marginals
 }

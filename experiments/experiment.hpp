@@ -139,6 +139,14 @@ class Task {
   virtual bool lower_is_better(const std::string& metric) const { (void)metric; return true; }
   // Loads data, splits, computes (or reads from env.cache_dir) the ground truth.
   virtual std::unique_ptr<TaskContext> prepare(const ExperimentConfig& config, const RunEnvironment& env) const = 0;
+  // Tables a paper reports besides the curves (e.g. the M2M paper's Table 1), computed from all
+  // records: stored under "tables" in NAME.summary.json, `text` appended to the printed summary.
+  virtual json summary_tables(const ExperimentConfig& config, const std::vector<json>& records, std::string& text) const {
+    (void)config;
+    (void)records;
+    (void)text;
+    return nullptr;
+  }
 };
 
 // One cell still to run inside a group.

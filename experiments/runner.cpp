@@ -517,12 +517,15 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
   write_file_atomically(report.csv_path, records_to_csv(records, best_keys));
   const json timing = timing_table(cfg, records, aggs, task->lower_is_better(cfg.metric));
   write_file_atomically(report.timing_path, timing_csv(cfg, timing));
-  const json summary = {{"config", cfg.name},        {"metric", cfg.metric},   {"selection", cfg.selection},
-                        {"quick", cfg.quick},        {"data", data_note},      {"stand_in", report.stand_in},
-                        {"lower_is_better", task->lower_is_better(cfg.metric)}, {"rows", rows},
-                        {"timing", timing}};
+  json summary = {{"config", cfg.name},        {"metric", cfg.metric},   {"selection", cfg.selection},
+                  {"quick", cfg.quick},        {"data", data_note},      {"stand_in", report.stand_in},
+                  {"lower_is_better", task->lower_is_better(cfg.metric)}, {"rows", rows},
+                  {"timing", timing}};
+  std::string tables_text;
+  const json tables = task->summary_tables(cfg, records, tables_text);
+  if (!tables.is_null()) summary["tables"] = tables;
   write_file_atomically(report.summary_path, summary.dump(2) + "\n");
-  report.summary_table = summary_table(cfg, aggs, data_note) + timing_text(timing);
+  report.summary_table = summary_table(cfg, aggs, data_note) + timing_text(timing) + tables_text;
   if (options.print_summary) {
     std::cout << report.summary_table;
     std::cout << "results: " << report.results_path << " (+ " << fs::path(report.csv_path).filename().string() << ", "

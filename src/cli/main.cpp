@@ -1,4 +1,4 @@
-// The `privrace` command: sketch, query, merge, info.
+// The `privrace` command: sketch, query, merge, info, m2m.
 // Exit codes: 0 success, 2 bad usage, 1 any other error (bad input, I/O, resources).
 #include <boost/program_options.hpp>
 #include <chrono>
@@ -22,6 +22,7 @@
 #include "privrace/sketch/race_sketch.hpp"
 #include "privrace/sketch/sketch_io.hpp"
 #include "privrace/tasks/graph.hpp"
+#include "privrace/tasks/m2m.hpp"
 
 namespace po = boost::program_options;
 using namespace privrace;
@@ -36,6 +37,7 @@ constexpr const char* kTopUsage =
     "  query    estimate densities (kernel sum / N-hat) from a sketch\n"
     "  merge    add sketches built with identical parameters and seeds\n"
     "  info     print a sketch's header (and, with --counts, its counts)\n"
+    "  m2m      estimate moments, CDFs, covariance or counting queries from a feature sketch (M2M)\n"
     "\n"
     "Run 'privrace <command> --help' for the options of one command.\n";
 
@@ -365,6 +367,30 @@ int cmd_info(int argc, char** argv) {
   return 0;
 }
 
+// M2M (Houssiau et al.): post-processing of a released feature sketch, no budget spent.
+int cmd_m2m(int argc, char** argv) {
+  po::options_description desc("options");
+  std::string sketch_path, domain;
+  M2mRequest request;
+  desc.add_options()("help,h", "show this help")
+      ("sketch", po::value(&sketch_path)->required(), "feature sketch file: rff, hist, or a RACE sketch (positional)")
+      ("task", po::value(&request.task)->required(), "mean | moment2 | cdf | cov | count")
+      ("domain", po::value(&domain)->required(), "LO:HI, the box [LO, HI]^d every record lies in (M2M's psi is uniform on it)")
+      ("samples", po::value(&request.samples)->default_value(100000), "n_s synthetic points")
+      ("seed", po::value(&request.seed)->default_value(0x4d324d), "seed of the synthetic points (public)")
+      ("queries", po::value(&request.queries_path), "count: one query per line, 'i op value; j op value; k op value', op <= or >=, attributes from 0");
+  po::positional_options_description pos;
+  pos.add("sketch", 1);
+  parse("usage: privrace m2m SKETCH --task mean|moment2|cdf|cov|count --domain LO:HI [--samples N] [--queries FILE]", desc,
+        argc, argv, &pos);
+  std::tie(request.lo, request.hi) = parse_domain(domain);
+  if (request.samples == 0) throw UsageError("--samples must be positive");
+  const FeatureSketchRelease release = load_feature_release(sketch_path);
+  const std::string out = answer_m2m(release, request);  // complete before anything is printed
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -382,6 +408,7 @@ int main(int argc, char** argv) {
     if (command == "query") return cmd_query(argc - 1, argv + 1);
     if (command == "merge") return cmd_merge(argc - 1, argv + 1);
     if (command == "info") return cmd_info(argc - 1, argv + 1);
+    if (command == "m2m") return cmd_m2m(argc - 1, argv + 1);
     std::fprintf(stderr, "privrace: unknown command '%s'\n\n%s", command.c_str(), kTopUsage);
     return 2;
   } catch (const UsageError& e) {

@@ -1,0 +1,451 @@
+#include "m2m_task.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <limits>
+
+#include "privrace/baselines/objective_perturbation.hpp"
+#include "privrace/core/progress.hpp"
+#include "privrace/privacy/budget.hpp"
+#include "privrace/sketch/privatize.hpp"
+
+namespace privrace::experiments {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+json nan_metrics() {
+  return {{"mean_mre", kNaN}, {"moment2_mre", kNaN}, {"cdf_emd", kNaN},
+          {"cov_frobenius", kNaN}, {"count_mae", kNaN}, {"auc", kNaN}};
+}
+
+DoubleMatrix logistic_inputs(const DenseMatrix& x) {
+  // Unit cube -> [-1, 1], bias column, divided by sqrt(d + 1): ||row|| <= 1 for every record.
+  const Eigen::Index d = x.cols();
+  DoubleMatrix out(x.rows(), d + 1);
+  out.leftCols(d) = (2.0 * x.cast<double>().array() - 1.0).matrix();
+  out.col(d).setOnes();
+  out /= std::sqrt(static_cast<double>(d + 1));
+  return out;
+}
+
+class M2mTask final : public Task {
+ public:
+  std::string name() const override { return "m2m"; }
+  std::vector<ParamSpec> options() const override {
+    using K = ParamSpec::Kind;
+    return {
+        {"analysis", K::String, "statistics", {"statistics", "logistic"},
+         "statistics: mean, 2nd moment, CDF, covariance, counting queries (Figure 3); logistic: implicit-M2M AUC (Figure 4)"},
+        {"source", K::String, "dataset", {"dataset", "uniform"},
+         "dataset: the registry's table, scaled to the unit box; uniform: generated uniform rows (Random10)"},
+        {"uniform_rows", K::PositiveInt, 27000, {}, "source = uniform: rows"},
+        {"uniform_dim", K::PositiveInt, 10, {}, "source = uniform: attributes"},
+        {"uniform_seed", K::NonNegativeInt, 1, {}, "source = uniform: generator seed"},
+        {"samples", K::PositiveInt, 100000, {}, "n_s, M2M's synthetic training points"},
+        {"queries", K::PositiveInt, 1000, {}, "counting queries (3 predicates on 3 distinct attributes)"},
+        {"query_seed", K::NonNegativeInt, 1, {}, "seed of the counting queries"},
+        {"cdf_points", K::PositiveInt, 10, {}, "equispaced CDF points per attribute"},
+        {"test_fraction", K::PositiveNumber, 0.1, {}, "logistic: share of the rows held out for the AUC"},
+        {"split_seed", K::NonNegativeInt, 1, {}, "logistic: seed of the train/test split"},
+        {"logistic_l2", K::PositiveNumber, 1e-4, {}, "ridge term of the logistic fits (implicit M2M and synthetic tables)"},
+        {"data_note", K::String, "", {}, "recorded in every record and plot title (e.g. what stands in for a data set)"},
+    };
+  }
+  std::vector<std::string> metrics() const override {
+    return {"mean_mre", "moment2_mre", "cdf_emd", "cov_frobenius", "count_mae", "auc"};
+  }
+  bool lower_is_better(const std::string& metric) const override { return metric != "auc"; }
+
+  // Table 1 of the paper: MRE of the mean at eps = inf (m2m_nonprivate) and eps = 1, per map,
+  // averaged over the repetitions.
+  json summary_tables(const ExperimentConfig& cfg, const std::vector<json>& records, std::string& text) const override {
+    if (cfg.task_options.at("analysis") != "statistics") return nullptr;
+    json table = json::object();
+    for (const std::string map : {"rff", "race", "hist"}) {
+      double sum_inf = 0, sum_one = 0;
+      std::size_t n_inf = 0, n_one = 0;
+      for (const auto& r : records) {
+        const json& m = r.value("metrics", json::object());
+        if (!m.contains("mean_mre") || !m.at("mean_mre").is_number()) continue;
+        const std::string method = r.value("method", "");
+        const json& e = r.at("epsilon");
+        if (method == "m2m_nonprivate" && r.at("params").value("map", "") == map) {
+          sum_inf += m.at("mean_mre").get<double>();
+          ++n_inf;
+        } else if (method == "m2m_" + map && e.is_number() && std::abs(e.get<double>() - 1.0) < 1e-12) {
+          sum_one += m.at("mean_mre").get<double>();
+          ++n_one;
+        }
+      }
+      if (n_inf + n_one == 0) continue;
+      table[map] = {{"eps_inf", n_inf ? json(sum_inf / static_cast<double>(n_inf)) : json()},
+                    {"eps_1", n_one ? json(sum_one / static_cast<double>(n_one)) : json()},
+                    {"repetitions_inf", n_inf},
+                    {"repetitions_1", n_one}};
+    }
+    if (table.empty()) return nullptr;
+    const json paper = {{"random10", {{"rff", {6.25e-8, 9.55e-3}}, {"hist", {1.87e-5, 9.10e-4}}}},
+                        {"lifesci", {{"rff", {1.67e-6, 4.20e-2}}, {"hist", {5.91e-5, 3.8e-3}}}}};
+    char buf[256];
+    text += "Table 1 (M2M paper): MRE of the mean, mean over repetitions\n";
+    std::snprintf(buf, sizeof buf, "%-6s %-12s %-12s %-24s %-24s\n", "map", "eps = inf", "eps = 1", "paper Random10 (inf, 1)",
+                  "paper LifeSci (inf, 1)");
+    text += buf;
+    for (const auto& [map, row] : table.items()) {
+      auto fmt = [](const json& v) {
+        char b[32];
+        if (v.is_null()) return std::string("-");
+        std::snprintf(b, sizeof b, "%.3e", v.get<double>());
+        return std::string(b);
+      };
+      auto paper_pair = [&](const std::string& data) {
+        if (!paper.at(data).contains(map)) return std::string("-");
+        return fmt(paper.at(data).at(map)[0]) + ", " + fmt(paper.at(data).at(map)[1]);
+      };
+      std::snprintf(buf, sizeof buf, "%-6s %-12s %-12s %-24s %-24s\n", map.c_str(), fmt(row.at("eps_inf")).c_str(),
+                    fmt(row.at("eps_1")).c_str(), paper_pair("random10").c_str(), paper_pair("lifesci").c_str());
+      text += buf;
+    }
+    return {{"table1_mean_mre", table}, {"paper_table1", paper}};
+  }
+
+  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RunEnvironment& env) const override {
+    auto ctx = std::make_unique<M2mContext>();
+    ctx->config = &cfg;
+    const json& o = cfg.task_options;
+    ctx->analysis = o.at("analysis").get<std::string>();
+    ctx->samples = o.at("samples").get<std::size_t>();
+    ctx->logistic_l2 = o.at("logistic_l2").get<double>();
+    const bool uniform = o.at("source") == "uniform";
+    if (uniform && ctx->analysis == "logistic")
+      throw ConfigError(cfg.file + ": $.task.source: the logistic analysis needs a labelled data set, not 'uniform'");
+    std::string data_name = cfg.dataset;
+    if (uniform) {
+      // Random10 (section 4): uniform rows in [0, 1]^d, generated, so psi = p_X (no shift).
+      const auto n = o.at("uniform_rows").get<std::size_t>();
+      const auto d = o.at("uniform_dim").get<std::size_t>();
+      ctx->data.name = "random" + std::to_string(d);
+      ctx->data.x.resize(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(d));
+      SeededRandom rng(o.at("uniform_seed").get<std::uint64_t>());
+      for (Eigen::Index i = 0; i < ctx->data.x.rows(); ++i)
+        for (Eigen::Index j = 0; j < ctx->data.x.cols(); ++j) ctx->data.x(i, j) = static_cast<Real>(rng.unit());
+      data_name = ctx->data.name;
+    } else {
+      const json& entry = env.datasets->entry(cfg.dataset);
+      Preprocessing prep = Preprocessing::from_json(entry.value("preprocessing", json::object()));
+      prep = Preprocessing::from_json(cfg.preprocessing, prep);
+      if (prep.scale != "unit_cube")
+        throw ConfigError(cfg.file + ": $.dataset.preprocessing.scale: M2M's domain is the unit box; expected 'unit_cube'");
+      ctx->data = load_dataset(*env.datasets, cfg.dataset, prep, env.search);
+    }
+    const auto& data = ctx->data;
+    const std::size_t n = static_cast<std::size_t>(data.x.rows());
+    const std::size_t d = static_cast<std::size_t>(data.x.cols());
+
+    if (ctx->analysis == "statistics") {
+      if (d < 3) throw ConfigError(cfg.file + ": $.dataset: counting queries need at least 3 attributes; the data has " + std::to_string(d));
+      ctx->sketch_rows = data.x;
+      ctx->domain = BoxDomain::uniform(d, 0.0, 1.0);
+      const DoubleMatrix x = data.x.cast<double>();
+      const Eigen::VectorXd omega = Eigen::VectorXd::Constant(static_cast<Eigen::Index>(n), 1.0 / static_cast<double>(n));
+      ctx->true_mean = weighted_means(x, omega);
+      ctx->true_moment2 = weighted_second_moments(x, omega);
+      ctx->cdf_at = cdf_points(ctx->domain, o.at("cdf_points").get<std::size_t>());
+      ctx->true_cdf = weighted_cdfs(x, omega, ctx->cdf_at);
+      ctx->true_cov = weighted_covariance(x, omega, ctx->true_mean);
+      ctx->queries = random_counting_queries(ctx->domain, o.at("queries").get<std::size_t>(), o.at("query_seed").get<std::uint64_t>());
+      ctx->true_counts = weighted_counts(x, omega, ctx->queries);
+      for (Eigen::Index j = 0; j < ctx->true_mean.size(); ++j)
+        if (!(std::abs(ctx->true_mean(j)) > 0) || !(std::abs(ctx->true_moment2(j)) > 0))
+          throw ConfigError(cfg.file + ": attribute " + std::to_string(j) + " has mean 0: the relative error is undefined");
+    } else {
+      if (data.y.size() != n) throw ConfigError(cfg.file + ": $.dataset.name: data set '" + cfg.dataset + "' has no label");
+      std::vector<double> values = data.y;
+      std::sort(values.begin(), values.end());
+      values.erase(std::unique(values.begin(), values.end()), values.end());
+      if (values.size() != 2) throw ConfigError(cfg.file + ": $.dataset.name: the logistic analysis needs a binary label");
+      const double tf = o.at("test_fraction").get<double>();
+      if (!(tf < 1)) throw ConfigError(cfg.file + ": $.task.test_fraction: expected a number in (0, 1)");
+      const auto n_test = static_cast<std::size_t>(std::llround(tf * static_cast<double>(n)));
+      const Split split = seeded_split(n, n_test, o.at("split_seed").get<std::uint64_t>());
+      const DenseMatrix train_x = select_rows(data.x, split.kept);
+      ctx->test_x = select_rows(data.x, split.held_out);
+      // The sketched rows: the features, then the label as 0/1 in the last column.
+      ctx->sketch_rows.resize(train_x.rows(), train_x.cols() + 1);
+      ctx->sketch_rows.leftCols(train_x.cols()) = train_x;
+      ctx->train_pm.resize(train_x.rows());
+      for (std::size_t i = 0; i < split.kept.size(); ++i) {
+        const int y = data.y[split.kept[i]] == values[1] ? 1 : 0;
+        ctx->sketch_rows(static_cast<Eigen::Index>(i), train_x.cols()) = static_cast<Real>(y);
+        ctx->train_pm(static_cast<Eigen::Index>(i)) = y ? 1.0 : -1.0;
+      }
+      for (const auto i : split.held_out) ctx->test_y.push_back(data.y[i] == values[1] ? 1 : 0);
+      ctx->domain = BoxDomain::uniform(d + 1, 0.0, 1.0);
+      ctx->domain.binary.assign(d + 1, false);
+      ctx->domain.binary[d] = true;  // Omega = [0, 1]^d x {0, 1}
+      ctx->train_lr = logistic_inputs(train_x);
+      ctx->test_lr = logistic_inputs(ctx->test_x);
+    }
+    ctx->data_summary = {{"name", data_name},
+                         {"analysis", ctx->analysis},
+                         {"stand_in", data.stand_in},
+                         {"rows", n},
+                         {"dim", d},
+                         {"sketched_rows", ctx->sketch_rows.rows()},
+                         {"samples", ctx->samples},
+                         {"domain", ctx->domain.to_json()}};
+    if (uniform) {
+      ctx->data_summary["generated"] = "uniform on [0, 1]^" + std::to_string(d) + " (Random10 of the M2M paper), seed " +
+                                       std::to_string(o.at("uniform_seed").get<std::uint64_t>());
+    } else {
+      ctx->data_summary["checksum"] = data.checksum_status;
+      ctx->data_summary["scale"] = data.preprocessing.value("scale", "none");
+    }
+    if (ctx->analysis == "statistics") {
+      ctx->data_summary["queries"] = ctx->queries.size();
+      ctx->data_summary["query_generation"] =
+          "3 distinct attributes uniformly at random; each predicate <= or >= with probability 1/2; threshold uniform on [0, 1]";
+      ctx->data_summary["cdf_points"] = ctx->cdf_at.cols();
+    } else {
+      ctx->data_summary["test_rows"] = ctx->test_x.rows();
+    }
+    if (data.stand_in) ctx->data_summary["stand_in_reason"] = data.stand_in_reason;
+    if (!o.at("data_note").get<std::string>().empty()) ctx->data_summary["note"] = o.at("data_note");
+    return ctx;
+  }
+};
+
+// --------------------------------------------------------------------------------------
+// Sketch methods
+
+FeatureSketchSpec sketch_spec(const std::string& kind, const json& p, const M2mContext& ctx, std::uint64_t seed) {
+  FeatureSketchSpec spec;
+  spec.kind = kind;
+  spec.seed = seed;
+  spec.lo = ctx.domain.lo;
+  spec.hi = ctx.domain.hi;
+  if (kind == "rff") {
+    spec.features = p.at("features").get<std::size_t>();
+    spec.sigma = p.at("sigma").get<double>();
+  } else if (kind == "race") {
+    spec.lsh_kernel = "l2";
+    spec.rows = p.at("rows").get<std::size_t>();
+    spec.width = p.at("width").get<std::size_t>();
+    spec.bandwidth = p.at("bandwidth").get<double>();
+  } else {
+    spec.bins = p.at("bins").get<std::size_t>();
+  }
+  return spec;
+}
+
+std::vector<ParamSpec> map_parameters(const std::string& kind) {
+  using K = ParamSpec::Kind;
+  if (kind == "rff")
+    return {{"features", K::PositiveInt, 200, {}, "m = 2 m' random Fourier features (even)"},
+            {"sigma", K::PositiveNumber, 1.0, {}, "Gaussian kernel bandwidth"}};
+  if (kind == "race")
+    return {{"rows", K::PositiveInt, 80, {}, "R hash functions"},
+            {"width", K::PositiveInt, 80, {}, "W buckets per hash"},
+            {"bandwidth", K::PositiveNumber, 0.1, {}, "p-stable bucket width (the paper's sigma)"}};
+  return {{"bins", K::PositiveInt, 100, {}, "equal bins per attribute"}};
+}
+
+// Every metric of one released sketch: fit M2M once, score every task with the weights.
+// The design (synthetic points, P^T P) is shared by the group's releases.
+CellResult evaluate_release(const M2mContext& ctx, const std::shared_ptr<const M2mDesign>& design,
+                            const FeatureSketchRelease& release) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const M2mModel model(design, release);
+  const double fit_seconds = seconds_since(t0);
+  const auto t1 = std::chrono::steady_clock::now();
+  CellResult r = evaluate_weighted(ctx, model.synthetic().cast<double>(), model.average_weights());
+  r.query_seconds_per_query = fit_seconds + seconds_since(t1);  // the analyst's side: fit + every task
+  r.details["m2m"] = model.describe();
+  r.details["m2m_seconds"] = fit_seconds;
+  r.details["release"] = {{"epsilon", std::isfinite(release.epsilon) ? json(release.epsilon) : json("inf")},
+                          {"epsilon_num", std::isfinite(release.epsilon_num) ? json(release.epsilon_num) : json("inf")},
+                          {"epsilon_den", std::isfinite(release.epsilon_den) ? json(release.epsilon_den) : json("inf")},
+                          {"noise_variance", release.noise_variance},
+                          {"count", release.count},
+                          {"private", release.is_private},
+                          {"l1_sensitivity", release.map->l1_sensitivity()}};
+  return r;
+}
+
+class M2mSketchMethod final : public Method {
+ public:
+  M2mSketchMethod(std::string kind, bool is_private) : kind_(std::move(kind)), private_(is_private) {}
+  std::string name() const override { return private_ ? "m2m_" + kind_ : "m2m_nonprivate"; }
+  std::string task() const override { return "m2m"; }
+  bool uses_epsilon() const override { return private_; }
+  std::vector<ParamSpec> parameters() const override {
+    using K = ParamSpec::Kind;
+    std::vector<ParamSpec> params;
+    if (!private_) {
+      params.push_back({"map", K::String, nullptr, {"rff", "race", "hist"}, "the feature map, released without noise"});
+      for (const auto* k : {"rff", "race", "hist"})
+        for (auto& p : map_parameters(k)) params.push_back(std::move(p));
+    } else {
+      params = map_parameters(kind_);
+      params.push_back({"num_share", K::PositiveNumber, 0.98, {}, "epsilon_num / epsilon (the rest goes to the count)"});
+      for (auto& noise : race_noise_parameters()) params.push_back(std::move(noise));
+    }
+    params.push_back({"regularization", K::PositiveNumber, 1.0, {}, "R of Algorithm 1: lambda = sigma_xi^2 / (n + zeta) * R"});
+    return params;
+  }
+  std::string check(const json& p) const override {
+    if (!private_) return {};
+    if (!(p.at("num_share").get<double>() < 1)) return "num_share must be in (0, 1)";
+    return check_race_noise_parameters(p);
+  }
+  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
+    const auto& ctx = dynamic_cast<const M2mContext&>(base);
+    const json& p = group.params;
+    const std::string kind = private_ ? kind_ : p.at("map").get<std::string>();
+    const FeatureSketchSpec spec = sketch_spec(kind, p, ctx, group.seed);
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto sums = build_feature_sums(ctx.sketch_rows, spec, ctx.threads);  // exact: never released
+    const double sum_seconds = seconds_since(t0);
+    M2mOptions opt;
+    opt.domain = ctx.domain;
+    opt.samples = ctx.samples;
+    opt.seed = derive_seed(group.seed, 0x4D324D);  // public synthetic points, shared by the group
+    opt.extra_regularization = p.at("regularization").get<double>();
+    std::shared_ptr<const M2mDesign> design;
+    for (std::size_t i = 0; i < group.cells.size(); ++i) {
+      const PendingCell& cell = group.cells[i];
+      FeatureSketchPrivacy privacy;
+      privacy.epsilon = private_ ? cell.epsilon : std::numeric_limits<double>::infinity();
+      if (private_) {
+        privacy.num_share = p.at("num_share").get<double>();
+        privacy.mechanism = parse_mechanism(p.at("mechanism").get<std::string>());
+        privacy.delta = p.at("delta").get<double>();
+        privacy.neighbors = parse_neighbors(p.at("neighbors").get<std::string>());
+      }
+      const auto t1 = std::chrono::steady_clock::now();
+      const FeatureSketchRelease release = release_feature_sketch(*sums, privacy, NoiseSource{true, cell.noise_seed});
+      const double noise_seconds = seconds_since(t1);
+      const auto t2 = std::chrono::steady_clock::now();
+      if (!design) design = std::make_shared<const M2mDesign>(release.map, opt);
+      const double design_seconds = seconds_since(t2);
+      CellResult r = evaluate_release(ctx, design, release);
+      r.query_seconds_per_query += design_seconds;
+      r.build_seconds = sum_seconds + noise_seconds;
+      r.details["map"] = kind;
+      r.details["sum_seconds"] = sum_seconds;
+      r.details["budget"] = private_ ? "epsilon_num = num_share * epsilon on the feature sums, the rest on the count"
+                                     : "not private (eps = inf): the exact sums, for the approximation-error floor";
+      emit(i, std::move(r));
+    }
+  }
+
+ private:
+  std::string kind_;
+  bool private_;
+};
+
+// Chaudhuri, Monteleoni & Sarwate 2011 (baselines/objective_perturbation.hpp) on the training
+// rows, the whole epsilon; AUC of the margins on the test rows.
+class DpErmMethod final : public Method {
+ public:
+  std::string name() const override { return "dp_erm"; }
+  std::string task() const override { return "m2m"; }
+  std::vector<ParamSpec> parameters() const override {
+    using K = ParamSpec::Kind;
+    return {{"lambda", K::PositiveNumber, nullptr, {}, "L2 regulariser Lambda > 0"}};
+  }
+  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
+    const auto& ctx = dynamic_cast<const M2mContext&>(base);
+    if (ctx.analysis != "logistic") throw UsageError("dp_erm: only the logistic analysis");
+    const double lambda = group.params.at("lambda").get<double>();
+    for (std::size_t i = 0; i < group.cells.size(); ++i) {
+      SeededRandom rng(group.cells[i].noise_seed);
+      const auto t0 = std::chrono::steady_clock::now();
+      const ObjPertResult fit = objective_perturbation_logistic(ctx.train_lr, ctx.train_pm, group.cells[i].epsilon, lambda, rng);
+      CellResult r;
+      r.build_seconds = seconds_since(t0);
+      r.metrics = nan_metrics();
+      r.metrics["auc"] = roc_auc(ctx.test_lr * fit.w, ctx.test_y);
+      r.details = {{"epsilon_prime", fit.epsilon_prime}, {"extra_regulariser", fit.extra_reg},
+                   {"noise_norm", fit.noise_norm},       {"neighbors", "replace"},
+                   {"row_scaling", "[2x - 1, 1] / sqrt(d + 1)"}};
+      emit(i, std::move(r));
+    }
+  }
+};
+
+// Logistic regression on the exact training rows: Figure 4's non-private reference.
+class LogisticNonprivateMethod final : public Method {
+ public:
+  std::string name() const override { return "logistic_nonprivate"; }
+  std::string task() const override { return "m2m"; }
+  bool uses_epsilon() const override { return false; }
+  std::vector<ParamSpec> parameters() const override { return {}; }
+  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
+    const auto& ctx = dynamic_cast<const M2mContext&>(base);
+    if (ctx.analysis != "logistic") throw UsageError("logistic_nonprivate: only the logistic analysis");
+    const auto t0 = std::chrono::steady_clock::now();
+    CellResult r = evaluate_synthetic(ctx, ctx.sketch_rows.cast<double>());  // the real rows, weight 1/n
+    r.build_seconds = seconds_since(t0);
+    r.details["private"] = false;
+    for (std::size_t i = 0; i < group.cells.size(); ++i) emit(i, r);
+  }
+};
+
+}  // namespace
+
+CellResult evaluate_weighted(const M2mContext& ctx, const DoubleMatrix& rows, const Eigen::VectorXd& omega) {
+  CellResult r;
+  r.metrics = nan_metrics();
+  if (rows.cols() != static_cast<Eigen::Index>(ctx.domain.dim()))
+    throw UsageError("m2m: the rows have " + std::to_string(rows.cols()) + " columns; the task has " +
+                     std::to_string(ctx.domain.dim()));
+  if (ctx.analysis == "statistics") {
+    const Eigen::VectorXd mean = weighted_means(rows, omega);
+    r.metrics["mean_mre"] = mean_relative_error(mean, ctx.true_mean);
+    r.metrics["moment2_mre"] = mean_relative_error(weighted_second_moments(rows, omega), ctx.true_moment2);
+    r.metrics["cdf_emd"] = mean_cdf_emd(weighted_cdfs(rows, omega, ctx.cdf_at), ctx.true_cdf);
+    r.metrics["cov_frobenius"] = frobenius_distance(weighted_covariance(rows, omega, mean), ctx.true_cov);
+    r.metrics["count_mae"] = mean_absolute_error(weighted_counts(rows, omega, ctx.queries), ctx.true_counts);
+    return r;
+  }
+  const Eigen::Index d = rows.cols() - 1;
+  bool has0 = false, has1 = false;
+  for (Eigen::Index i = 0; i < rows.rows(); ++i) (rows(i, d) > 0.5 ? has1 : has0) = true;
+  if (!(has0 && has1)) {
+    r.metrics["auc"] = 0.5;  // one class only: no classifier (the paper reports 0.5)
+    r.details["single_class"] = true;
+    return r;
+  }
+  const WeightedLogisticResult fit = weighted_logistic_regression(rows, omega, ctx.logistic_l2);
+  r.metrics["auc"] = roc_auc(logistic_scores(ctx.test_x.cast<double>(), fit.theta), ctx.test_y);
+  r.details["logistic"] = {{"objective", fit.objective}, {"evaluations", fit.evaluations}, {"status", fit.status},
+                           {"l2", ctx.logistic_l2}};
+  return r;
+}
+
+CellResult evaluate_synthetic(const M2mContext& ctx, const DoubleMatrix& synthetic_rows) {
+  if (synthetic_rows.rows() == 0) throw UsageError("m2m: the synthetic table is empty");
+  const Eigen::VectorXd omega =
+      Eigen::VectorXd::Constant(synthetic_rows.rows(), 1.0 / static_cast<double>(synthetic_rows.rows()));
+  return evaluate_weighted(ctx, synthetic_rows, omega);
+}
+
+std::unique_ptr<Task> make_m2m_task() { return std::make_unique<M2mTask>(); }
+
+void register_m2m_methods(Registry& registry) {
+  registry.add_method(std::make_unique<M2mSketchMethod>("rff", true));
+  registry.add_method(std::make_unique<M2mSketchMethod>("race", true));
+  registry.add_method(std::make_unique<M2mSketchMethod>("hist", true));
+  registry.add_method(std::make_unique<M2mSketchMethod>("any", false));
+  registry.add_method(std::make_unique<DpErmMethod>());
+  registry.add_method(std::make_unique<LogisticNonprivateMethod>());
+}
+
+}  // namespace privrace::experiments

@@ -1,0 +1,767 @@
+#include "privrace/tasks/m2m.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <nlopt.hpp>
+#include <sstream>
+
+#include "privrace/core/error.hpp"
+#include "privrace/core/random.hpp"
+
+namespace privrace {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::size_t chunk_count(std::size_t n) { return (n + kM2mChunk - 1) / kM2mChunk; }
+
+std::string number_text(double v) {
+  std::ostringstream s;
+  s.precision(17);
+  s << v;
+  return s.str();
+}
+
+using ColumnIndexMatrix = Eigen::Matrix<std::uint32_t, Eigen::Dynamic, Eigen::Dynamic>;
+
+}  // namespace
+
+// --------------------------------------------------------------------------------------
+// Domain and synthetic points
+
+BoxDomain BoxDomain::uniform(std::size_t dim, double lo, double hi) {
+  BoxDomain d;
+  d.lo.assign(dim, lo);
+  d.hi.assign(dim, hi);
+  return d;
+}
+
+void BoxDomain::check() const {
+  if (lo.size() != hi.size())
+    throw UsageError("domain: " + std::to_string(lo.size()) + " lower bounds but " + std::to_string(hi.size()) +
+                     " upper bounds");
+  if (lo.empty()) throw UsageError("domain: no attributes");
+  if (!binary.empty() && binary.size() != lo.size()) throw UsageError("domain: binary flags do not match the attributes");
+  for (std::size_t j = 0; j < lo.size(); ++j)
+    if (!(std::isfinite(lo[j]) && std::isfinite(hi[j]) && lo[j] < hi[j]))
+      throw UsageError("domain: attribute " + std::to_string(j) + " has LO = " + number_text(lo[j]) +
+                       " and HI = " + number_text(hi[j]) + "; expected finite LO < HI");
+}
+
+nlohmann::json BoxDomain::to_json() const {
+  nlohmann::json j = {{"lo", lo}, {"hi", hi}};
+  if (!binary.empty()) j["binary"] = binary;
+  return j;
+}
+
+void m2m_synthetic_chunk(const BoxDomain& domain, std::uint64_t seed, std::size_t chunk, std::size_t rows,
+                         DenseMatrix& out) {
+  const std::size_t d = domain.dim();
+  out.resize(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(d));
+  SeededRandom rng(derive_seed(seed, chunk));
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t j = 0; j < d; ++j) {
+      const double v = domain.is_binary(j) ? (rng.bit() ? domain.hi[j] : domain.lo[j])
+                                           : domain.lo[j] + (domain.hi[j] - domain.lo[j]) * rng.unit();
+      out(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = static_cast<Real>(v);
+    }
+}
+
+// --------------------------------------------------------------------------------------
+// Blocked Cholesky
+
+bool parallel_cholesky_lower(Eigen::MatrixXd& a) {
+  const Eigen::Index n = a.rows();
+  constexpr Eigen::Index kPanel = 192, kTile = 192;
+  for (Eigen::Index k0 = 0; k0 < n; k0 += kPanel) {
+    const Eigen::Index kb = std::min(kPanel, n - k0);
+    Eigen::Ref<Eigen::MatrixXd> akk = a.block(k0, k0, kb, kb);
+    Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(akk);  // in place, lower triangle
+    if (llt.info() != Eigen::Success) return false;
+    const Eigen::Index rest = n - k0 - kb;
+    if (rest == 0) break;
+    const Eigen::Index row_tiles = (rest + kTile - 1) / kTile;
+    // Panel: A21 <- A21 L11^{-T}.
+#pragma omp parallel for schedule(dynamic)
+    for (Eigen::Index t = 0; t < row_tiles; ++t) {
+      const Eigen::Index r0 = k0 + kb + t * kTile, rb = std::min(kTile, n - r0);
+      auto panel = a.block(r0, k0, rb, kb);
+      a.block(k0, k0, kb, kb).triangularView<Eigen::Lower>().transpose().solveInPlace<Eigen::OnTheRight>(panel);
+    }
+    // Trailing update of the lower triangle: A22 <- A22 - A21 A21^T, one thread per tile.
+    const Eigen::Index pairs = row_tiles * (row_tiles + 1) / 2;
+#pragma omp parallel for schedule(dynamic)
+    for (Eigen::Index p = 0; p < pairs; ++p) {
+      Eigen::Index ti = static_cast<Eigen::Index>((std::sqrt(8.0 * static_cast<double>(p) + 1) - 1) / 2);
+      while (ti * (ti + 1) / 2 > p) --ti;
+      while ((ti + 1) * (ti + 2) / 2 <= p) ++ti;
+      const Eigen::Index tj = p - ti * (ti + 1) / 2;
+      const Eigen::Index i0 = k0 + kb + ti * kTile, ib = std::min(kTile, n - i0);
+      const Eigen::Index j0 = k0 + kb + tj * kTile, jb = std::min(kTile, n - j0);
+      a.block(i0, j0, ib, jb).noalias() -= a.block(i0, k0, ib, kb) * a.block(j0, k0, jb, kb).transpose();
+    }
+  }
+  return true;
+}
+
+void cholesky_solve_lower(const Eigen::MatrixXd& l, Eigen::Ref<Eigen::MatrixXd> b) {
+  l.triangularView<Eigen::Lower>().solveInPlace(b);
+  l.triangularView<Eigen::Lower>().transpose().solveInPlace(b);
+}
+
+// --------------------------------------------------------------------------------------
+// The model
+
+M2mDesign::M2mDesign(std::shared_ptr<const FeatureMap> map, const M2mOptions& options)
+    : map_(std::move(map)), options_(options) {
+  if (!map_) throw UsageError("m2m: no feature map");
+  options_.domain.check();
+  if (options_.domain.dim() != map_->input_dim())
+    throw UsageError("m2m: the domain has " + std::to_string(options_.domain.dim()) + " attributes but the sketch's " +
+                     map_->kind() + " map reads " + std::to_string(map_->input_dim()));
+  if (options_.samples == 0) throw UsageError("m2m: the number of synthetic samples must be positive");
+  if (options_.threads > 0) omp_set_num_threads(options_.threads);
+  m_ = map_->size();
+  active_ = map_->active_per_point();
+  if (active_ > 0 && m_ % active_ != 0) block_structured_ = false;
+
+  // Synthetic points (public): chunk c from its own stream.
+  const std::size_t ns = options_.samples, chunks = chunk_count(ns);
+  synthetic_.resize(static_cast<Eigen::Index>(ns), static_cast<Eigen::Index>(options_.domain.dim()));
+#pragma omp parallel for schedule(static)
+  for (std::size_t c = 0; c < chunks; ++c) {
+    const std::size_t first = c * kM2mChunk, rows = std::min(kM2mChunk, ns - first);
+    DenseMatrix block;
+    m2m_synthetic_chunk(options_.domain, options_.seed, c, rows, block);
+    synthetic_.middleRows(static_cast<Eigen::Index>(first), static_cast<Eigen::Index>(rows)) = block;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  gram_.setZero(static_cast<Eigen::Index>(m_), static_cast<Eigen::Index>(m_));
+  if (active_ > 0) accumulate_one_hot(gram_);
+  else accumulate_dense(gram_);
+  gram_.triangularView<Eigen::Lower>() /= static_cast<double>(ns);
+  gram_seconds_ = seconds_since(t0);
+}
+
+void M2mDesign::accumulate_dense(Eigen::MatrixXd& gram) const {
+  const std::size_t ns = options_.samples, chunks = chunk_count(ns);
+  const auto m = static_cast<Eigen::Index>(m_);
+  constexpr Eigen::Index kTile = 64;
+  const Eigen::Index tiles = (m + kTile - 1) / kTile, pairs = tiles * (tiles + 1) / 2;
+  for (std::size_t c = 0; c < chunks; ++c) {
+    const auto first = static_cast<Eigen::Index>(c * kM2mChunk);
+    const auto rows = static_cast<Eigen::Index>(std::min(kM2mChunk, ns - c * kM2mChunk));
+    DoubleMatrix feat_rows;
+    map_->features(synthetic_.middleRows(first, rows), feat_rows);
+    const Eigen::MatrixXd feat = feat_rows;  // column-major: tiles read contiguous columns
+    // Lower-triangle tiles of P_c^T P_c, one thread per tile, chunks in order.
+#pragma omp parallel for schedule(dynamic)
+    for (Eigen::Index p = 0; p < pairs; ++p) {
+      Eigen::Index ti = 0;
+      while ((ti + 1) * (ti + 2) / 2 <= p) ++ti;
+      const Eigen::Index tj = p - ti * (ti + 1) / 2;
+      const Eigen::Index i0 = ti * kTile, ib = std::min(kTile, m - i0), j0 = tj * kTile, jb = std::min(kTile, m - j0);
+      gram.block(i0, j0, ib, jb).noalias() += feat.middleCols(i0, ib).transpose() * feat.middleCols(j0, jb);
+    }
+  }
+}
+
+void M2mDesign::accumulate_one_hot(Eigen::MatrixXd& gram) const {
+  // One-hot features: P^T P = sum_i sum_{j, j'} e_{a_ij} e_{a_ij'}^T, counted pair of index
+  // columns by pair (a co-occurrence table of two blocks). Counts are exact integers in
+  // doubles, so the order of the additions does not matter.
+  const std::size_t ns = options_.samples;
+  const std::size_t k = active_, width = m_ / active_;
+  const std::size_t pairs = k * (k + 1) / 2;
+  for (std::size_t first = 0; first < ns; first += kGramChunk) {
+    const std::size_t rows = std::min(kGramChunk, ns - first), subs = chunk_count(rows);
+    ColumnIndexMatrix idx(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(k));
+    bool blocks = block_structured_, in_range = true;
+#pragma omp parallel for schedule(static) reduction(&& : blocks, in_range)
+    for (std::size_t c = 0; c < subs; ++c) {
+      const std::size_t r0 = c * kM2mChunk, rb = std::min(kM2mChunk, rows - r0);
+      IndexMatrix sub;
+      map_->active_indices(synthetic_.middleRows(static_cast<Eigen::Index>(first + r0), static_cast<Eigen::Index>(rb)), sub);
+      for (std::size_t j = 0; j < k; ++j)
+        for (std::size_t i = 0; i < rb; ++i) {
+          const std::uint32_t a = sub(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
+          idx(static_cast<Eigen::Index>(r0 + i), static_cast<Eigen::Index>(j)) = a;
+          in_range = in_range && a < m_;
+          blocks = blocks && a / width == j;
+        }
+    }
+    if (!in_range) throw Error("m2m: the " + map_->kind() + " map returned an index outside [0, " + std::to_string(m_) + ")");
+    if (blocks) {
+      // Pair (j1 >= j2) touches only block (j1, j2) of the lower triangle: counts in a local
+      // W x W table (in L1), then added to the block; no two threads touch one entry.
+#pragma omp parallel
+      {
+        std::vector<std::uint32_t> local(width * width);
+#pragma omp for schedule(dynamic, 4)
+        for (std::size_t p = 0; p < pairs; ++p) {
+          std::size_t j1 = 0;
+          while ((j1 + 1) * (j1 + 2) / 2 <= p) ++j1;
+          const std::size_t j2 = p - j1 * (j1 + 1) / 2;
+          const std::uint32_t* c1 = idx.col(static_cast<Eigen::Index>(j1)).data();
+          const std::uint32_t* c2 = idx.col(static_cast<Eigen::Index>(j2)).data();
+          const std::uint32_t o1 = static_cast<std::uint32_t>(j1 * width), o2 = static_cast<std::uint32_t>(j2 * width);
+          if (j1 == j2) {
+            for (std::size_t i = 0; i < rows; ++i) gram(c1[i], c1[i]) += 1;
+            continue;
+          }
+          std::fill(local.begin(), local.end(), 0u);
+          for (std::size_t i = 0; i < rows; ++i) ++local[(c2[i] - o2) * width + (c1[i] - o1)];
+          for (std::size_t v = 0; v < width; ++v) {
+            double* col = &gram(o1, o2 + v);
+            const std::uint32_t* counts = &local[v * width];
+            for (std::size_t u = 0; u < width; ++u) col[u] += counts[u];
+          }
+        }
+      }
+      continue;
+    }
+    // Not block-structured: one thread, any index pattern.
+    for (std::size_t i = 0; i < rows; ++i)
+      for (std::size_t j1 = 0; j1 < k; ++j1) {
+        const std::uint32_t a = idx(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j1));
+        gram(a, a) += 1;
+        for (std::size_t j2 = 0; j2 < j1; ++j2) {
+          const std::uint32_t b = idx(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j2));
+          if (a > b) gram(a, b) += 1;
+          else if (a < b) gram(b, a) += 1;
+          else gram(a, a) += 2;
+        }
+      }
+  }
+}
+
+Eigen::VectorXd M2mDesign::apply(const Eigen::VectorXd& v) const {
+  const std::size_t ns = samples(), chunks = chunk_count(ns);
+  Eigen::VectorXd out(static_cast<Eigen::Index>(ns));
+#pragma omp parallel for schedule(dynamic)
+  for (std::size_t c = 0; c < chunks; ++c) {
+    const auto first = static_cast<Eigen::Index>(c * kM2mChunk);
+    const auto rows = static_cast<Eigen::Index>(std::min(kM2mChunk, ns - c * kM2mChunk));
+    if (active_ == 0) {
+      DoubleMatrix feat;
+      map_->features(synthetic_.middleRows(first, rows), feat);
+      out.segment(first, rows).noalias() = feat * v;
+    } else {
+      IndexMatrix idx;
+      map_->active_indices(synthetic_.middleRows(first, rows), idx);
+      for (Eigen::Index i = 0; i < rows; ++i) {
+        double s = 0;
+        for (Eigen::Index j = 0; j < idx.cols(); ++j) s += v(idx(i, j));
+        out(first + i) = s;
+      }
+    }
+  }
+  return out;
+}
+
+Eigen::MatrixXd M2mDesign::cross(const Eigen::Ref<const Eigen::MatrixXd>& f_values) const {
+  const std::size_t ns = samples(), chunks = chunk_count(ns);
+  if (static_cast<std::size_t>(f_values.rows()) != ns) throw UsageError("m2m: one target value per synthetic point is needed");
+  Eigen::MatrixXd out = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(m_), f_values.cols());
+  for (std::size_t c = 0; c < chunks; ++c) {
+    const auto first = static_cast<Eigen::Index>(c * kM2mChunk);
+    const auto rows = static_cast<Eigen::Index>(std::min(kM2mChunk, ns - c * kM2mChunk));
+    const auto f = f_values.middleRows(first, rows);
+    if (active_ == 0) {
+      DoubleMatrix feat;
+      map_->features(synthetic_.middleRows(first, rows), feat);
+      out.noalias() += feat.transpose() * f;
+    } else {
+      IndexMatrix idx;
+      map_->active_indices(synthetic_.middleRows(first, rows), idx);
+      for (Eigen::Index i = 0; i < rows; ++i)
+        for (Eigen::Index j = 0; j < idx.cols(); ++j) out.row(idx(i, j)) += f.row(i);
+    }
+  }
+  return out / static_cast<double>(ns);
+}
+
+M2mModel::M2mModel(const FeatureSketchRelease& release, const M2mOptions& options)
+    : design_(std::make_shared<const M2mDesign>(release.map, options)) {
+  fit(release);
+}
+
+M2mModel::M2mModel(std::shared_ptr<const M2mDesign> design, const FeatureSketchRelease& release)
+    : design_(std::move(design)) {
+  if (!design_) throw UsageError("m2m: no design");
+  if (!release.map || release.map->kind() != design_->map().kind() || release.map->size() != design_->map().size() ||
+      release.map->params() != design_->map().params())
+    throw UsageError("m2m: the release's feature map is not the design's");
+  fit(release);
+}
+
+void M2mModel::fit(const FeatureSketchRelease& release) {
+  const std::size_t m = design_->features();
+  if (static_cast<std::size_t>(release.sums.size()) != m)
+    throw UsageError("m2m: the release has " + std::to_string(release.sums.size()) + " sums but its map has " +
+                     std::to_string(m) + " features");
+  if (!std::isfinite(release.count)) throw InputError("m2m: the release's count n + zeta is not finite");
+  if (!(release.noise_variance >= 0) || !std::isfinite(release.noise_variance))
+    throw InputError("m2m: the release's noise variance " + number_text(release.noise_variance) +
+                     " is not a finite non-negative number");
+  // n + zeta can be small or negative at tiny epsilon; the estimator (post-processing) uses at
+  // least 1 record.
+  count_used_ = std::max(release.count, 1.0);
+  z_ = release.sums / count_used_;
+  // eq. (5): lambda = sigma_xi^2 / (n + zeta) * R; the paper's 1e-9 when there is no noise.
+  const M2mOptions& o = design_->options();
+  noisy_ = release.is_private && release.noise_variance > 0;
+  lambda_ = noisy_ ? release.noise_variance / count_used_ * o.extra_regularization : o.nonprivate_lambda;
+
+  auto t0 = std::chrono::steady_clock::now();
+  factor_ = design_->gram();
+  factor_.diagonal().array() += lambda_;
+  if (!parallel_cholesky_lower(factor_))
+    throw Error("m2m: P^T P / n_s + lambda I is not numerically positive definite (lambda = " + number_text(lambda_) +
+                ", m = " + std::to_string(m) + "); raise the regularisation");
+  solved_ = z_;
+  cholesky_solve_lower(factor_, solved_);
+  factor_seconds_ = seconds_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  weights_ = design_->apply(solved_);  // w_i = Phi(x~_i)^T S z-hat
+  weight_seconds_ = seconds_since(t0);
+}
+
+Eigen::VectorXd M2mModel::estimate(const Eigen::Ref<const Eigen::MatrixXd>& f_values) const {
+  if (f_values.rows() != weights_.size()) throw UsageError("m2m: one target value per synthetic point is needed");
+  return f_values.transpose() * weights_ / static_cast<double>(samples());
+}
+
+Eigen::MatrixXd M2mModel::coefficients(const Eigen::Ref<const Eigen::MatrixXd>& f_values) const {
+  Eigen::MatrixXd a = design_->cross(f_values);
+  cholesky_solve_lower(factor_, a);
+  return a;
+}
+
+std::size_t M2mModel::solve_bytes() const {
+  const std::size_t m = features(), k = design_->map().active_per_point();
+  const std::size_t chunk = k == 0 ? kM2mChunk * m * 2 * sizeof(double) : kGramChunk * k * 2 * sizeof(std::uint32_t);
+  return m * m * sizeof(double) + chunk;
+}
+
+nlohmann::json M2mModel::describe() const {
+  const M2mOptions& o = design_->options();
+  return {{"map", design_->map().kind()},
+          {"features", features()},
+          {"active_per_point", design_->map().active_per_point()},
+          {"samples", samples()},
+          {"seed", o.seed},
+          {"domain", o.domain.to_json()},
+          {"lambda", lambda_},
+          {"lambda_rule", noisy_ ? "eq. (5): noise variance / (n + zeta) * R" : "no noise: fixed"},
+          {"extra_regularization", o.extra_regularization},
+          {"count_used", count_used_},
+          {"gram_seconds", design_->gram_seconds()},
+          {"factor_seconds", factor_seconds_},
+          {"weight_seconds", weight_seconds_},
+          {"solve_bytes", solve_bytes()}};
+}
+
+// --------------------------------------------------------------------------------------
+// Counting queries
+
+std::string CountingQuery::text() const {
+  std::string s;
+  for (const auto& p : predicates) {
+    if (!s.empty()) s += "; ";
+    s += std::to_string(p.attribute) + (p.less ? " <= " : " >= ") + number_text(p.value);
+  }
+  return s;
+}
+
+std::vector<CountingQuery> random_counting_queries(const BoxDomain& domain, std::size_t count, std::uint64_t seed) {
+  const std::size_t d = domain.dim();
+  if (d < 3) throw UsageError("counting queries need 3 distinct attributes; the data has " + std::to_string(d));
+  SeededRandom rng(seed);
+  std::vector<CountingQuery> out(count);
+  for (auto& q : out) {
+    std::vector<std::size_t> chosen;
+    while (chosen.size() < 3) {
+      const std::size_t a = rng.below(d);
+      if (std::find(chosen.begin(), chosen.end(), a) == chosen.end()) chosen.push_back(a);
+    }
+    for (const std::size_t a : chosen) {
+      CountingPredicate p;
+      p.attribute = a;
+      p.less = rng.bit();
+      p.value = domain.lo[a] + (domain.hi[a] - domain.lo[a]) * rng.unit();
+      q.predicates.push_back(p);
+    }
+  }
+  return out;
+}
+
+void check_counting_query(const CountingQuery& q, std::size_t dim, const std::string& where) {
+  if (q.predicates.size() != 3)
+    throw InputError(where + ": expected 3 predicates 'i op value' separated by ';', found " +
+                     std::to_string(q.predicates.size()));
+  for (std::size_t a = 0; a < q.predicates.size(); ++a) {
+    if (q.predicates[a].attribute >= dim)
+      throw InputError(where + ": attribute " + std::to_string(q.predicates[a].attribute) +
+                       " does not exist (the sketch has attributes 0.." + std::to_string(dim - 1) + ")");
+    for (std::size_t b = 0; b < a; ++b)
+      if (q.predicates[a].attribute == q.predicates[b].attribute)
+        throw InputError(where + ": attribute " + std::to_string(q.predicates[a].attribute) +
+                         " appears twice; a query needs 3 distinct attributes");
+  }
+}
+
+namespace {
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
+}
+}  // namespace
+
+std::vector<CountingQuery> parse_counting_queries(const std::string& path, std::size_t dim) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot open the query file");
+  std::vector<CountingQuery> out;
+  std::string line;
+  std::size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    const std::string t = trim(line);
+    if (t.empty() || t[0] == '#') continue;
+    const std::string where = path + ":" + std::to_string(number);
+    CountingQuery q;
+    std::stringstream parts(t);
+    std::string part;
+    while (std::getline(parts, part, ';')) {
+      const std::string p = trim(part);
+      std::istringstream tok(p);
+      std::string attr, op, value, extra;
+      tok >> attr >> op >> value;
+      if (attr.empty() || op.empty() || value.empty() || (tok >> extra))
+        throw InputError(where + ": predicate '" + p + "': expected 'attribute op value'");
+      CountingPredicate pred;
+      std::size_t used = 0;
+      long long a = -1;
+      try {
+        a = std::stoll(attr, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != attr.size() || a < 0)
+        throw InputError(where + ": attribute '" + attr + "' is not a non-negative integer");
+      pred.attribute = static_cast<std::size_t>(a);
+      if (op == "<=") pred.less = true;
+      else if (op == ">=") pred.less = false;
+      else throw InputError(where + ": operator '" + op + "': expected <= or >=");
+      double v = NAN;
+      try {
+        v = std::stod(value, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != value.size() || !std::isfinite(v)) throw InputError(where + ": value '" + value + "' is not a finite number");
+      pred.value = v;
+      q.predicates.push_back(pred);
+    }
+    check_counting_query(q, dim, where);
+    out.push_back(std::move(q));
+  }
+  if (out.empty()) throw InputError(path + ": no counting queries");
+  return out;
+}
+
+// --------------------------------------------------------------------------------------
+// Weighted statistics
+
+Eigen::VectorXd weighted_means(const WeightedRows& x, const Eigen::VectorXd& omega) {
+  return x.transpose() * omega;
+}
+
+Eigen::VectorXd weighted_second_moments(const WeightedRows& x, const Eigen::VectorXd& omega) {
+  return x.array().square().matrix().transpose() * omega;
+}
+
+DoubleMatrix cdf_points(const BoxDomain& domain, std::size_t points) {
+  DoubleMatrix s(static_cast<Eigen::Index>(domain.dim()), static_cast<Eigen::Index>(points));
+  for (std::size_t j = 0; j < domain.dim(); ++j)
+    for (std::size_t t = 1; t <= points; ++t)
+      s(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(t - 1)) =
+          domain.lo[j] + (domain.hi[j] - domain.lo[j]) * static_cast<double>(t) / static_cast<double>(points);
+  return s;
+}
+
+DoubleMatrix weighted_cdfs(const WeightedRows& x, const Eigen::VectorXd& omega, const DoubleMatrix& points) {
+  DoubleMatrix out = DoubleMatrix::Zero(points.rows(), points.cols());
+  for (Eigen::Index j = 0; j < points.rows(); ++j)
+    for (Eigen::Index t = 0; t < points.cols(); ++t) {
+      const double s = points(j, t);
+      double acc = 0;
+      for (Eigen::Index i = 0; i < x.rows(); ++i)
+        if (x(i, j) <= s) acc += omega(i);
+      out(j, t) = acc;
+    }
+  return out;
+}
+
+Eigen::MatrixXd weighted_covariance(const WeightedRows& x, const Eigen::VectorXd& omega, const Eigen::VectorXd& means) {
+  const Eigen::MatrixXd centred = x.rowwise() - means.transpose();
+  return centred.transpose() * omega.asDiagonal() * centred;
+}
+
+Eigen::VectorXd weighted_counts(const WeightedRows& x, const Eigen::VectorXd& omega,
+                                const std::vector<CountingQuery>& queries) {
+  const Eigen::MatrixXd columns = x;  // column-major: each predicate reads one contiguous column
+  const Eigen::Index n = x.rows();
+  Eigen::VectorXd out(static_cast<Eigen::Index>(queries.size()));
+#pragma omp parallel for schedule(dynamic, 16)
+  for (std::size_t q = 0; q < queries.size(); ++q) {
+    std::vector<unsigned char> in(static_cast<std::size_t>(n), 1);
+    for (const auto& p : queries[q].predicates) {
+      const double* col = columns.col(static_cast<Eigen::Index>(p.attribute)).data();
+      if (p.less)
+        for (Eigen::Index i = 0; i < n; ++i) in[static_cast<std::size_t>(i)] &= col[i] <= p.value;
+      else
+        for (Eigen::Index i = 0; i < n; ++i) in[static_cast<std::size_t>(i)] &= col[i] >= p.value;
+    }
+    double acc = 0;
+    for (Eigen::Index i = 0; i < n; ++i) acc += in[static_cast<std::size_t>(i)] ? omega(i) : 0.0;
+    out(static_cast<Eigen::Index>(q)) = acc;
+  }
+  return out;
+}
+
+double mean_relative_error(const Eigen::VectorXd& estimate, const Eigen::VectorXd& truth) {
+  if (estimate.size() != truth.size() || truth.size() == 0) throw UsageError("mean_relative_error: sizes differ or empty");
+  return ((estimate - truth).array().abs() / truth.array().abs()).mean();
+}
+
+double mean_cdf_emd(const DoubleMatrix& estimate, const DoubleMatrix& truth) {
+  if (estimate.rows() != truth.rows() || estimate.cols() != truth.cols() || truth.size() == 0)
+    throw UsageError("mean_cdf_emd: shapes differ or empty");
+  // Per attribute: (1/points) sum_t |F-hat(S_t) - F(S_t)|; then the mean over attributes.
+  return (estimate - truth).cwiseAbs().rowwise().mean().mean();
+}
+
+double frobenius_distance(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) { return (a - b).norm(); }
+
+double mean_absolute_error(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
+  if (a.size() != b.size() || a.size() == 0) throw UsageError("mean_absolute_error: sizes differ or empty");
+  return (a - b).cwiseAbs().mean();
+}
+
+double roc_auc(const Eigen::VectorXd& scores, const std::vector<int>& labels) {
+  if (static_cast<std::size_t>(scores.size()) != labels.size()) throw UsageError("roc_auc: one label per score is needed");
+  std::vector<std::size_t> order(labels.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return scores(static_cast<Eigen::Index>(a)) < scores(static_cast<Eigen::Index>(b));
+  });
+  // Sum of the positives' mid-ranks (ties share the average rank).
+  double rank_sum = 0;
+  std::size_t pos = 0;
+  for (std::size_t i = 0; i < order.size();) {
+    std::size_t j = i;
+    while (j < order.size() && scores(static_cast<Eigen::Index>(order[j])) == scores(static_cast<Eigen::Index>(order[i]))) ++j;
+    const double mid = 0.5 * static_cast<double>(i + 1 + j);
+    for (std::size_t t = i; t < j; ++t)
+      if (labels[order[t]] == 1) {
+        rank_sum += mid;
+        ++pos;
+      }
+    i = j;
+  }
+  const std::size_t neg = labels.size() - pos;
+  if (pos == 0 || neg == 0) return 0.5;
+  const double p = static_cast<double>(pos), q = static_cast<double>(neg);
+  return (rank_sum - p * (p + 1) / 2) / (p * q);
+}
+
+// --------------------------------------------------------------------------------------
+// Implicit M2M: weighted logistic regression
+
+namespace {
+double log1pexp(double z) { return z > 0 ? z + std::log1p(std::exp(-z)) : std::log1p(std::exp(z)); }
+double sigmoid(double z) { return z >= 0 ? 1 / (1 + std::exp(-z)) : std::exp(z) / (1 + std::exp(z)); }
+
+struct LogisticProblem {
+  const WeightedRows* rows = nullptr;
+  const Eigen::VectorXd* omega = nullptr;
+  double l2 = 0;
+  int evaluations = 0;
+  std::vector<Eigen::VectorXd> partial_grad;
+  std::vector<double> partial_loss;
+};
+
+double logistic_objective(unsigned dim, const double* theta_ptr, double* grad, void* data) {
+  auto* pr = static_cast<LogisticProblem*>(data);
+  ++pr->evaluations;
+  const WeightedRows& x = *pr->rows;
+  const Eigen::VectorXd& w = *pr->omega;
+  const Eigen::Index d = x.cols() - 1;  // features; the last column is the label
+  const Eigen::Map<const Eigen::VectorXd> theta(theta_ptr, dim);
+  const std::size_t n = static_cast<std::size_t>(x.rows()), chunks = chunk_count(n);
+  pr->partial_grad.assign(chunks, Eigen::VectorXd::Zero(dim));
+  pr->partial_loss.assign(chunks, 0.0);
+#pragma omp parallel for schedule(static)
+  for (std::size_t c = 0; c < chunks; ++c) {
+    const auto first = static_cast<Eigen::Index>(c * kM2mChunk);
+    const auto rows = static_cast<Eigen::Index>(std::min(kM2mChunk, n - c * kM2mChunk));
+    Eigen::VectorXd& g = pr->partial_grad[c];
+    double loss = 0;
+    for (Eigen::Index i = first; i < first + rows; ++i) {
+      const double y = x(i, d) > 0.5 ? 1.0 : -1.0;
+      const double s = x.row(i).head(d).dot(theta.head(d)) + theta(d);
+      loss += w(i) * log1pexp(-y * s);
+      const double coef = -w(i) * y * sigmoid(-y * s);
+      g.head(d) += coef * x.row(i).head(d).transpose();
+      g(d) += coef;
+    }
+    pr->partial_loss[c] = loss;
+  }
+  double f = 0;
+  Eigen::VectorXd total = Eigen::VectorXd::Zero(dim);
+  for (std::size_t c = 0; c < chunks; ++c) {
+    f += pr->partial_loss[c];
+    total += pr->partial_grad[c];
+  }
+  f += 0.5 * pr->l2 * theta.head(d).squaredNorm();
+  total.head(d) += pr->l2 * theta.head(d);
+  if (grad)
+    for (unsigned j = 0; j < dim; ++j) grad[j] = total(j);
+  return f;
+}
+}  // namespace
+
+WeightedLogisticResult weighted_logistic_regression(const WeightedRows& rows, const Eigen::VectorXd& omega, double l2,
+                                                    int max_evaluations) {
+  if (rows.cols() < 2) throw UsageError("logistic regression needs at least one feature and the label column");
+  if (omega.size() != rows.rows()) throw UsageError("logistic regression: one weight per row is needed");
+  if (!(l2 > 0)) throw UsageError("logistic regression: the L2 regulariser must be positive");
+  const auto dim = static_cast<unsigned>(rows.cols());  // d - 1 features + bias
+  LogisticProblem problem;
+  problem.rows = &rows;
+  problem.omega = &omega;
+  problem.l2 = l2;
+  nlopt::opt opt(nlopt::LD_LBFGS, dim);
+  opt.set_min_objective(logistic_objective, &problem);
+  opt.set_ftol_rel(1e-12);
+  opt.set_xtol_rel(1e-10);
+  opt.set_maxeval(max_evaluations);
+  std::vector<double> theta(dim, 0.0);
+  double value = 0;
+  WeightedLogisticResult res;
+  try {
+    const nlopt::result r = opt.optimize(theta, value);
+    res.status = std::to_string(static_cast<int>(r));
+  } catch (const nlopt::roundoff_limited&) {
+    res.status = "roundoff_limited";
+    value = logistic_objective(dim, theta.data(), nullptr, &problem);
+  } catch (const std::runtime_error& e) {  // NLopt's generic failure: keep the last point
+    res.status = std::string("failure: ") + e.what();
+    value = logistic_objective(dim, theta.data(), nullptr, &problem);
+  }
+  res.theta = Eigen::Map<const Eigen::VectorXd>(theta.data(), dim);
+  res.objective = value;
+  res.evaluations = problem.evaluations;
+  return res;
+}
+
+Eigen::VectorXd logistic_scores(const WeightedRows& features, const Eigen::VectorXd& theta) {
+  const Eigen::Index d = features.cols();
+  if (theta.size() != d + 1) throw UsageError("logistic_scores: the model does not match the features");
+  return (features * theta.head(d)).array() + theta(d);
+}
+
+// --------------------------------------------------------------------------------------
+// CLI
+
+std::pair<double, double> parse_domain(const std::string& text) {
+  const auto colon = text.find(':');
+  auto number = [&](const std::string& part, double& out) {
+    std::size_t used = 0;
+    try {
+      out = std::stod(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    return used == part.size() && !part.empty() && std::isfinite(out);
+  };
+  double lo = 0, hi = 0;
+  if (colon == std::string::npos || !number(text.substr(0, colon), lo) || !number(text.substr(colon + 1), hi))
+    throw UsageError("--domain '" + text + "': expected LO:HI with two finite numbers");
+  if (!(lo < hi)) throw UsageError("--domain '" + text + "': LO = " + number_text(lo) + " is not below HI = " + number_text(hi));
+  return {lo, hi};
+}
+
+std::string answer_m2m(const FeatureSketchRelease& release, const M2mRequest& request) {
+  static const std::vector<std::string> tasks = {"mean", "moment2", "cdf", "cov", "count"};
+  if (std::find(tasks.begin(), tasks.end(), request.task) == tasks.end())
+    throw UsageError("--task '" + request.task + "': expected mean, moment2, cdf, cov or count");
+  if (!release.map) throw InputError("the sketch has no feature map");
+  const std::size_t d = release.map->input_dim();
+  const std::size_t needed = request.task == "count" ? 3 : request.task == "cov" ? 2 : 1;
+  if (d < needed)
+    throw UsageError("--task " + request.task + " needs at least " + std::to_string(needed) +
+                     " attributes; the sketch has " + std::to_string(d));
+  std::vector<CountingQuery> queries;
+  if (request.task == "count") {
+    if (request.queries_path.empty()) throw UsageError("--task count needs --queries FILE");
+    queries = parse_counting_queries(request.queries_path, d);
+  } else if (!request.queries_path.empty()) {
+    throw UsageError("--queries is only read by --task count");
+  }
+  M2mOptions opt;
+  opt.domain = BoxDomain::uniform(d, request.lo, request.hi);
+  opt.samples = request.samples;
+  opt.seed = request.seed;
+  const M2mModel model(release, opt);
+  const DoubleMatrix x = model.synthetic().cast<double>();
+  const Eigen::VectorXd omega = model.average_weights();
+  std::string out;
+  char buf[96];
+  auto line = [&](const Eigen::VectorXd& v) {
+    for (Eigen::Index i = 0; i < v.size(); ++i) {
+      std::snprintf(buf, sizeof buf, "%.9g\n", v(i));
+      out += buf;
+    }
+  };
+  if (request.task == "mean") {
+    line(weighted_means(x, omega));
+  } else if (request.task == "moment2") {
+    line(weighted_second_moments(x, omega));
+  } else if (request.task == "cdf") {
+    const DoubleMatrix points = cdf_points(opt.domain, request.cdf_points);
+    const DoubleMatrix cdf = weighted_cdfs(x, omega, points);
+    for (Eigen::Index j = 0; j < cdf.rows(); ++j)
+      for (Eigen::Index t = 0; t < cdf.cols(); ++t) {
+        std::snprintf(buf, sizeof buf, "%lld %.9g %.9g\n", static_cast<long long>(j), points(j, t), cdf(j, t));
+        out += buf;
+      }
+  } else if (request.task == "cov") {
+    const Eigen::MatrixXd cov = weighted_covariance(x, omega, weighted_means(x, omega));
+    for (Eigen::Index j = 0; j < cov.rows(); ++j) {
+      for (Eigen::Index k = 0; k < cov.cols(); ++k) {
+        std::snprintf(buf, sizeof buf, k ? " %.9g" : "%.9g", cov(j, k));
+        out += buf;
+      }
+      out += '\n';
+    }
+  } else {
+    const Eigen::VectorXd frac = weighted_counts(x, omega, queries);
+    for (Eigen::Index q = 0; q < frac.size(); ++q) {
+      std::snprintf(buf, sizeof buf, "%.9g %.9g\n", frac(q), frac(q) * model.count_used());
+      out += buf;
+    }
+  }
+  return out;
+}
+
+}  // namespace privrace
