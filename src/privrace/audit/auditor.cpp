@@ -1,0 +1,406 @@
+#include "privrace/audit/auditor.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <boost/math/distributions/normal.hpp>
+#include <boost/math/special_functions/beta.hpp>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <map>
+#include <numbers>
+#include <sstream>
+
+#include "privrace/core/error.hpp"
+#include "privrace/privacy/mechanisms.hpp"
+
+namespace privrace::audit {
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+// The three checks share 1 - confidence equally (union bound), whether or not a path runs all
+// three; the epsilon and profile checks split theirs between the two Clopper-Pearson bounds.
+double check_alpha(double confidence) { return (1.0 - confidence) / 3.0; }
+
+double std_normal_cdf(double x) { return 0.5 * std::erfc(-x / std::numbers::sqrt2); }
+
+// Statistics of one release, from v_c = sign(d_c) (y_c - exact_c) - |d_c| over the values c that
+// D and D' change (d = exact' - exact). On D' the release is shifted by d, so large v_c are
+// more likely on D'. For noise with the discrete Laplace tail (memoryless), the event
+// "every v_c >= 0" has probability ratio exactly e^(||d||_1 / scale) = e^eps: the strongest
+// single event for the Laplace mechanisms. The weighted sum is the likelihood-ratio
+// statistic of Gaussian noise.
+enum Statistic { kMin = 0, kMax = 1, kSum = 2, kStatistics = 3 };
+const char* statistic_name(int s) { return s == kMin ? "min_c v_c" : s == kMax ? "max_c v_c" : "sum_c |d_c| u_c"; }
+
+// An event "statistic >= t" (upper = true) or "<= t", and which data set it favours.
+struct Event {
+  int statistic;
+  bool upper;
+  bool favours_neighbour;  // the event is likelier on D' (a = D', b = D) or on D (a = D, b = D')
+};
+const Event kEvents[] = {{kMin, true, true}, {kMax, false, false}, {kSum, true, true}, {kSum, false, false}};
+
+std::size_t count_event(const std::vector<double>& sorted, double t, bool upper) {
+  if (upper) return static_cast<std::size_t>(sorted.end() - std::lower_bound(sorted.begin(), sorted.end(), t));
+  return static_cast<std::size_t>(std::upper_bound(sorted.begin(), sorted.end(), t) - sorted.begin());
+}
+
+std::size_t count_event_unsorted(const double* v, std::size_t n, double t, bool upper) {
+  std::size_t c = 0;
+  for (std::size_t i = 0; i < n; ++i) c += upper ? (v[i] >= t) : (v[i] <= t);
+  return c;
+}
+
+// Lower bound on epsilon from x_a of n on the favoured side and x_b of n on the other.
+double epsilon_bound(std::size_t x_a, std::size_t x_b, std::size_t n, double delta, double alpha_each) {
+  const double a = clopper_pearson_lower(x_a, n, alpha_each) - delta;
+  const double b = clopper_pearson_upper(x_b, n, alpha_each);
+  if (!(a > 0.0)) return kNegInf;
+  return std::log(a / b);
+}
+
+// Lower bound on delta at eps' minus what the claimed Gaussian profile allows there.
+double profile_excess(std::size_t x_a, std::size_t x_b, std::size_t n, double eps, double mu, double alpha_each) {
+  return clopper_pearson_lower(x_a, n, alpha_each) - std::exp(eps) * clopper_pearson_upper(x_b, n, alpha_each) -
+         gaussian_profile_delta(mu, eps);
+}
+
+std::vector<double> candidate_thresholds(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> pooled;
+  pooled.reserve(a.size() + b.size());
+  pooled.insert(pooled.end(), a.begin(), a.end());
+  pooled.insert(pooled.end(), b.begin(), b.end());
+  std::sort(pooled.begin(), pooled.end());
+  pooled.erase(std::unique(pooled.begin(), pooled.end()), pooled.end());
+  constexpr std::size_t kMaxCandidates = 1500;
+  if (pooled.size() <= kMaxCandidates) return pooled;
+  std::vector<double> out;
+  for (std::size_t i = 0; i < kMaxCandidates; ++i) out.push_back(pooled[i * (pooled.size() - 1) / (kMaxCandidates - 1)]);
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string format_event(const Event& e, double t) {
+  std::ostringstream s;
+  s << statistic_name(e.statistic) << (e.upper ? " >= " : " <= ") << t << " (likelier on "
+    << (e.favours_neighbour ? "D'" : "D") << ")";
+  return s.str();
+}
+
+void validate(const Claim& claim, const AuditOptions& options) {
+  if (!(claim.epsilon > 0.0) || !std::isfinite(claim.epsilon))
+    throw UsageError("audit: the claimed epsilon must be a positive finite number, got " + std::to_string(claim.epsilon));
+  if (!(claim.delta >= 0.0 && claim.delta < 1.0))
+    throw UsageError("audit: the claimed delta must be in [0, 1), got " + std::to_string(claim.delta));
+  if (claim.gaussian && !(claim.delta > 0.0)) throw UsageError("audit: a Gaussian claim needs delta > 0");
+  if (!(options.confidence > 0.0 && options.confidence < 1.0))
+    throw UsageError("audit: the confidence must be in (0, 1), got " + std::to_string(options.confidence));
+  const std::size_t minimum = minimum_runs(claim, options.confidence);
+  if (options.runs < minimum)
+    throw UsageError("audit: " + std::to_string(options.runs) + " runs are too few to ever bound epsilon above " +
+                     std::to_string(claim.epsilon) + " at confidence " + std::to_string(options.confidence) +
+                     ": at least " + std::to_string(minimum) + " runs per data set are needed");
+}
+
+}  // namespace
+
+double clopper_pearson_lower(std::size_t x, std::size_t n, double alpha) {
+  if (x == 0) return 0.0;
+  return boost::math::ibeta_inv(static_cast<double>(x), static_cast<double>(n - x + 1), alpha);
+}
+
+double clopper_pearson_upper(std::size_t x, std::size_t n, double alpha) {
+  if (x >= n) return 1.0;
+  return boost::math::ibeta_inv(static_cast<double>(x + 1), static_cast<double>(n - x), 1.0 - alpha);
+}
+
+double gaussian_profile_delta(double mu, double epsilon) {
+  // Balle & Wang 2018, Theorem 8 with sensitivity / sigma = mu.
+  return std_normal_cdf(mu / 2.0 - epsilon / mu) - std::exp(epsilon) * std_normal_cdf(-mu / 2.0 - epsilon / mu);
+}
+
+double gaussian_mu_for(double epsilon, double delta) {
+  // analytic_gaussian_sigma is the smallest sigma at sensitivity 1: mu = 1 / sigma.
+  return 1.0 / analytic_gaussian_sigma(epsilon, delta, 1.0);
+}
+
+std::size_t minimum_runs(const Claim& claim, double confidence) {
+  const double alpha_each = check_alpha(confidence) / 2.0;
+  // Best case with n measuring runs: x_a = n, x_b = 0.
+  auto best = [&](std::size_t n) { return epsilon_bound(n, 0, n, claim.delta, alpha_each); };
+  std::size_t hi = 1;
+  while (!(best(hi) > claim.epsilon)) {
+    if (hi > (std::size_t{1} << 50)) throw UsageError("audit: no number of runs can bound this epsilon");
+    hi *= 2;
+  }
+  std::size_t lo = hi / 2;  // best(lo) <= eps (or lo == 0)
+  while (hi - lo > 1) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    (best(mid) > claim.epsilon ? hi : lo) = mid;
+  }
+  return 2 * hi;  // half of the runs choose the event, half measure it
+}
+
+std::string AuditResult::summary() const {
+  std::ostringstream s;
+  s.precision(4);
+  s << path << ": " << verdict() << "  eps_claimed=" << claim.epsilon;
+  if (claim.delta > 0) s << " delta=" << claim.delta;
+  s << "  eps_lower=" << epsilon_lower << (epsilon_ok ? "" : " (ABOVE the claim)") << "  [" << epsilon_event
+    << "; p=" << p_a << " vs " << p_b << "]";
+  if (profile_tested)
+    s << "  profile: delta_lower(eps'=" << profile_epsilon << ")=" << profile_delta_lower << " vs allowed "
+      << profile_delta_bound << (profile_ok ? "" : " (ABOVE)");
+  if (variance_tested)
+    s << "  variance: measured " << variance_measured << " recorded " << variance_recorded << " +- "
+      << variance_tolerance << (variance_ok ? "" : " (MISMATCH)");
+  s << "  runs=" << runs << " per data set, confidence=" << confidence << ", " << seconds << " s";
+  return s.str();
+}
+
+AuditResult run_audit(const AuditPath& path, const AuditOptions& options) {
+  validate(path.claim, options);
+  if (!path.release) throw UsageError("audit: path '" + path.name + "' has no release");
+  if (path.exact.size() != path.exact_neighbour.size() || path.exact.empty())
+    throw UsageError("audit: path '" + path.name + "': D and D' give outputs of different shapes");
+  const auto t0 = std::chrono::steady_clock::now();
+  AuditResult result;
+  result.path = path.name;
+  result.claim = path.claim;
+  result.runs = options.runs;
+  result.confidence = options.confidence;
+
+  // The values D and D' change, and by how much.
+  std::vector<std::size_t> changed;
+  std::vector<double> diff;
+  for (std::size_t c = 0; c < path.exact.size(); ++c)
+    if (path.exact_neighbour[c] != path.exact[c]) {
+      changed.push_back(c);
+      diff.push_back(path.exact_neighbour[c] - path.exact[c]);
+      result.l1_change += std::abs(diff.back());
+    }
+  if (changed.empty())
+    throw UsageError("audit: path '" + path.name + "': D and D' give identical exact outputs; choose a neighbouring "
+                     "record that changes the output");
+  result.changed_values = changed.size();
+
+  const std::size_t n = options.runs, cells = path.exact.size();
+  std::vector<double> stats[2][kStatistics];
+  for (auto& side : stats)
+    for (auto& s : side) s.assign(n, 0.0);
+  // Conformance: per run w_i = mean_c e_ic^2 with e = y - exact on D; per cell sums of e.
+  std::vector<double> cell_sum(cells, 0.0);
+  double w_sum = 0.0, w_sq = 0.0;
+  std::vector<double> recorded;
+  bool recorded_consistent = true;
+  std::exception_ptr failure;
+  const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+
+#pragma omp parallel num_threads(threads)
+  {
+    // The runs are the parallel axis: the release's own parallel regions (builder, privatize)
+    // run on one thread each, instead of nested teams that oversubscribe the cores.
+    omp_set_num_threads(1);
+    Observation obs;
+    std::vector<double> my_cell_sum(cells, 0.0);
+    double my_w = 0.0, my_w2 = 0.0;
+#pragma omp for schedule(static)
+    for (std::size_t i = 0; i < n; ++i) {
+      if (failure) continue;
+      try {
+        for (int side = 0; side < 2; ++side) {
+          const NoiseSource noise{!options.fresh_noise, derive_seed(options.seed, 2 * i + static_cast<std::size_t>(side))};
+          obs.values.clear();
+          obs.recorded_variance.clear();
+          path.release(side == 1, noise, obs);
+          if (obs.values.size() != cells) throw Error("audit: path '" + path.name + "' returned a different number of values");
+          double vmin = std::numeric_limits<double>::infinity(), vmax = -vmin, sum = 0.0;
+          for (std::size_t k = 0; k < changed.size(); ++k) {
+            const double sign = diff[k] > 0 ? 1.0 : -1.0, mag = std::abs(diff[k]);
+            const double u = sign * (obs.values[changed[k]] - path.exact[changed[k]]);
+            vmin = std::min(vmin, u - mag);
+            vmax = std::max(vmax, u - mag);
+            sum += mag * u;
+          }
+          stats[side][kMin][i] = vmin;
+          stats[side][kMax][i] = vmax;
+          stats[side][kSum][i] = sum;
+          if (side == 0) {
+            double w = 0.0;
+            for (std::size_t c = 0; c < cells; ++c) {
+              const double e = obs.values[c] - path.exact[c];
+              my_cell_sum[c] += e;
+              w += e * e;
+            }
+            w /= static_cast<double>(cells);
+            my_w += w;
+            my_w2 += w * w;
+            if (i == 0) {
+#pragma omp critical(audit_recorded)
+              recorded = obs.recorded_variance;
+            } else if (i == n - 1 && !obs.recorded_variance.empty()) {
+#pragma omp critical(audit_recorded)
+              recorded_consistent = recorded_consistent && obs.recorded_variance.size() == cells;
+            }
+          }
+        }
+      } catch (...) {
+#pragma omp critical(audit_failure)
+        if (!failure) failure = std::current_exception();
+      }
+    }
+#pragma omp critical(audit_sums)
+    {
+      for (std::size_t c = 0; c < cells; ++c) cell_sum[c] += my_cell_sum[c];
+      w_sum += my_w;
+      w_sq += my_w2;
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+
+  const double alpha = check_alpha(options.confidence);
+  const std::size_t half = n / 2, measured = n - half;
+  // Selection half: sorted copies for fast threshold counts.
+  std::vector<double> sorted[2][kStatistics];
+  for (int side = 0; side < 2; ++side)
+    for (int s = 0; s < kStatistics; ++s) {
+      sorted[side][s].assign(stats[side][s].begin(), stats[side][s].begin() + static_cast<std::ptrdiff_t>(half));
+      std::sort(sorted[side][s].begin(), sorted[side][s].end());
+    }
+  const double mu = path.claim.gaussian ? gaussian_mu_for(path.claim.epsilon, path.claim.delta) : 0.0;
+  const std::vector<double> profile_grid = {0.0, 0.25 * path.claim.epsilon, 0.5 * path.claim.epsilon,
+                                            path.claim.epsilon, 1.5 * path.claim.epsilon};
+  double best_eps = kNegInf, best_excess = kNegInf;
+  const Event* eps_event = &kEvents[0];
+  double eps_threshold = 0.0;
+  const Event* profile_event = &kEvents[0];
+  double profile_threshold = 0.0, profile_eps = 0.0;
+  std::map<std::pair<std::size_t, std::size_t>, double> eps_cache;
+  for (const Event& e : kEvents) {
+    const int s = e.statistic;
+    const auto& on_a = sorted[e.favours_neighbour ? 1 : 0][s];
+    const auto& on_b = sorted[e.favours_neighbour ? 0 : 1][s];
+    for (const double t : candidate_thresholds(on_a, on_b)) {
+      const std::size_t x_a = count_event(on_a, t, e.upper), x_b = count_event(on_b, t, e.upper);
+      if (x_a <= x_b) continue;
+      auto [it, inserted] = eps_cache.try_emplace({x_a, x_b}, 0.0);
+      if (inserted) it->second = epsilon_bound(x_a, x_b, half, path.claim.delta, alpha / 2.0);
+      if (it->second > best_eps) {
+        best_eps = it->second;
+        eps_event = &e;
+        eps_threshold = t;
+      }
+      if (path.claim.gaussian)
+        for (const double ep : profile_grid) {
+          const double excess = profile_excess(x_a, x_b, half, ep, mu, alpha / 2.0);
+          if (excess > best_excess) {
+            best_excess = excess;
+            profile_event = &e;
+            profile_threshold = t;
+            profile_eps = ep;
+          }
+        }
+    }
+  }
+
+  // Measuring half: the chosen events, counted once.
+  auto measure = [&](const Event& e, double t, std::size_t& x_a, std::size_t& x_b) {
+    const double* a = stats[e.favours_neighbour ? 1 : 0][e.statistic].data() + half;
+    const double* b = stats[e.favours_neighbour ? 0 : 1][e.statistic].data() + half;
+    x_a = count_event_unsorted(a, measured, t, e.upper);
+    x_b = count_event_unsorted(b, measured, t, e.upper);
+  };
+  {
+    std::size_t x_a = 0, x_b = 0;
+    measure(*eps_event, eps_threshold, x_a, x_b);
+    result.epsilon_lower = std::max(0.0, epsilon_bound(x_a, x_b, measured, path.claim.delta, alpha / 2.0));
+    result.epsilon_event = format_event(*eps_event, eps_threshold);
+    result.p_a = static_cast<double>(x_a) / static_cast<double>(measured);
+    result.p_b = static_cast<double>(x_b) / static_cast<double>(measured);
+    result.epsilon_ok = result.epsilon_lower <= path.claim.epsilon;
+  }
+  if (path.claim.gaussian) {
+    std::size_t x_a = 0, x_b = 0;
+    measure(*profile_event, profile_threshold, x_a, x_b);
+    result.profile_tested = true;
+    result.profile_epsilon = profile_eps;
+    result.profile_delta_bound = gaussian_profile_delta(mu, profile_eps);
+    result.profile_delta_lower = std::max(0.0, clopper_pearson_lower(x_a, measured, alpha / 2.0) -
+                                                   std::exp(profile_eps) * clopper_pearson_upper(x_b, measured, alpha / 2.0));
+    result.profile_ok = result.profile_delta_lower <= result.profile_delta_bound;
+  }
+  if (!recorded.empty()) {
+    if (!recorded_consistent || recorded.size() != cells)
+      throw Error("audit: path '" + path.name + "' records a noise variance of the wrong length");
+    // Pooled variance around the per-value means; the runs are independent, so the spread of
+    // w_i gives its standard error whatever the dependence between values within a release.
+    const double dn = static_cast<double>(n);
+    double mean_sq = 0.0, rec = 0.0;
+    for (std::size_t c = 0; c < cells; ++c) {
+      const double m = cell_sum[c] / dn;
+      mean_sq += m * m;
+      rec += recorded[c];
+    }
+    mean_sq /= static_cast<double>(cells);
+    rec /= static_cast<double>(cells);
+    const double w_mean = w_sum / dn;
+    const double w_var = std::max(0.0, (w_sq / dn - w_mean * w_mean) * dn / (dn - 1.0));
+    const double z = boost::math::quantile(boost::math::normal(), 1.0 - alpha / 2.0);
+    result.variance_tested = true;
+    result.variance_measured = w_mean - mean_sq;
+    result.variance_recorded = rec;
+    // 0.2% slack for the recorded figures that are approximations (the rounding term 1/12).
+    result.variance_tolerance = z * std::sqrt(w_var / dn) + 0.002 * rec;
+    result.variance_ok = std::abs(result.variance_measured - rec) <= result.variance_tolerance;
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+namespace {
+template <typename Row>
+void check_multisets(std::vector<Row> a, std::vector<Row> b, NeighborRelation relation, const std::string& what) {
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  std::vector<Row> only_a, only_b;
+  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(only_a));
+  std::set_difference(b.begin(), b.end(), a.begin(), a.end(), std::back_inserter(only_b));
+  const std::string counts = "D has " + std::to_string(a.size()) + " " + what + ", D' " + std::to_string(b.size()) +
+                             "; " + std::to_string(only_a.size()) + " only in D, " + std::to_string(only_b.size()) +
+                             " only in D'";
+  if (relation == NeighborRelation::AddRemove) {
+    const bool ok = (only_a.size() == 0 && only_b.size() == 1) || (only_a.size() == 1 && only_b.size() == 0);
+    if (!ok) throw UsageError("audit: D and D' are not add-remove neighbours (they must differ by one record): " + counts);
+  } else {
+    if (!(only_a.size() == 1 && only_b.size() == 1))
+      throw UsageError("audit: D and D' are not replace neighbours (one record of D must be replaced): " + counts);
+  }
+}
+}  // namespace
+
+void check_neighbours(const DenseMatrix& d, const DenseMatrix& d_prime, NeighborRelation relation) {
+  if (d.cols() != d_prime.cols())
+    throw UsageError("audit: D has " + std::to_string(d.cols()) + " columns, D' " + std::to_string(d_prime.cols()));
+  auto rows = [](const DenseMatrix& m) {
+    std::vector<std::vector<Real>> out;
+    for (Eigen::Index i = 0; i < m.rows(); ++i) out.emplace_back(m.row(i).data(), m.row(i).data() + m.cols());
+    return out;
+  };
+  check_multisets(rows(d), rows(d_prime), relation, "rows");
+}
+
+void check_neighbours(const SetCollection& d, const SetCollection& d_prime, NeighborRelation relation) {
+  auto sets = [](const SetCollection& s) {
+    std::vector<std::vector<std::uint32_t>> out;
+    for (std::size_t i = 0; i < s.size(); ++i) out.emplace_back(s.set(i).begin(), s.set(i).end());
+    return out;
+  };
+  check_multisets(sets(d), sets(d_prime), relation, "sets");
+}
+
+}  // namespace privrace::audit

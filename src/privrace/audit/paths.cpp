@@ -1,0 +1,402 @@
+#include "privrace/audit/paths.hpp"
+
+#include <cmath>
+#include <set>
+
+#include "privrace/core/error.hpp"
+#include "privrace/lsh/gaussian.hpp"
+#include "privrace/privacy/mechanisms.hpp"
+#include "privrace/sketch/builder.hpp"
+#include "privrace/sketch/privatize.hpp"
+
+namespace privrace::audit {
+
+namespace {
+
+constexpr std::size_t kDim = 2;
+constexpr std::size_t kCandidates = 32;
+
+std::unique_ptr<RandomSource> noise_rng(const NoiseSource& noise) {
+  if (noise.seeded) return std::make_unique<SeededRandom>(noise.seed);
+  return std::make_unique<CryptoRandom>();
+}
+
+PrivacySpec spec_for(const PathOptions& o, NoiseMechanism m, NeighborRelation rel = NeighborRelation::AddRemove) {
+  PrivacySpec spec;
+  spec.epsilon = o.epsilon;
+  spec.mechanism = m;
+  spec.delta = m == NoiseMechanism::Gaussian ? o.delta : 0.0;
+  spec.neighbors = rel;
+  return spec;
+}
+
+Claim claim_for(const PrivacySpec& spec) {
+  return {spec.epsilon, spec.delta, spec.mechanism == NoiseMechanism::Gaussian};
+}
+
+// A dense sketch path: build(D or D') with the parallel builder, privatize once, observe.
+AuditPath dense_sketch_path(const std::string& name, const std::string& description, const PathOptions& o,
+                            std::shared_ptr<const LshFamily> family, const PrivacySpec& spec) {
+  const DenseMatrix d = audit_points(o.records, kDim, o.seed);
+  const DenseMatrix candidates = audit_points(kCandidates, kDim, derive_seed(o.seed, 1));
+  DenseMatrix d_prime;
+  if (spec.neighbors == NeighborRelation::AddRemove) {
+    d_prime = with_row(d, candidates, most_sensitive_row(family, o.width, d, candidates));
+  } else {
+    // Replace the first record of D by the candidate that moves the counts most (L1 2R when
+    // the two records share no cell in any row).
+    const DenseMatrix rest = d.bottomRows(d.rows() - 1);
+    const auto base = exact_values(exact_sketch(family, o.width, d));
+    Eigen::Index best = 0;
+    double best_l1 = -1;
+    for (Eigen::Index i = 0; i < candidates.rows(); ++i) {
+      const auto v = exact_values(exact_sketch(family, o.width, with_row(rest, candidates, i)));
+      double l1 = 0;
+      for (std::size_t c = 0; c < v.size(); ++c) l1 += std::abs(v[c] - base[c]);
+      if (l1 > best_l1) {
+        best_l1 = l1;
+        best = i;
+      }
+    }
+    d_prime = with_row(rest, candidates, best);
+  }
+  check_neighbours(d, d_prime, spec.neighbors);
+  AuditPath p;
+  p.name = name;
+  p.description = description;
+  p.claim = claim_for(spec);
+  p.exact = exact_values(exact_sketch(family, o.width, d));
+  p.exact_neighbour = exact_values(exact_sketch(family, o.width, d_prime));
+  const std::size_t width = o.width;
+  p.release = [family, width, d, d_prime, spec](bool neighbour, const NoiseSource& noise, Observation& out) {
+    RaceSketch sketch = exact_sketch(family, width, neighbour ? d_prime : d);
+    privatize(sketch, spec, noise);
+    observe(sketch, out);
+  };
+  return p;
+}
+
+AuditPath sets_path(const PathOptions& o) {
+  auto family = audit_family("jaccard", o);
+  const SetCollection d = audit_sets(o.records, o.seed);
+  const SetCollection candidates = audit_sets(kCandidates, derive_seed(o.seed, 1));
+  const auto base = exact_values(exact_sketch(family, o.width, d));
+  std::size_t best = 0;
+  double best_l1 = -1;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const auto v = exact_values(exact_sketch(family, o.width, with_set(d, candidates, i)));
+    double l1 = 0;
+    for (std::size_t c = 0; c < v.size(); ++c) l1 += std::abs(v[c] - base[c]);
+    if (l1 > best_l1) {
+      best_l1 = l1;
+      best = i;
+    }
+  }
+  const SetCollection d_prime = with_set(d, candidates, best);
+  check_neighbours(d, d_prime, NeighborRelation::AddRemove);
+  const PrivacySpec spec = spec_for(o, NoiseMechanism::DiscreteLaplace);
+  AuditPath p;
+  p.name = "sets_minhash";
+  p.description = "sets, densified one-permutation MinHash (jaccard kernel), discrete Laplace, scale R/eps";
+  p.claim = claim_for(spec);
+  p.exact = base;
+  p.exact_neighbour = exact_values(exact_sketch(family, o.width, d_prime));
+  const std::size_t width = o.width;
+  p.release = [family, width, d, d_prime, spec](bool neighbour, const NoiseSource& noise, Observation& out) {
+    RaceSketch sketch = exact_sketch(family, width, neighbour ? d_prime : d);
+    privatize(sketch, spec, noise);
+    observe(sketch, out);
+  };
+  return p;
+}
+
+// Two data owners sketch disjoint parts A and B, privatize each, and `privrace merge` adds the
+// released sketches (parallel composition: the sum is eps-DP). The neighbour record joins A.
+AuditPath merge_path(const PathOptions& o) {
+  auto family = audit_family("l2", o);
+  const DenseMatrix all = audit_points(o.records, kDim, o.seed);
+  const Eigen::Index half = all.rows() / 2;
+  const DenseMatrix a = all.topRows(half), b = all.bottomRows(all.rows() - half);
+  const DenseMatrix candidates = audit_points(kCandidates, kDim, derive_seed(o.seed, 1));
+  const DenseMatrix a_prime = with_row(a, candidates, most_sensitive_row(family, o.width, a, candidates));
+  check_neighbours(a, a_prime, NeighborRelation::AddRemove);
+  const PrivacySpec spec = spec_for(o, NoiseMechanism::DiscreteLaplace);
+  auto exact_sum = [&](const DenseMatrix& first) {
+    RaceSketch s = exact_sketch(family, o.width, first);
+    s.merge(exact_sketch(family, o.width, b));
+    return exact_values(s);
+  };
+  AuditPath p;
+  p.name = "merge_disjoint";
+  p.description = "merge of two private sketches of disjoint data (A + B), the neighbour record in A";
+  p.claim = claim_for(spec);
+  p.exact = exact_sum(a);
+  p.exact_neighbour = exact_sum(a_prime);
+  const std::size_t width = o.width;
+  p.release = [family, width, a, a_prime, b, spec](bool neighbour, const NoiseSource& noise, Observation& out) {
+    RaceSketch first = exact_sketch(family, width, neighbour ? a_prime : a);
+    RaceSketch second = exact_sketch(family, width, b);
+    privatize(first, spec, {noise.seeded, derive_seed(noise.seed, 0)});
+    privatize(second, spec, {noise.seeded, derive_seed(noise.seed, 1)});
+    const nlohmann::json record = merged_privacy({first.privacy(), second.privacy()});
+    first.merge(second);
+    first.set_privacy(record);
+    observe(first, out);
+  };
+  return p;
+}
+
+// Two releases by one owner: a sketch of A, then of A + B (say, last week's and this week's
+// data), each eps-DP with its own fresh noise: together 2 eps (sequential composition). The
+// observables include the difference of the two releases, where shared noise would cancel.
+AuditPath two_releases_path(const PathOptions& o) {
+  auto family = audit_family("l2", o);
+  const DenseMatrix all = audit_points(o.records, kDim, o.seed);
+  const DenseMatrix a = all.topRows(all.rows() / 2);
+  const DenseMatrix candidates = audit_points(kCandidates, kDim, derive_seed(o.seed, 1));
+  const DenseMatrix all_prime = with_row(all, candidates, most_sensitive_row(family, o.width, all, candidates));
+  check_neighbours(all, all_prime, NeighborRelation::AddRemove);
+  const PrivacySpec spec = spec_for(o, NoiseMechanism::DiscreteLaplace);
+  auto pair_values = [](const std::vector<double>& first, const std::vector<double>& second) {
+    std::vector<double> v = first;
+    v.insert(v.end(), second.begin(), second.end());
+    for (std::size_t c = 0; c < first.size(); ++c) v.push_back(second[c] - first[c]);
+    return v;
+  };
+  const auto exact_a = exact_values(exact_sketch(family, o.width, a));
+  AuditPath p;
+  p.name = "two_releases";
+  p.description = "two releases (A, then A + B), each eps-DP with its own noise; claim 2 eps";
+  p.claim = {2.0 * spec.epsilon, 0.0, false};
+  p.exact = pair_values(exact_a, exact_values(exact_sketch(family, o.width, all)));
+  p.exact_neighbour = pair_values(exact_a, exact_values(exact_sketch(family, o.width, all_prime)));
+  const std::size_t width = o.width;
+  p.release = [family, width, a, all, all_prime, spec, pair_values](bool neighbour, const NoiseSource& noise,
+                                                                     Observation& out) {
+    RaceSketch first = exact_sketch(family, width, a);
+    RaceSketch second = exact_sketch(family, width, neighbour ? all_prime : all);
+    privatize(first, spec, {noise.seeded, derive_seed(noise.seed, 0)});
+    privatize(second, spec, {noise.seeded, derive_seed(noise.seed, 1)});
+    Observation one, two;
+    observe(first, one);
+    observe(second, two);
+    out.values = pair_values(one.values, two.values);
+    out.recorded_variance = one.recorded_variance;
+    out.recorded_variance.insert(out.recorded_variance.end(), two.recorded_variance.begin(), two.recorded_variance.end());
+    for (std::size_t c = 0; c < one.values.size(); ++c)
+      out.recorded_variance.push_back(one.recorded_variance[c] + two.recorded_variance[c]);
+  };
+  return p;
+}
+
+// The noise mechanisms on their own, on a query of R counts to each of which one record adds 1
+// (a RACE sketch's changed cells: L1 = R, L2 = sqrt(R), race_sensitivity), calibrated as
+// privatize calibrates them.
+AuditPath mechanism_path(const std::string& name, const PathOptions& o) {
+  const std::size_t cells = o.rows;
+  const Sensitivity sens = race_sensitivity(o.rows, 1, NeighborRelation::AddRemove);
+  AuditPath p;
+  p.name = name;
+  p.exact.assign(cells, static_cast<double>(o.records));
+  p.exact_neighbour.assign(cells, static_cast<double>(o.records + 1));
+  const auto exact = p.exact, exact_neighbour = p.exact_neighbour;
+  auto counts_of = [exact, exact_neighbour](bool neighbour) {
+    const auto& src = neighbour ? exact_neighbour : exact;
+    return std::vector<std::int64_t>(src.begin(), src.end());
+  };
+  auto finish = [](const std::vector<std::int64_t>& counts, double variance, Observation& out) {
+    out.values.assign(counts.begin(), counts.end());
+    out.recorded_variance.assign(counts.size(), variance);
+  };
+  if (name == "mechanism_discrete_laplace_bernoulli" || name == "mechanism_discrete_laplace_table") {
+    const bool table = name == "mechanism_discrete_laplace_table";
+    const DiscreteLaplace noise(sens.l1 / o.epsilon);
+    auto bulk = table ? noise.bulk_sampler() : nullptr;
+    if (table && !bulk) throw UsageError("audit: the table sampler needs a noise scale of at least 1");
+    p.description = table ? "discrete Laplace, exact geometric table sampler (DiscreteLaplace::add_to)"
+                          : "discrete Laplace, Bernoulli(exp) construction (DiscreteLaplace::sample)";
+    p.claim = {o.epsilon, 0.0, false};
+    p.release = [noise, bulk, counts_of, finish](bool neighbour, const NoiseSource& source, Observation& out) {
+      auto counts = counts_of(neighbour);
+      auto rng = noise_rng(source);
+      if (bulk) noise.add_to(counts, *rng, bulk.get());
+      else
+        for (auto& c : counts) c += noise.sample(*rng);
+      finish(counts, noise.variance(), out);
+    };
+  } else if (name == "mechanism_floored_laplace") {
+    const double scale = sens.l1 / o.epsilon;
+    p.description = "floor(count + Laplace(R/eps)) (the paper's Algorithm 1 as printed)";
+    p.claim = {o.epsilon, 0.0, false};
+    p.release = [scale, counts_of, finish](bool neighbour, const NoiseSource& source, Observation& out) {
+      auto counts = counts_of(neighbour);
+      auto rng = noise_rng(source);
+      for (auto& c : counts) c = static_cast<std::int64_t>(std::floor(static_cast<double>(c) + sample_laplace(*rng, scale)));
+      finish(counts, 2.0 * scale * scale + 1.0 / 12.0, out);
+    };
+  } else {
+    const double sigma = analytic_gaussian_sigma(o.epsilon, o.delta, sens.l2);
+    p.description = "Gaussian, analytic calibration at L2 sensitivity sqrt(R), rounded";
+    p.claim = {o.epsilon, o.delta, true};
+    p.release = [sigma, counts_of, finish](bool neighbour, const NoiseSource& source, Observation& out) {
+      auto counts = counts_of(neighbour);
+      auto rng = noise_rng(source);
+      for (auto& c : counts) c += static_cast<std::int64_t>(std::llround(sigma * sample_normal(*rng)));
+      finish(counts, sigma * sigma + 1.0 / 12.0, out);
+    };
+  }
+  return p;
+}
+
+}  // namespace
+
+std::vector<std::string> path_names() {
+  return {"race_pstable",
+          "race_srp",
+          "regression_query_pairs",
+          "regression_insert_pairs",
+          "sets_minhash",
+          "merge_disjoint",
+          "race_pstable_replace",
+          "race_pstable_floored_laplace",
+          "race_pstable_gaussian",
+          "two_releases",
+          "mechanism_discrete_laplace_bernoulli",
+          "mechanism_discrete_laplace_table",
+          "mechanism_floored_laplace",
+          "mechanism_gaussian"};
+}
+
+AuditPath make_path(const std::string& name, const PathOptions& o) {
+  using NM = NoiseMechanism;
+  if (name == "race_pstable")
+    return dense_sketch_path(name, "dense RACE, p-stable (l2) LSH, discrete Laplace, scale R/eps", o,
+                             audit_family("l2", o), spec_for(o, NM::DiscreteLaplace));
+  if (name == "race_srp")
+    return dense_sketch_path(name, "dense RACE, signed random projections (angular), discrete Laplace", o,
+                             audit_family("angular", o), spec_for(o, NM::DiscreteLaplace));
+  if (name == "regression_query_pairs")
+    return dense_sketch_path(name, "regression sketch, pairs at query time (1 cell a row), scale R/eps", o,
+                             audit_family("angular_pair", o, "query"), spec_for(o, NM::DiscreteLaplace));
+  if (name == "regression_insert_pairs")
+    return dense_sketch_path(name, "regression sketch, x and -x inserted (2 cells a row), scale 2R/eps", o,
+                             audit_family("angular_pair", o, "insert"), spec_for(o, NM::DiscreteLaplace));
+  if (name == "sets_minhash") return sets_path(o);
+  if (name == "merge_disjoint") return merge_path(o);
+  if (name == "race_pstable_replace")
+    return dense_sketch_path(name, "dense RACE, replace-one neighbours, scale 2R/eps", o, audit_family("l2", o),
+                             spec_for(o, NM::DiscreteLaplace, NeighborRelation::Replace));
+  if (name == "race_pstable_floored_laplace")
+    return dense_sketch_path(name, "dense RACE, floor(S + Laplace(R/eps))", o, audit_family("l2", o),
+                             spec_for(o, NM::FlooredLaplace));
+  if (name == "race_pstable_gaussian")
+    return dense_sketch_path(name, "dense RACE, analytic Gaussian at L2 sensitivity sqrt(R)", o, audit_family("l2", o),
+                             spec_for(o, NM::Gaussian));
+  if (name == "two_releases") return two_releases_path(o);
+  if (name.rfind("mechanism_", 0) == 0) {
+    const auto names = path_names();
+    if (std::find(names.begin(), names.end(), name) != names.end()) return mechanism_path(name, o);
+  }
+  std::string known;
+  for (const auto& n : path_names()) known += (known.empty() ? "" : ", ") + n;
+  throw UsageError("audit: unknown path '" + name + "' (known: " + known + ")");
+}
+
+DenseMatrix audit_points(std::size_t n, std::size_t dim, std::uint64_t seed) {
+  SeededRandom rng(seed);
+  DenseMatrix x(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(dim));
+  fill_gaussian(rng, x.data(), n * dim);
+  return x;
+}
+
+SetCollection audit_sets(std::size_t n, std::uint64_t seed) {
+  SeededRandom rng(seed);
+  SetCollection sets;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::set<std::uint32_t> s;
+    while (s.size() < 6) s.insert(static_cast<std::uint32_t>(rng.below(64)));
+    const std::vector<std::uint32_t> v(s.begin(), s.end());
+    sets.push_back(v);
+  }
+  return sets;
+}
+
+DenseMatrix with_row(const DenseMatrix& d, const DenseMatrix& candidates, Eigen::Index row) {
+  DenseMatrix out(d.rows() + 1, d.cols());
+  out.topRows(d.rows()) = d;
+  out.row(d.rows()) = candidates.row(row);
+  return out;
+}
+
+SetCollection with_set(const SetCollection& d, const SetCollection& candidates, std::size_t index) {
+  SetCollection out = d;
+  out.push_back(candidates.set(index));
+  return out;
+}
+
+std::shared_ptr<const LshFamily> audit_family(const std::string& kernel, const PathOptions& o, const std::string& pair_mode) {
+  FamilySpec spec;
+  spec.kernel = kernel;
+  spec.rows = o.rows;
+  spec.dim = kernel == "jaccard" ? 0 : kDim;
+  spec.bandwidth = 1.0;
+  // SRP: 2^3 = 8 codes fill W = 8 columns one-to-one; the pair sketch's 2^2 codes leave room
+  // for x and -x in different columns.
+  spec.power = kernel == "angular" ? 3 : kernel == "angular_pair" ? 2 : 1;
+  spec.seed = derive_seed(o.seed, 2);
+  spec.pair_mode = pair_mode;
+  return make_family(spec);
+}
+
+RaceSketch exact_sketch(std::shared_ptr<const LshFamily> family, std::size_t width, const DenseMatrix& data) {
+  RaceSketch sketch(std::move(family), width);
+  BuildOptions opts;
+  opts.threads = 1;
+  build_dense(sketch, data, opts);
+  return sketch;
+}
+
+RaceSketch exact_sketch(std::shared_ptr<const LshFamily> family, std::size_t width, const SetCollection& data) {
+  RaceSketch sketch(std::move(family), width);
+  BuildOptions opts;
+  opts.threads = 1;
+  build_sets(sketch, data, opts);
+  return sketch;
+}
+
+Eigen::Index most_sensitive_row(const std::shared_ptr<const LshFamily>& family, std::size_t width,
+                                const DenseMatrix& d, const DenseMatrix& candidates) {
+  const auto base = exact_values(exact_sketch(family, width, d));
+  Eigen::Index best = 0;
+  double best_l1 = -1, best_l2 = -1;
+  for (Eigen::Index i = 0; i < candidates.rows(); ++i) {
+    const auto v = exact_values(exact_sketch(family, width, with_row(d, candidates, i)));
+    double l1 = 0, l2 = 0;
+    for (std::size_t c = 0; c < v.size(); ++c) {
+      const double delta = v[c] - base[c];
+      l1 += std::abs(delta);
+      l2 += delta * delta;
+    }
+    if (l1 > best_l1 || (l1 == best_l1 && l2 > best_l2)) {
+      best = i;
+      best_l1 = l1;
+      best_l2 = l2;
+    }
+  }
+  return best;
+}
+
+std::vector<double> exact_values(const RaceSketch& sketch) {
+  const auto counts = sketch.counts();
+  return {counts.begin(), counts.end()};
+}
+
+void observe(const RaceSketch& sketch, Observation& out) {
+  const auto counts = sketch.counts();
+  out.values.assign(counts.begin(), counts.end());
+  const auto& p = sketch.privacy();
+  if (p.contains("noise_variance")) out.recorded_variance.assign(counts.size(), p.at("noise_variance").get<double>());
+  else out.recorded_variance.clear();
+}
+
+}  // namespace privrace::audit
