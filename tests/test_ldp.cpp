@@ -385,3 +385,66 @@ TEST(LdpMarginals, LowerDegreeChebyshevErrorIsBoundedByItsApproximation) {
   for (std::size_t q = 0; q < queries.size(); ++q)
     EXPECT_LE(std::abs(cm.answer(means, queries[q]) - exact[q]), cm.approximation_error() + 1e-12);
 }
+
+#include "privrace/ldp/highdim.hpp"
+
+TEST(LdpHighDim, ProjectionsOntoL1BallAndSimplex) {
+  Eigen::VectorXd w(4);
+  w << 0.9, -0.6, 0.2, 0.0;
+  Eigen::VectorXd a = w;
+  project_l1_ball(a, 1.0);
+  EXPECT_NEAR(a.lpNorm<1>(), 1.0, 1e-12);
+  // Soft threshold at 0.25: (0.65, -0.35, 0, 0).
+  EXPECT_NEAR(a(0), 0.65, 1e-12);
+  EXPECT_NEAR(a(1), -0.35, 1e-12);
+  EXPECT_EQ(a(2), 0.0);
+  Eigen::VectorXd s = w;
+  project_simplex(s, 1.0);
+  EXPECT_NEAR(s.sum(), 1.0, 1e-12);
+  EXPECT_GE(s.minCoeff(), 0.0);
+  EXPECT_NEAR(s(0), 0.85, 1e-12);  // threshold 0.05 on (0.9, 0.2)
+}
+
+TEST(LdpHighDim, CompressedSensingRecoversAPlantedSparseVectorWithoutNoise) {
+  const int d = 1000, m = 200;
+  const Eigen::MatrixXd Phi = gaussian_projection(m, d, 3);
+  for (SparseSet set : {SparseSet::L1Ball, SparseSet::Simplex}) {
+    Eigen::VectorXd w = Eigen::VectorXd::Zero(d);
+    w(7) = 0.4;
+    w(123) = set == SparseSet::L1Ball ? -0.3 : 0.3;
+    w(555) = 0.2;
+    w(990) = 0.1;  // ||w||_1 = 1: on the boundary of the set of radius 1
+    const Eigen::VectorXd rec = constrained_least_squares(Phi, Phi * w, set, 1.0, 5000);
+    EXPECT_LT((rec - w).norm(), 1e-4) << (set == SparseSet::L1Ball ? "l1 ball" : "simplex");
+  }
+  EXPECT_THROW(constrained_least_squares(Phi, Phi * Eigen::VectorXd::Zero(d), SparseSet::L1Ball, 0.0), UsageError);
+}
+
+TEST(LdpHighDim, CompressedRegressionWithoutNoiseFindsTheSparseModel) {
+  const int n = 4000, d = 300, m = 100;
+  SeededRandom rng(8);
+  // Records in the L1 ball (three entries of +-1/3): the inner products <Phi w, Phi x> are
+  // preserved only on sets of small Gaussian width (Lemma 6), for the data as for C.
+  Eigen::MatrixXd X = Eigen::MatrixXd::Zero(n, d);
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (int q = 0; q < 3; ++q) X(i, static_cast<Eigen::Index>(rng.below(d))) = rng.bit() ? 1.0 / 3 : -1.0 / 3;
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(d);
+  w(3) = 0.5;
+  w(40) = -0.3;
+  w(200) = 0.2;
+  const Eigen::VectorXd y = X * w;
+  // Theorem 11 bounds the excess risk (not the parameter) by terms in w(C) / sqrt(m) (the
+  // distortion delta of Lemma 6 on the data and C): without noise the risk must fall as m grows.
+  const double risk0 = y.squaredNorm() / n;
+  double last = risk0;
+  for (int mm : {m / 4, m, 3 * m}) {
+    const HighDimResult r = ldp_compressed_regression(X, y, mm, kInf, SparseSet::L1Ball, 1.0, 5);
+    const double risk = (X * r.w - y).squaredNorm() / n;
+    std::printf("compressed regression at eps = inf, m = %d: risk %.3e (risk of 0: %.3e)\n", mm, risk, risk0);
+    EXPECT_LT(risk, last);
+    last = risk;
+  }
+  EXPECT_LT(last, 0.25 * risk0);  // measured 0.20 at m = d = 300
+  EXPECT_GT(gaussian_width(SparseSet::L1Ball, 1000, 200, 1), gaussian_width(SparseSet::L1Ball, 10, 200, 1));
+  EXPECT_THROW(ldp_compressed_regression(X, y, m, 0.0, SparseSet::L1Ball, 1.0, 5), UsageError);
+}

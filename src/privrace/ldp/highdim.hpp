@@ -1,0 +1,50 @@
+#pragma once
+// High-dimensional LDP ERM by random projection and compressed sensing (Wang, Gaboardi & Xu
+// 2018, Section 7, Algorithms 6-7; our reconstruction of the lost formulas, for the squared
+// loss of sparse linear regression):
+//   1. public Gaussian matrix Phi (m x d, entries N(0, 1/m)); player i compresses z_i = Phi x_i
+//      (clipped to ||z|| <= z_max, counted);
+//   2. LDP release in m dimensions: z_i + Lap(b)^m with b = 2 sqrt(m) z_max / (eps/2) (L1
+//      sensitivity of z: sqrt(m) ||z - z'||_2 <= 2 sqrt(m) z_max) and y_i + Lap(4/eps) (|y| <= 1);
+//   3. the server's ERM in the compressed space: with the unbiased moments
+//      S = mean(z~ z~^T) - 2 b^2 I and g = mean(z~ y~), theta = argmin over Phi C of
+//      theta^T S theta - 2 g^T theta (theta = Phi v, v in C; projected gradient in v);
+//   4. recovery w = argmin_{w in C} ||Phi w - theta||^2 over C = L1 ball or simplex of radius r
+//      (accelerated projected gradient, projections of Duchi et al. 2008).
+// The noise scales with m, which Dirksen's bound ties to the Gaussian width of C (about
+// sqrt(2 log 2d) for the L1 ball), instead of with d.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <Eigen/Dense>
+
+namespace privrace::ldp {
+
+enum class SparseSet { L1Ball, Simplex };
+SparseSet parse_sparse_set(const std::string& name);  // "l1_ball" | "simplex"
+
+// Euclidean projection onto {||w||_1 <= r} or {w >= 0, sum w = r}, in place.
+void project_l1_ball(Eigen::VectorXd& w, double r);
+void project_simplex(Eigen::VectorXd& w, double r);
+
+// argmin_{w in C} ||A w - b||^2 by FISTA with step 1 / ||A||_2^2 (power iteration).
+Eigen::VectorXd constrained_least_squares(const Eigen::MatrixXd& A, const Eigen::VectorXd& b, SparseSet set, double r,
+                                          int iterations = 2000);
+
+// Public m x d Gaussian projection, entries N(0, 1/m), from a seed.
+Eigen::MatrixXd gaussian_projection(int m, int d, std::uint64_t seed);
+
+// Gaussian width of the L1 ball / simplex of radius 1: E max_i |g_i| resp. E max_i g_i, Monte Carlo.
+double gaussian_width(SparseSet set, int d, int samples, std::uint64_t seed);
+
+struct HighDimResult {
+  Eigen::VectorXd w;
+  std::size_t clipped = 0;
+  double noise_scale = 0;  // b
+};
+// Steps 1-4 over players (rows of X, |y| <= 1). eps = inf: no noise (for tests).
+HighDimResult ldp_compressed_regression(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, int m, double eps,
+                                        SparseSet set, double r, std::uint64_t seed, double z_max = 2.0);
+
+}  // namespace privrace::ldp
