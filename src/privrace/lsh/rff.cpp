@@ -82,18 +82,21 @@ void RandomFourierFeatures::accumulate_dense(const DenseRef& batch, std::int64_t
   // One GEMM for the batch: m' x n phases. A point's phases depend only on the point and its
   // place in its batch, and batches are aligned to record indices (builder.cpp), so the
   // quantised features, and hence the integer sums, are identical for every thread count.
-  thread_local DenseMatrix phase, qcos, qsin;  // reused: fresh large buffers per call would be mmaps
+  thread_local DenseMatrix phase;  // reused: a fresh large buffer per call would be an mmap
+  thread_local Eigen::ArrayXf qcos, qsin;
   phase.resize(m, n);
   phase.noalias() = frequencies_ * batch.transpose();
   const float grid = static_cast<float>(kGrid);
-  qcos = (phase.array().cos() * grid).round().matrix();  // exact integers in float (|q| <= 2^20)
-  qsin = (phase.array().sin() * grid).round().matrix();
   const bool want_cos = row_begin == 0 && row_end > 0, want_sin = row_begin <= 1 && row_end > 1;
   std::int64_t* cos_row = counts;
   std::int64_t* sin_row = counts + (row_begin == 0 ? width : 0);
   for (Eigen::Index j = 0; j < m; ++j) {
-    const float* c = qcos.row(j).data();
-    const float* s = qsin.row(j).data();
+    // One frequency at a time: its n phases, cosines and sines stay in L1/L2 (vectorised).
+    const auto ph = phase.row(j).array();
+    qcos = (ph.cos() * grid).round();  // exact integers in float (|q| <= 2^20)
+    qsin = (ph.sin() * grid).round();
+    const float* c = qcos.data();
+    const float* s = qsin.data();
     std::int64_t sum_c = 0, sum_s = 0;
     bool inside = true;
     for (Eigen::Index i = 0; i < n; ++i) {
