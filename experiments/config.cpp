@@ -23,6 +23,16 @@ std::string join(const std::vector<std::string>& v, const std::string& sep = ", 
   return out;
 }
 
+// Cells (grid point x epsilon x repetition) one config may ask for: far above every shipped
+// figure, far below what a typo in a grid can produce.
+constexpr double kMaxGridCells = 1e6;
+
+std::string count_text(double n) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f", n);
+  return buf;
+}
+
 struct Checker {
   std::string file;
   [[noreturn]] void fail(const JsonPath& at, const std::string& what) const {
@@ -86,7 +96,8 @@ std::vector<double> parse_epsilons(const Checker& c, const json& j, const JsonPa
     const json& count = c.field(spec, "count", lp);
     if (!from.is_number() || !(from.get<double>() > 0)) c.fail(lp / "from", "expected a positive number");
     if (!to.is_number() || !(to.get<double>() >= from.get<double>())) c.fail(lp / "to", "expected a number >= from");
-    if (!is_count(count, 1)) c.fail(lp / "count", "expected a positive integer");
+    if (!is_count(count, 1) || !count.is_number_integer() || count.get<std::uint64_t>() > 10000)
+      c.fail(lp / "count", "expected a positive integer (at most 10000)");
     const double a = std::log10(from.get<double>()), b = std::log10(to.get<double>());
     const int n = count.get<int>();
     for (int i = 0; i < n; ++i) out.push_back(canonical_epsilon(std::pow(10.0, n == 1 ? a : a + (b - a) * i / (n - 1))));
@@ -264,11 +275,21 @@ ExperimentConfig parse_config(const json& input, const std::string& file, bool q
       c.fail(root / "selection", "expected \"best_over_grid\" or \"all\"");
   }
 
+  // Epsilons and repetitions first: with them the size of every grid is known before it is expanded.
+  cfg.epsilons = parse_epsilons(c, c.field(j, "epsilons", root), root / "epsilons");
+  const json& reps = c.field(j, "repetitions", root);
+  if (!is_count(reps, 1)) c.fail(root / "repetitions", "expected a positive integer");
+  if (!reps.is_number_integer() || reps.get<std::uint64_t>() > 1000000)
+    c.fail(root / "repetitions", "expected at most 1000000 repetitions");
+  cfg.repetitions = reps.get<int>();
+  const double runs_per_point = static_cast<double>(cfg.epsilons.size()) * static_cast<double>(cfg.repetitions);
+
   // Methods.
   const JsonPath mp = root / "methods";
   const json& methods = c.field(j, "methods", root);
   if (!methods.is_array() || methods.empty()) c.fail(mp, "expected a non-empty array of methods");
   std::set<std::string> labels;
+  double grid_points = 0.0;
   for (std::size_t i = 0; i < methods.size(); ++i) {
     const JsonPath at = mp[i];
     const json& m = methods[i];
@@ -325,6 +346,15 @@ ExperimentConfig parse_config(const json& input, const std::string& file, bool q
           c.fail(at / "grid" / p.name, "missing (required parameter of method '" + spec.name + "': " + describe_kind(p) + ")");
         spec.fixed[p.name] = p.default_value;
       }
+    // Refused before the grid is expanded: a typo such as a 10^9-point grid must not allocate it.
+    double points = 1.0;
+    for (const auto& [param, values] : spec.grid) points *= static_cast<double>(values.size());
+    grid_points += points;
+    if (grid_points * runs_per_point > kMaxGridCells)
+      c.fail(at / "grid", "the config asks for " + count_text(grid_points * runs_per_point) +
+                              " cells (grid points x epsilons x repetitions, this method's grid has " +
+                              count_text(points) + " points); at most " + count_text(kMaxGridCells) +
+                              " are run in one config");
     for (const auto& point : spec.expand()) {
       const std::string problem = method->check(point);
       if (!problem.empty()) c.fail(at, problem + " (at " + point.dump() + ")");
@@ -332,10 +362,6 @@ ExperimentConfig parse_config(const json& input, const std::string& file, bool q
     cfg.methods.push_back(std::move(spec));
   }
 
-  cfg.epsilons = parse_epsilons(c, c.field(j, "epsilons", root), root / "epsilons");
-  const json& reps = c.field(j, "repetitions", root);
-  if (!is_count(reps, 1)) c.fail(root / "repetitions", "expected a positive integer");
-  cfg.repetitions = reps.get<int>();
   if (j.contains("seed")) {
     if (!is_count(j.at("seed"), 0)) c.fail(root / "seed", "expected a non-negative integer");
     cfg.seed = j.at("seed").get<std::uint64_t>();

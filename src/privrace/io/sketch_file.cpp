@@ -169,6 +169,59 @@ void decode_counts_v1(const std::string& path, std::string_view payload, std::sp
                      std::to_string(counts.size()));
 }
 
+// A hostile header may claim any size: everything it declares is checked against the file and
+// the machine before anything is allocated for it (the counts, or the LSH family the header
+// rebuilds), and each refusal names the field.
+void check_declared_size(const std::string& path, const nlohmann::json& header, std::uint64_t rows,
+                         std::uint64_t width, std::uint32_t version, std::string_view payload) {
+  const unsigned __int128 cells = static_cast<unsigned __int128>(rows) * width;
+  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  if (static_cast<double>(cells) * 8.0 > 0.8 * memory)
+    throw InputError(path + ": header fields 'rows' x 'width' = " + std::to_string(rows) + " x " + std::to_string(width) +
+                     " counters need " + std::to_string(static_cast<double>(cells) * 8.0 / 1048576.0) +
+                     " MiB, more than 80% of this machine's memory");
+  if (version == 1) {
+    // A varint count takes at least one byte, and deflate expands at most 1032-fold.
+    if (static_cast<double>(cells) > 1100.0 * static_cast<double>(payload.size()) + 64.0)
+      throw InputError(path + ": header fields 'rows' x 'width' = " + std::to_string(static_cast<std::uint64_t>(cells)) +
+                       " counters cannot fit in a payload of " + std::to_string(payload.size()) + " bytes");
+  } else {
+    // The payload's own declarations must agree before the counters are allocated.
+    if (payload.size() < 16) throw InputError(path + ": counts payload is corrupt: truncated block table");
+    std::uint64_t total = 0, blocks = 0;
+    for (int i = 0; i < 8; ++i) total |= static_cast<std::uint64_t>(static_cast<unsigned char>(payload[i])) << (8 * i);
+    for (int i = 0; i < 8; ++i) blocks |= static_cast<std::uint64_t>(static_cast<unsigned char>(payload[8 + i])) << (8 * i);
+    if (total != cells)
+      throw InputError(path + ": holds " + std::to_string(total) + " counters (payload field 'counts'), the header says rows x width = " +
+                       std::to_string(static_cast<std::uint64_t>(cells)));
+    if (blocks != (total + kBlockCounts - 1) / kBlockCounts)
+      throw InputError(path + ": payload field 'blocks' = " + std::to_string(blocks) + ", expected " +
+                       std::to_string((total + kBlockCounts - 1) / kBlockCounts) + " for " + std::to_string(total) + " counters");
+    if (blocks > (payload.size() - 16) / 9)
+      throw InputError(path + ": payload field 'blocks' = " + std::to_string(blocks) + " block table entries do not fit in " +
+                       std::to_string(payload.size()) + " bytes");
+  }
+  // The LSH family the header describes is rebuilt from these fields: its random projections
+  // take rows x dim x power (or features x dim) numbers.
+  if (header.contains("family") && header.at("family").is_object()) {
+    const auto& f = header.at("family");
+    double product = 1.0;
+    for (const char* field : {"rows", "dim", "power", "features", "bins"}) {
+      if (!f.contains(field)) continue;
+      const auto& v = f.at(field);
+      if (!v.is_number_unsigned() || v.get<std::uint64_t>() > (std::uint64_t{1} << 32))
+        throw InputError(path + ": header field 'family." + field + "' is not an integer in [0, 2^32]: " + v.dump());
+      product *= std::max<double>(1.0, static_cast<double>(v.get<std::uint64_t>()));
+    }
+    if (f.contains("rows") && f.at("rows").get<std::uint64_t>() != rows)
+      throw InputError(path + ": header field 'family.rows' = " + f.at("rows").dump() + " differs from 'rows' = " +
+                       std::to_string(rows));
+    if (product * 8.0 > 0.8 * memory)
+      throw InputError(path + ": header fields 'family.rows' x 'family.dim' x 'family.power' (x 'features', 'bins') = " +
+                       std::to_string(product) + " hash parameters would not fit in memory");
+  }
+}
+
 void decode_counts_v2(const std::string& path, std::string_view payload, std::span<std::int64_t> counts) {
   const std::string bad = path + ": counts payload is corrupt: ";
   std::size_t pos = 0;
@@ -368,6 +421,7 @@ void read_sketch_file(const std::string& path,
   const auto rows = header.at("rows").get<std::uint64_t>(), width = header.at("width").get<std::uint64_t>();
   if (rows == 0 || width == 0 || rows > (1ULL << 32) || width > (1ULL << 32))
     throw InputError(path + ": header field 'rows' or 'width' out of range");
+  check_declared_size(path, header, rows, width, version, payload);
   const std::span<std::int64_t> counts = allocate(header);
   if (counts.size() != rows * width) throw Error("read_sketch_file: the allocated span does not hold rows x width counts");
   if (version == 1) decode_counts_v1(path, payload, counts);

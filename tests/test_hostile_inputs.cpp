@@ -1,0 +1,152 @@
+// Hostile inputs: sketch files whose header claims impossible sizes, and configs whose grid
+// would expand to 10^9 cells, are refused before anything is allocated for them, naming the
+// field. Also the regressions found by fuzzing the readers (fuzz/).
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "experiment.hpp"
+#include "privrace/core/error.hpp"
+#include "privrace/io/sketch_file.hpp"
+#include "privrace/io/dataset.hpp"
+#include "privrace/sketch/sketch_io.hpp"
+#include "test_util.hpp"
+
+namespace privrace {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+template <typename T>
+void put_le(std::string& out, T v) {
+  for (std::size_t i = 0; i < sizeof(T); ++i) out.push_back(static_cast<char>((static_cast<std::uint64_t>(v) >> (8 * i)) & 0xFF));
+}
+
+// A version-2 sketch file with any header and payload, and a correct checksum.
+std::string sketch_bytes(const json& header, const std::string& payload) {
+  std::string b = "PRIVRACE";
+  put_le<std::uint32_t>(b, 2);
+  const std::string h = header.dump();
+  put_le<std::uint64_t>(b, h.size());
+  b += h;
+  put_le<std::uint64_t>(b, payload.size());
+  b += payload;
+  put_le<std::uint32_t>(b, static_cast<std::uint32_t>(crc32_z(0L, reinterpret_cast<const Bytef*>(b.data()), b.size())));
+  return b;
+}
+
+std::string payload_table(std::uint64_t counts, std::uint64_t blocks, const std::vector<std::pair<std::uint8_t, std::uint64_t>>& entries) {
+  std::string p;
+  put_le<std::uint64_t>(p, counts);
+  put_le<std::uint64_t>(p, blocks);
+  for (const auto& [planes, len] : entries) {
+    p.push_back(static_cast<char>(planes));
+    put_le<std::uint64_t>(p, len);
+  }
+  return p;
+}
+
+json small_header(std::uint64_t rows, std::uint64_t width) {
+  return {{"format", "privrace-race-sketch"},
+          {"rows", rows},
+          {"width", width},
+          {"family", {{"kernel", "l2"}, {"rows", rows}, {"dim", 2}, {"power", 1}, {"seed", 1}, {"bandwidth", 1.0}}},
+          {"privacy", {{"private", false}}}};
+}
+
+std::string refusal(const std::string& bytes) {
+  const auto dir = testing::temp_dir("hostile_sketch");
+  const std::string path = (dir / "h.sketch").string();
+  std::ofstream(path, std::ios::binary) << bytes;
+  try {
+    (void)load_sketch(path);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST(HostileSketchFile, HugeRowsTimesWidthIsRefusedNamingTheFields) {
+  // 2^32 x 2^32 overflows 64 bits; 2^20 x 2^20 is 8 TiB. Neither is allocated.
+  for (const auto& [rows, width] : {std::pair<std::uint64_t, std::uint64_t>{1ULL << 32, 1ULL << 32}, {1ULL << 20, 1ULL << 20}}) {
+    const std::string msg = refusal(sketch_bytes(small_header(rows, width), payload_table(16, 1, {{1, 0}})));
+    EXPECT_NE(msg.find("'rows' x 'width'"), std::string::npos) << msg;
+  }
+}
+
+TEST(HostileSketchFile, NegativeOrMissingWidthIsRefused) {
+  json h = small_header(2, 8);
+  h["width"] = -8;
+  std::string msg = refusal(sketch_bytes(h, payload_table(16, 1, {{1, 0}})));
+  EXPECT_NE(msg.find("'width'"), std::string::npos) << msg;
+  h.erase("width");
+  msg = refusal(sketch_bytes(h, payload_table(16, 1, {{1, 0}})));
+  EXPECT_NE(msg.find("'width'"), std::string::npos) << msg;
+}
+
+TEST(HostileSketchFile, PayloadDeclarationsMustAgreeBeforeAllocation) {
+  // The payload claims more counters than the header, or 2^40 blocks, or block lengths that
+  // overflow when added.
+  std::string msg = refusal(sketch_bytes(small_header(2, 8), payload_table(1ULL << 40, 1, {{1, 0}})));
+  EXPECT_NE(msg.find("payload field 'counts'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("holds 1099511627776 counters"), std::string::npos) << msg;
+  msg = refusal(sketch_bytes(small_header(2, 8), payload_table(16, 1ULL << 40, {{1, 0}})));
+  EXPECT_NE(msg.find("payload field 'blocks'"), std::string::npos) << msg;
+  msg = refusal(sketch_bytes(small_header(2, 8), payload_table(16, 1, {{1, ~std::uint64_t{0}}})));
+  EXPECT_NE(msg.find("block 0 is longer than the file"), std::string::npos) << msg;
+  msg = refusal(sketch_bytes(small_header(2, 8), payload_table(16, 1, {{9, 0}})));
+  EXPECT_NE(msg.find("more than 8 byte planes"), std::string::npos) << msg;
+}
+
+TEST(HostileSketchFile, FamilyFieldsAreBoundedBeforeTheFamilyIsBuilt) {
+  json h = small_header(2, 8);
+  h["family"]["dim"] = 1ULL << 32;
+  h["family"]["power"] = 1ULL << 20;
+  std::string msg = refusal(sketch_bytes(h, payload_table(16, 1, {{1, 0}})));
+  EXPECT_NE(msg.find("'family.dim'"), std::string::npos) << msg;
+  h = small_header(2, 8);
+  h["family"]["rows"] = 1ULL << 30;
+  msg = refusal(sketch_bytes(h, payload_table(16, 1, {{1, 0}})));
+  EXPECT_NE(msg.find("'family.rows'"), std::string::npos) << msg;
+  h = small_header(2, 8);
+  h["family"]["dim"] = -3;
+  msg = refusal(sketch_bytes(h, payload_table(16, 1, {{1, 0}})));
+  EXPECT_NE(msg.find("'family.dim'"), std::string::npos) << msg;
+}
+
+TEST(HostileConfig, GridOfABillionCellsIsRefusedWithTheCount) {
+  const auto datasets = DatasetRegistry::load_from_repo(PRIVRACE_SOURCE_DIR);
+  json rows = json::array(), widths = json::array();
+  for (int i = 1; i <= 1000; ++i) {
+    rows.push_back(i);
+    widths.push_back(i);
+  }
+  json eps = json::array();
+  for (int i = 1; i <= 10; ++i) eps.push_back(0.1 * i);
+  // 1000 x 1000 grid points x 10 epsilons x 100 repetitions = 10^9 cells.
+  const json cfg = {{"name", "huge"},
+                    {"task", {{"type", "kde"}, {"kernel", "l2"}, {"bandwidth", 0.3}, {"queries", 10}}},
+                    {"dataset", {{"name", "skin"}}},
+                    {"methods", {{{"name", "race"}, {"grid", {{"rows", rows}, {"width", widths}}}}}},
+                    {"epsilons", eps},
+                    {"repetitions", 100}};
+  try {
+    (void)experiments::parse_config(cfg, "huge.json", false, experiments::builtin_registry(), datasets);
+    FAIL() << "a 10^9-cell config was accepted";
+  } catch (const experiments::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("1000000000 cells"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("$.methods[0].grid"), std::string::npos) << e.what();
+  }
+  // A logspace of a billion epsilons is refused too (it would be expanded first).
+  json cfg2 = cfg;
+  cfg2["methods"][0]["grid"] = {{"rows", {10}}};
+  cfg2["epsilons"] = {{"logspace", {{"from", 0.1}, {"to", 10}, {"count", 1000000000}}}};
+  EXPECT_THROW((void)experiments::parse_config(cfg2, "huge.json", false, experiments::builtin_registry(), datasets),
+               experiments::ConfigError);
+}
+
+}  // namespace
+}  // namespace privrace
