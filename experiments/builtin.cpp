@@ -7,6 +7,7 @@
 #include "kde_baselines.hpp"
 #include "graph_task.hpp"
 #include "m2m_task.hpp"
+#include "m2m_synthetic.hpp"
 #include "ldp_task.hpp"
 
 namespace privrace::experiments {
@@ -20,6 +21,7 @@ void register_builtin(Registry& registry) {
   registry.add_task(make_m2m_task());
   registry.add_task(make_ldp_erm_task());
   registry.add_task(make_ldp_marginals_task());
+  registry.add_task(make_ldp_highdim_task());
   // Methods, grouped by task.
   registry.add_method(make_race_kde_method());
   registry.add_method(make_race_corollary1_kde_method());  // kde: R by Corollary 1
@@ -32,8 +34,10 @@ void register_builtin(Registry& registry) {
   registry.add_method(make_race_graph_method());          // graph
   registry.add_method(make_race_graph_scaling_method());
   register_m2m_methods(registry);  // m2m: sketches, dp_erm, non-private references
+  register_m2m_synthetic_methods(registry);  // m2m: dp_copula, privbayes_m2m, dp_wgan
   for (auto& m : make_ldp_erm_methods()) registry.add_method(std::move(m));  // ldp_erm
   for (auto& m : make_ldp_marginals_methods()) registry.add_method(std::move(m));  // ldp_marginals
+  for (auto& m : make_ldp_highdim_methods()) registry.add_method(std::move(m));  // ldp_highdim
 }
 
 }  // namespace privrace::experiments
