@@ -4,9 +4,11 @@
 #include <set>
 
 #include "privrace/core/error.hpp"
+#include "privrace/ldp/randomizers.hpp"
 #include "privrace/lsh/gaussian.hpp"
 #include "privrace/privacy/mechanisms.hpp"
 #include "privrace/sketch/builder.hpp"
+#include "privrace/sketch/feature_sketch.hpp"
 #include "privrace/sketch/privatize.hpp"
 
 namespace privrace::audit {
@@ -248,6 +250,85 @@ AuditPath mechanism_path(const std::string& name, const PathOptions& o) {
   return p;
 }
 
+// M2M feature sketches (RFF, HIST): the feature sums and the record count, released with the
+// epsilon_num / epsilon_den split of feature_privacy_spec (num_share 0.98), through privatize.
+// The observables are the noisy sums (grid units) and the noisy count.
+AuditPath feature_path(const std::string& kind, const PathOptions& o) {
+  FeatureSketchSpec fs;
+  fs.kind = kind;
+  // One frequency (m' = 1): a record's change is one (cos, sin) pair, and the candidate search
+  // finds a phase near pi/4 where its L1 norm reaches the sqrt(2) G of the sensitivity. With many
+  // pairs the worst case needs every phase there at once, and the audit would measure a loose bound.
+  fs.features = 2;
+  fs.sigma = 1.0;
+  fs.bins = o.width;
+  fs.lo = {-8.0};
+  fs.hi = {8.0};
+  fs.seed = derive_seed(o.seed, 3);
+  auto family = make_feature_family(fs, kDim);
+  const std::size_t width = feature_sketch_width(fs);
+  FeatureSketchPrivacy fp;
+  fp.epsilon = o.epsilon;
+  const PrivacySpec spec = feature_privacy_spec(fp);
+  const DenseMatrix d = audit_points(o.records, kDim, o.seed);
+  const DenseMatrix candidates = audit_points(kCandidates, kDim, derive_seed(o.seed, 1));
+  const DenseMatrix d_prime = with_row(d, candidates, most_sensitive_row(family, width, d, candidates));
+  check_neighbours(d, d_prime, NeighborRelation::AddRemove);
+  auto with_count = [](const RaceSketch& s) {
+    auto v = exact_values(s);
+    v.push_back(static_cast<double>(s.records()));
+    return v;
+  };
+  AuditPath p;
+  p.name = "m2m_" + kind;
+  p.description = kind + " feature sketch (M2M) with its record count, epsilon_num = 0.98 eps, epsilon_den = 0.02 eps";
+  p.claim = claim_for(spec);
+  p.exact = with_count(exact_sketch(family, width, d));
+  p.exact_neighbour = with_count(exact_sketch(family, width, d_prime));
+  p.release = [family, width, d, d_prime, spec](bool neighbour, const NoiseSource& noise, Observation& out) {
+    RaceSketch sketch = exact_sketch(family, width, neighbour ? d_prime : d);
+    privatize(sketch, spec, noise);
+    observe(sketch, out);
+    const auto& rec = sketch.privacy();
+    out.values.push_back(rec.at("count").get<double>());
+    out.recorded_variance.push_back(rec.at("count_noise_variance").get<double>());
+  };
+  return p;
+}
+
+// Local randomisers: one player's report on her extreme values u = 0 (D) and u = 1 (D').
+AuditPath ldp_path(const std::string& name, const PathOptions& o) {
+  AuditPath p;
+  p.name = name;
+  p.claim = {o.epsilon, 0.0, false};
+  if (name == "ldp_bit") {
+    const ldp::BitRandomizer r(o.epsilon);
+    p.description = "LDP 1-bit randomiser (P(1 | u) = p_lo + (p_hi - p_lo) u)";
+    p.exact = {0.0};
+    p.exact_neighbour = {1.0};
+    p.release = [r](bool neighbour, const NoiseSource& source, Observation& out) {
+      auto rng = noise_rng(source);
+      out.values = {r.report(neighbour ? 1.0 : 0.0, rng->next()) ? 1.0 : 0.0};
+      out.recorded_variance.clear();  // a bit: no additive noise to compare
+    };
+  } else {
+    const auto r = std::make_shared<const ldp::LaplaceRandomizer>(o.epsilon, 1, 64);
+    p.description = "LDP Laplace randomiser (lattice of 64 levels + discrete Laplace of scale 64 / eps)";
+    p.exact = {0.0};
+    p.exact_neighbour = {64.0};
+    const double variance = DiscreteLaplace(r->noise_scale()).variance();
+    p.release = [r, variance](bool neighbour, const NoiseSource& source, Observation& out) {
+      auto rng = noise_rng(source);
+      const double u = neighbour ? 1.0 : 0.0;
+      std::int64_t report = 0;
+      r->report(std::span<const double>(&u, 1), std::span<std::int64_t>(&report, 1), *rng);
+      out.values = {static_cast<double>(report)};
+      out.recorded_variance = {variance};
+    };
+  }
+  return p;
+}
+
 }  // namespace
 
 std::vector<std::string> path_names() {
@@ -264,7 +345,11 @@ std::vector<std::string> path_names() {
           "mechanism_discrete_laplace_bernoulli",
           "mechanism_discrete_laplace_table",
           "mechanism_floored_laplace",
-          "mechanism_gaussian"};
+          "mechanism_gaussian",
+          "m2m_rff",
+          "m2m_hist",
+          "ldp_bit",
+          "ldp_laplace"};
 }
 
 AuditPath make_path(const std::string& name, const PathOptions& o) {
@@ -293,6 +378,9 @@ AuditPath make_path(const std::string& name, const PathOptions& o) {
     return dense_sketch_path(name, "dense RACE, analytic Gaussian at L2 sensitivity sqrt(R)", o, audit_family("l2", o),
                              spec_for(o, NM::Gaussian));
   if (name == "two_releases") return two_releases_path(o);
+  if (name == "m2m_rff") return feature_path("rff", o);
+  if (name == "m2m_hist") return feature_path("hist", o);
+  if (name == "ldp_bit" || name == "ldp_laplace") return ldp_path(name, o);
   if (name.rfind("mechanism_", 0) == 0) {
     const auto names = path_names();
     if (std::find(names.begin(), names.end(), name) != names.end()) return mechanism_path(name, o);
