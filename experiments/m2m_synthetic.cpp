@@ -25,6 +25,7 @@
 
 #include "m2m_task.hpp"
 #include "privrace/baselines/synthetic.hpp"
+#include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
 
 namespace privrace::experiments {
@@ -72,7 +73,18 @@ class SyntheticM2mMethod final : public Method {
       const auto gen = baselines::make_synthetic_generator(generator_, gen_params);
       SeededRandom noise(cell.noise_seed);  // experiments: reproducible noise, not fit for release
       const auto t0 = std::chrono::steady_clock::now();
-      gen->fit(ctx.sketch_rows, box, {cell.epsilon, delta}, noise);
+      try {
+        gen->fit(ctx.sketch_rows, box, {cell.epsilon, delta}, noise);
+      } catch (const UsageError& e) {
+        // DP-WGAN: an epsilon no noise multiplier in the search range reaches. Recorded as
+        // refused (NaN metrics, the reason in the details), not skipped and not fatal.
+        if (std::string(e.what()).find("too small for any noise multiplier") == std::string::npos) throw;
+        CellResult r = evaluate_synthetic(ctx, ctx.sketch_rows.cast<double>().topRows(1));
+        for (auto& [k, v] : r.metrics.items()) v = std::numeric_limits<double>::quiet_NaN();
+        r.details = {{"generator", generator_}, {"epsilon", cell.epsilon}, {"delta", delta}, {"refused", e.what()}};
+        emit(i, std::move(r));
+        continue;
+      }
       const double fit_seconds = seconds_since(t0);
       json per_table = json::array();
       json sums = json::object();

@@ -88,6 +88,10 @@ std::vector<double> default_rdp_orders() {
   std::vector<double> orders;
   for (int x = 11; x <= 109; ++x) orders.push_back(x / 10.0);
   for (int a = 11; a <= 256; ++a) orders.push_back(a);
+  // Large orders for small targets: log(1/delta) / (alpha - 1) bounds epsilon from below, so
+  // epsilon = 0.01 at delta = 1e-5 needs alpha > 1150 whatever sigma is.
+  for (const int a : {320, 384, 448, 512, 640, 768, 896, 1024, 1280, 1536, 2048, 2560, 3072, 4096, 5120, 6144, 8192})
+    orders.push_back(a);
   return orders;
 }
 

@@ -19,8 +19,9 @@
 
 namespace privrace {
 
-// Orders used by default: 1.1, 1.2, ..., 10.9 and 11, 12, ..., 256 (a superset of the usual
-// Opacus / TF Privacy grids; more orders can only lower epsilon, never raise it).
+// Orders used by default: 1.1, 1.2, ..., 10.9, 11, 12, ..., 256 (a superset of the usual
+// Opacus / TF Privacy grids) and 17 larger orders up to 8192 for small epsilon targets (more
+// orders can only lower epsilon, never raise it).
 std::vector<double> default_rdp_orders();
 
 // RDP of ONE step at order alpha > 1 (q in [0, 1], sigma > 0). +inf when it overflows.
