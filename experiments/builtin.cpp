@@ -21,6 +21,7 @@ void register_builtin(Registry& registry) {
   registry.add_task(make_m2m_task());
   registry.add_task(make_ldp_erm_task());
   registry.add_task(make_ldp_marginals_task());
+  registry.add_task(make_ldp_highdim_task());
   // Methods, grouped by task.
   registry.add_method(make_race_kde_method());
   registry.add_method(make_race_corollary1_kde_method());  // kde: R by Corollary 1
@@ -36,6 +37,7 @@ void register_builtin(Registry& registry) {
   register_m2m_synthetic_methods(registry);  // m2m: dp_copula, privbayes_m2m, dp_wgan
   for (auto& m : make_ldp_erm_methods()) registry.add_method(std::move(m));  // ldp_erm
   for (auto& m : make_ldp_marginals_methods()) registry.add_method(std::move(m));  // ldp_marginals
+  for (auto& m : make_ldp_highdim_methods()) registry.add_method(std::move(m));  // ldp_highdim
 }
 
 }  // namespace privrace::experiments

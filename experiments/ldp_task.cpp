@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "privrace/ldp/erm.hpp"
+#include "privrace/ldp/highdim.hpp"
 #include "privrace/ldp/marginals.hpp"
 #include "privrace/ldp/protocols.hpp"
 
@@ -412,6 +413,120 @@ class LdpMarginalsMethod final : public Method {
   Kind kind_;
 };
 
+// ------------------------------------------------------------------------------------------
+// High dimension (Section 7): sparse linear regression, d = 1000, compressed to m <= 200.
+
+struct LdpHighDimContext : TaskContext {
+  int d = 1000, sparsity = 5;
+  std::uint64_t data_seed = 1;
+  mutable std::mutex mutex;
+  struct Population {
+    Eigen::MatrixXd X;
+    Eigen::VectorXd y, w_star, w_opt;
+    double risk_opt = 0;
+  };
+  mutable std::map<std::tuple<std::string, std::size_t>, std::shared_ptr<const Population>> cache;
+
+  std::shared_ptr<const Population> population(const std::string& set_name, std::size_t n) const {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto key = std::make_tuple(set_name, n);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+    const SparseSet set = parse_sparse_set(set_name);
+    auto pop = std::make_shared<Population>();
+    SeededRandom rng(derive_seed(data_seed, n));
+    // Records in the L1 ball (three entries +-1/3), a planted sparse w* on the unit sphere of
+    // the set (L1 ball: signed; simplex: non-negative), y = <w*, x> + N(0, 0.05^2) clipped.
+    pop->X = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(n), d);
+    for (Eigen::Index i = 0; i < pop->X.rows(); ++i)
+      for (int q = 0; q < 3; ++q) pop->X(i, static_cast<Eigen::Index>(rng.below(static_cast<std::uint64_t>(d)))) = rng.bit() ? 1.0 / 3 : -1.0 / 3;
+    pop->w_star = Eigen::VectorXd::Zero(d);
+    for (int j = 0; j < sparsity; ++j)
+      pop->w_star(static_cast<Eigen::Index>(rng.below(static_cast<std::uint64_t>(d)))) =
+          (set == SparseSet::L1Ball && rng.bit() ? -1.0 : 1.0) / sparsity;
+    pop->y = pop->X * pop->w_star;
+    for (Eigen::Index i = 0; i < pop->y.size(); ++i) pop->y(i) = std::clamp(pop->y(i) + 0.05 * sample_normal(rng), -1.0, 1.0);
+    const double r = std::max(pop->w_star.lpNorm<1>(), 1e-12);
+    pop->w_opt = constrained_least_squares(pop->X, pop->y, set, r, 3000);  // the non-private ERM over C
+    pop->risk_opt = (pop->X * pop->w_opt - pop->y).squaredNorm() / static_cast<double>(n);
+    cache[key] = pop;
+    return pop;
+  }
+};
+
+class LdpHighDimTask final : public Task {
+ public:
+  std::string name() const override { return "ldp_highdim"; }
+  std::vector<ParamSpec> options() const override {
+    using K = ParamSpec::Kind;
+    return {{"d", K::PositiveInt, 1000, {}, "dimension"},
+            {"sparsity", K::PositiveInt, 5, {}, "non-zeros of the planted w*"},
+            {"data_seed", K::NonNegativeInt, 1, {}, "seed of the generated players"}};
+  }
+  std::vector<std::string> metrics() const override {
+    return {"excess_risk", "risk", "optimum_risk", "zero_excess_risk", "w_error", "gaussian_width", "noise_scale", "clipped"};
+  }
+  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RunEnvironment& env) const override {
+    auto ctx = std::make_unique<LdpHighDimContext>();
+    ctx->config = &cfg;
+    ctx->threads = env.threads;
+    ctx->d = cfg.task_options.at("d").get<int>();
+    ctx->sparsity = cfg.task_options.at("sparsity").get<int>();
+    ctx->data_seed = cfg.task_options.at("data_seed").get<std::uint64_t>();
+    ctx->data_summary = {{"name", "generated"}, {"stand_in", false}, {"d", ctx->d}, {"sparsity", ctx->sparsity},
+                         {"records", "three entries +-1/3 (L1 ball), y = <w*, x> + N(0, 0.05^2) clipped to [-1, 1]"}};
+    return ctx;
+  }
+};
+
+class LdpHighDimMethod final : public Method {
+ public:
+  explicit LdpHighDimMethod(bool compressed) : compressed_(compressed) {}
+  std::string name() const override { return compressed_ ? "ldp_compressed" : "ldp_sgd_full"; }
+  std::string task() const override { return "ldp_highdim"; }
+  std::vector<ParamSpec> parameters() const override {
+    using K = ParamSpec::Kind;
+    std::vector<ParamSpec> v = {{"players", K::PositiveInt, nullptr, {}, "n"},
+                                {"set", K::String, "l1_ball", {"l1_ball", "simplex"}, "the constraint set C"}};
+    if (compressed_) v.push_back({"m", K::PositiveInt, 100, {}, "projection dimension"});
+    return v;
+  }
+  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
+    const auto& ctx = dynamic_cast<const LdpHighDimContext&>(base);
+    const json& P = group.params;
+    const std::string set_name = P.at("set").get<std::string>();
+    const SparseSet set = parse_sparse_set(set_name);
+    const auto pop = ctx.population(set_name, P.at("players").get<std::size_t>());
+    const double r = pop->w_star.lpNorm<1>();
+    const double width = gaussian_width(set, ctx.d, 200, 7);
+    for (std::size_t i = 0; i < group.cells.size(); ++i) {
+      const PendingCell& cell = group.cells[i];
+      const auto t0 = std::chrono::steady_clock::now();
+      Eigen::VectorXd w;
+      double noise = 0, clipped = 0;
+      if (compressed_) {
+        const HighDimResult h = ldp_compressed_regression(pop->X, pop->y, P.at("m").get<int>(), cell.epsilon, set, r, cell.noise_seed);
+        w = h.w;
+        noise = h.noise_scale;
+        clipped = static_cast<double>(h.clipped);
+      } else {
+        w = ldp_sgd_constrained(pop->X, pop->y, cell.epsilon, set, r, cell.noise_seed);
+        noise = djw_l2_scale(static_cast<std::size_t>(ctx.d), 2 * (r + 1), cell.epsilon);
+      }
+      const double risk = (pop->X * w - pop->y).squaredNorm() / static_cast<double>(pop->y.size());
+      CellResult res;
+      res.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      res.metrics = {{"excess_risk", risk - pop->risk_opt}, {"risk", risk}, {"optimum_risk", pop->risk_opt},
+                     {"zero_excess_risk", pop->y.squaredNorm() / static_cast<double>(pop->y.size()) - pop->risk_opt},
+                     {"w_error", (w - pop->w_opt).norm()}, {"gaussian_width", width}, {"noise_scale", noise},
+                     {"clipped", clipped}};
+      emit(i, std::move(res));
+    }
+  }
+
+ private:
+  bool compressed_;
+};
+
 }  // namespace
 
 std::unique_ptr<Task> make_ldp_erm_task() { return std::make_unique<LdpErmTask>(); }
@@ -421,6 +536,15 @@ std::vector<std::unique_ptr<Method>> make_ldp_erm_methods() {
   for (auto k : {LdpErmMethod::Kind::Bernstein, LdpErmMethod::Kind::Bernstein1Bit, LdpErmMethod::Kind::InputPerturbation,
                  LdpErmMethod::Kind::Sgd, LdpErmMethod::Kind::NonPrivate})
     v.push_back(std::make_unique<LdpErmMethod>(k));
+  return v;
+}
+
+std::unique_ptr<Task> make_ldp_highdim_task() { return std::make_unique<LdpHighDimTask>(); }
+
+std::vector<std::unique_ptr<Method>> make_ldp_highdim_methods() {
+  std::vector<std::unique_ptr<Method>> v;
+  v.push_back(std::make_unique<LdpHighDimMethod>(true));
+  v.push_back(std::make_unique<LdpHighDimMethod>(false));
   return v;
 }
 

@@ -13,5 +13,8 @@ std::vector<std::unique_ptr<Method>> make_ldp_erm_methods();
 // Section 6: k-way marginals (Chebyshev Algorithm 4, per-query randomised response, central histogram).
 std::unique_ptr<Task> make_ldp_marginals_task();
 std::vector<std::unique_ptr<Method>> make_ldp_marginals_methods();
+// Section 7: sparse linear regression by projection + compressed sensing, against full-dimension LDP-SGD.
+std::unique_ptr<Task> make_ldp_highdim_task();
+std::vector<std::unique_ptr<Method>> make_ldp_highdim_methods();
 
 }  // namespace privrace::experiments

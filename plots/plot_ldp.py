@@ -13,6 +13,10 @@ Values below 1e-7 (exact hits of the optimum on the box boundary) are drawn at 1
 Also results/ldp_marginals*.jsonl (Section 6): max |error| over all k-way conjunctions against
 d, one panel per (k, epsilon), one figure per player source.
 
+And results/ldp_highdim*.jsonl (Section 7): excess empirical risk against epsilon, one panel
+per (constraint set, players), one curve per projection dimension m of Algorithm 7 and one for
+full-dimension LDP-SGD.
+
 usage: plot_ldp.py [--results DIR] [--out-dir DIR]
 """
 import argparse
@@ -51,6 +55,7 @@ def main():
     a = ap.parse_args()
     common.style()
     plot_marginals(a.results, a.out_dir)
+    plot_highdim(a.results, a.out_dir)
     sets = common.result_sets(a.results, "ldp_erm")
     if not sets:
         print("plot_ldp.py: no ldp_erm results in " + a.results + "; nothing to plot", file=sys.stderr)
@@ -152,6 +157,46 @@ def plot_marginals(results, out_dir):
             fig.suptitle(f"{name}{' (quick)' if quick else ''}: {source} players", fontsize=10)
             fig.tight_layout()
             common.save(fig, out_dir, f"{name}_{source}")
+
+
+def plot_highdim(results, out_dir):
+    plt = common.plt
+    for name, (records, quick) in sorted(common.result_sets(results, "ldp_highdim").items()):
+        records = common.dedupe(records)
+        cells = defaultdict(lambda: defaultdict(list))  # (set, players, curve) -> eps -> [excess risk]
+        for r in records:
+            v = r.get("metrics", {}).get("excess_risk")
+            if v is None:
+                continue
+            pr = r["params"]
+            curve = f"compressed m = {pr['m']}" if "m" in pr else "LDP-SGD, full d"
+            cells[(pr["set"], pr["players"], curve)][r["epsilon"]].append(v)
+        panels = sorted({(c[0], c[1]) for c in cells})
+        if not panels:
+            continue
+        fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.0), squeeze=False)
+        curves = sorted({c[2] for c in cells})
+        for j, (cset, n) in enumerate(panels):
+            ax = axes[0][j]
+            for k, curve in enumerate(curves):
+                by_eps = cells.get((cset, n, curve))
+                if not by_eps:
+                    continue
+                es = sorted(by_eps)
+                means = [sum(by_eps[e]) / len(by_eps[e]) for e in es]
+                ls = ":" if curve.startswith("LDP-SGD") else "-"
+                ax.plot(es, [max(m, FLOOR) for m in means], marker="os^vD"[k % 5], ls=ls, label=curve)
+                print(f"{name} {cset} n={n} {curve}: " + " ".join(f"eps={e:g}:{m:.3e}" for e, m in zip(es, means)))
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(f"{cset.replace('_', ' ')}, n = {n:,}", fontsize=9)
+            ax.set_xlabel("epsilon")
+            if j == 0:
+                ax.set_ylabel("excess empirical risk")
+            ax.legend(fontsize=6)
+        fig.suptitle(f"{name}{' (quick)' if quick else ''}: sparse regression, d = 1000 (Section 7)", fontsize=10)
+        fig.tight_layout()
+        common.save(fig, out_dir, name)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 
 #include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
+#include "privrace/ldp/erm.hpp"
 #include "privrace/ldp/randomizers.hpp"
 #include "privrace/privacy/mechanisms.hpp"
 
@@ -142,7 +143,7 @@ HighDimResult ldp_compressed_regression(const Eigen::MatrixXd& X, const Eigen::V
   Eigen::VectorXd v = Eigen::VectorXd::Zero(d), zv = v, prev = v;
   if (set == SparseSet::Simplex) v = zv = Eigen::VectorXd::Constant(d, r / static_cast<double>(d));
   double t = 1;
-  for (int it = 0; it < 20000; ++it) {
+  for (int it = 0; it < 3000; ++it) {
     Eigen::VectorXd next = zv - (0.5 / L) * (2 * (Q * zv - c));
     project(next, set, r);
     const double tn = (1 + std::sqrt(1 + 4 * t * t)) / 2;
@@ -155,6 +156,27 @@ HighDimResult ldp_compressed_regression(const Eigen::MatrixXd& X, const Eigen::V
   const Eigen::VectorXd theta = Phi * v;
   out.w = constrained_least_squares(Phi, theta, set, r);
   return out;
+}
+
+Eigen::VectorXd ldp_sgd_constrained(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, double eps, SparseSet set,
+                                    double r, std::uint64_t seed) {
+  check_epsilon(eps);
+  if (std::isinf(eps)) throw UsageError("ldp_sgd: needs a finite epsilon");
+  const Eigen::Index n = X.rows(), d = X.cols();
+  // Squared loss, ||x||_2 <= ||x||_1 <= 1 and ||w||_1 <= r: |grad| = 2 |<w,x> - y| ||x|| <= 2 (r + 1).
+  const double L = 2 * (r + 1), B = djw_l2_scale(static_cast<std::size_t>(d), L, eps), D = 2 * r;
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(d), avg = w, g(d), z(d);
+  if (set == SparseSet::Simplex) w.setConstant(r / static_cast<double>(d));
+  SeededRandom rng(derive_seed(seed, 0x56dULL));  // interactive: one pass in player order
+  for (Eigen::Index t = 0; t < n; ++t) {
+    const double resid = X.row(t).dot(w) - std::clamp(y(t), -1.0, 1.0);
+    g = 2 * resid * X.row(t).transpose();
+    djw_l2_privatize(g.data(), static_cast<std::size_t>(d), L, eps, rng, z.data());
+    w -= (D / (B * std::sqrt(static_cast<double>(t + 1)))) * z;
+    project(w, set, r);
+    avg += (w - avg) / static_cast<double>(t + 1);
+  }
+  return avg;
 }
 
 }  // namespace privrace::ldp

@@ -47,4 +47,9 @@ struct HighDimResult {
 HighDimResult ldp_compressed_regression(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, int m, double eps,
                                         SparseSet set, double r, std::uint64_t seed, double z_max = 2.0);
 
+// The full-dimension interactive reference: one pass of projected SGD onto C where player t
+// sends her squared-loss gradient through DJW's L2 mechanism (scale grows like sqrt(d)).
+Eigen::VectorXd ldp_sgd_constrained(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, double eps, SparseSet set,
+                                    double r, std::uint64_t seed);
+
 }  // namespace privrace::ldp
