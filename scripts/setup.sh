@@ -13,6 +13,7 @@ packages=(
 )
 if [[ "${PRIVRACE_WITH_MPI:-0}" == 1 ]]; then packages+=(libopenmpi-dev openmpi-bin); fi
 if [[ "${PRIVRACE_SANITIZE:-}" == thread ]]; then packages+=(clang libomp-dev); fi  # TSan with Archer
+if [[ "${PRIVRACE_FUZZ:-0}" == 1 ]]; then packages+=(clang libclang-rt-14-dev libomp-dev); fi  # libFuzzer targets
 
 missing=()
 for p in "${packages[@]}"; do

@@ -6,9 +6,30 @@
 #                                               clang++ and LLVM's libomp + Archer, which tell
 #                                               TSan about OpenMP synchronisation (GCC's libgomp
 #                                               is not instrumented: every barrier looks racy)
+#   PRIVRACE_FUZZ=1 scripts/test.sh             builds the libFuzzer targets (fuzz/, clang++ with
+#                                               ASan + UBSan) in build-fuzz/ and runs each for
+#                                               PRIVRACE_FUZZ_SECONDS (default 60) from the seed
+#                                               corpus in fuzz/corpus/; a crash, hang (> 10 s an
+#                                               input) or sanitizer report fails the run and
+#                                               leaves the input in build-fuzz/findings/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+if [[ "${PRIVRACE_FUZZ:-0}" == 1 ]]; then
+  targets=(fuzz_table_reader fuzz_edge_list fuzz_sketch_file fuzz_config)
+  cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DPRIVRACE_FUZZ=ON \
+    -DPRIVRACE_TESTS=OFF -DPRIVRACE_BENCH=OFF >/dev/null
+  cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]}"
+  seconds="${PRIVRACE_FUZZ_SECONDS:-60}"
+  for t in "${targets[@]}"; do
+    work="build-fuzz/corpus/$t"  # new inputs go here, never into the repository's seed corpus
+    mkdir -p "$work" build-fuzz/findings
+    echo "fuzz: $t for ${seconds} s"
+    "build-fuzz/fuzz/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+      -artifact_prefix="build-fuzz/findings/$t-" "$work" "fuzz/corpus/$t"
+  done
+  exit 0
+fi
 sanitize="${PRIVRACE_SANITIZE:-}"
 build="build"
 type="Release"
