@@ -222,7 +222,11 @@ ExperimentConfig parse_config(const json& input, const std::string& file, bool q
           if (m.is_object()) {
             const std::string label = m.value("label", m.value("name", std::string()));
             if (q.at("grids").contains(label))
-              for (const auto& [param, values] : q.at("grids").at(label).items()) m["grid"][param] = values;
+              for (const auto& [param, values] : q.at("grids").at(label).items()) {
+                // A quick grid entry replaces the full run's value, in "grid" or in "fixed".
+                if (m.contains("fixed") && m.at("fixed").is_object()) m["fixed"].erase(param);
+                m["grid"][param] = values;
+              }
           }
     }
     j.erase("quick");
@@ -282,19 +286,22 @@ ExperimentConfig parse_config(const json& input, const std::string& file, bool q
   if (!reps.is_number_integer() || reps.get<std::uint64_t>() > 1000000)
     c.fail(root / "repetitions", "expected at most 1000000 repetitions");
   cfg.repetitions = reps.get<int>();
-  const double runs_per_point = static_cast<double>(cfg.epsilons.size()) * static_cast<double>(cfg.repetitions);
+  // The full run's repetitions bound a method's own (with --quick, $.repetitions is the quick one).
+  const json& full_reps = input.contains("repetitions") ? input.at("repetitions") : reps;
+  const std::uint64_t max_method_reps =
+      is_count(full_reps, 1) && full_reps.is_number_integer() ? full_reps.get<std::uint64_t>() : 1000000;
 
   // Methods.
   const JsonPath mp = root / "methods";
   const json& methods = c.field(j, "methods", root);
   if (!methods.is_array() || methods.empty()) c.fail(mp, "expected a non-empty array of methods");
   std::set<std::string> labels;
-  double grid_points = 0.0;
+  double cells = 0.0;
   for (std::size_t i = 0; i < methods.size(); ++i) {
     const JsonPath at = mp[i];
     const json& m = methods[i];
     c.object(m, at);
-    c.known_keys(m, at, {"name", "label", "grid", "fixed"});
+    c.known_keys(m, at, {"name", "label", "grid", "fixed", "repetitions"});
     MethodSpec spec;
     spec.name = c.string(c.field(m, "name", at), at / "name");
     const Method* method = registry.method(spec.name);
@@ -346,12 +353,23 @@ ExperimentConfig parse_config(const json& input, const std::string& file, bool q
           c.fail(at / "grid" / p.name, "missing (required parameter of method '" + spec.name + "': " + describe_kind(p) + ")");
         spec.fixed[p.name] = p.default_value;
       }
+    // A method may run fewer repetitions than the config (e.g. a generator that trains a network
+    // per cell), never more; the quick section's repetitions cap it as they cap the config's.
+    spec.repetitions = cfg.repetitions;
+    if (m.contains("repetitions")) {
+      const json& r = m.at("repetitions");
+      if (!is_count(r, 1) || !r.is_number_integer()) c.fail(at / "repetitions", "expected a positive integer");
+      if (r.get<std::uint64_t>() > max_method_reps)
+        c.fail(at / "repetitions", "expected at most $.repetitions (" + std::to_string(max_method_reps) +
+                                       "); a method may run fewer repetitions than the config, not more");
+      spec.repetitions = std::min(cfg.repetitions, r.get<int>());
+    }
     // Refused before the grid is expanded: a typo such as a 10^9-point grid must not allocate it.
     double points = 1.0;
     for (const auto& [param, values] : spec.grid) points *= static_cast<double>(values.size());
-    grid_points += points;
-    if (grid_points * runs_per_point > kMaxGridCells)
-      c.fail(at / "grid", "the config asks for " + count_text(grid_points * runs_per_point) +
+    cells += points * static_cast<double>(cfg.epsilons.size()) * static_cast<double>(spec.repetitions);
+    if (cells > kMaxGridCells)
+      c.fail(at / "grid", "the config asks for " + count_text(cells) +
                               " cells (grid points x epsilons x repetitions, this method's grid has " +
                               count_text(points) + " points); at most " + count_text(kMaxGridCells) +
                               " are run in one config");

@@ -71,6 +71,9 @@ struct MethodSpec {
   std::string label;  // display name and part of the cell key; unique within a config
   std::map<std::string, std::vector<json>> grid;  // hyperparameter -> values to sweep
   json fixed = json::object();                    // hyperparameter -> single value
+  // Repetitions of this method: its own "repetitions" key (at most the config's), else the
+  // config's; with --quick, at most the quick section's. Filled in by parse_config.
+  int repetitions = 1;
   std::vector<json> expand() const;               // every grid point, fixed + defaults merged in
 };
 

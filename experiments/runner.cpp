@@ -405,7 +405,7 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
   for (const auto& m : cfg.methods) {
     const Method* method = registry.method(m.name);
     for (const auto& params : m.expand())
-      for (int rep = 0; rep < cfg.repetitions; ++rep) {
+      for (int rep = 0; rep < m.repetitions; ++rep) {
         CellGroup g;
         g.method = &m;
         g.params = params;

@@ -8,6 +8,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "experiment.hpp"
@@ -197,6 +199,62 @@ TEST(ExperimentConfig, ErrorsNameTheJsonPath) {
   j = base_config();
   j["quick"]["grids"]["NOPE"] = json::object();
   EXPECT_NE(config_error(j, repo).find("$.quick.grids.NOPE"), std::string::npos);
+}
+
+// A method's own "repetitions": fewer than the config's, never more; the quick section's
+// repetitions cap it; the runner runs exactly that many; bad values name their path.
+TEST(ExperimentConfig, MethodRepetitionsAreBoundedAndRun) {
+  Repo repo;
+  json j = base_config();
+  j["repetitions"] = 3;
+  j["quick"]["repetitions"] = 2;
+  j["methods"].push_back({{"name", "race"}, {"label", "RACE-once"}, {"fixed", {{"rows", 20}, {"width", 100}}},
+                          {"repetitions", 1}});
+  j["methods"].push_back({{"name", "race"}, {"label", "RACE-three"}, {"fixed", {{"rows", 20}, {"width", 100}}},
+                          {"repetitions", 3}});
+  const auto full = parse_config(j, "x.json", false, builtin_registry(), repo.datasets());
+  EXPECT_EQ(full.methods[0].repetitions, 3);  // no key: the config's
+  EXPECT_EQ(full.methods[1].repetitions, 1);
+  EXPECT_EQ(full.methods[2].repetitions, 3);
+  const auto quick = parse_config(j, "x.json", true, builtin_registry(), repo.datasets());
+  EXPECT_EQ(quick.methods[0].repetitions, 2);
+  EXPECT_EQ(quick.methods[1].repetitions, 1);
+  EXPECT_EQ(quick.methods[2].repetitions, 2);  // capped by the quick section
+
+  // Cells: RACE 2 grid points x 2 eps x 3 reps + 1 x 2 x 1 + 1 x 2 x 3 = 20.
+  const auto report = run_experiment(options(repo, write_config(repo, j)));
+  EXPECT_EQ(report.cells_total, 20u);
+  std::map<std::string, std::set<int>> reps;
+  for (const auto& r : read_records(report.results_path)) {
+    const std::string key = r.at("key").get<std::string>();
+    reps[r.at("label").get<std::string>()].insert(std::stoi(key.substr(key.rfind("rep=") + 4)));
+  }
+  EXPECT_EQ(reps["RACE"], (std::set<int>{0, 1, 2}));
+  EXPECT_EQ(reps["RACE-once"], (std::set<int>{0}));
+  EXPECT_EQ(reps["RACE-three"], (std::set<int>{0, 1, 2}));
+
+  json bad = j;
+  bad["methods"][1]["repetitions"] = 4;
+  EXPECT_EQ(config_error(bad, repo),
+            "configs/x.json: $.methods[1].repetitions: expected at most $.repetitions (3); a method may run fewer "
+            "repetitions than the config, not more");
+  bad["methods"][1]["repetitions"] = 0;
+  EXPECT_EQ(config_error(bad, repo), "configs/x.json: $.methods[1].repetitions: expected a positive integer");
+  bad["methods"][1]["repetitions"] = "one";
+  EXPECT_EQ(config_error(bad, repo), "configs/x.json: $.methods[1].repetitions: expected a positive integer");
+}
+
+// A quick grid entry replaces the full run's fixed value of that parameter.
+TEST(ExperimentConfig, QuickGridReplacesAFixedValue) {
+  Repo repo;
+  json j = base_config();
+  j["quick"]["grids"]["RACE"] = {{"width", {50}}};
+  const auto full = parse_config(j, "x.json", false, builtin_registry(), repo.datasets());
+  EXPECT_EQ(full.methods[0].expand().at(0).at("width"), 100);
+  const auto quick = parse_config(j, "x.json", true, builtin_registry(), repo.datasets());
+  const auto points = quick.methods[0].expand();
+  ASSERT_EQ(points.size(), 2u);  // rows still from the full grid
+  EXPECT_EQ(points[0].at("width"), 50);
 }
 
 TEST(ExperimentConfig, NotJsonGivesLineAndColumn) {

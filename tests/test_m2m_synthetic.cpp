@@ -7,6 +7,7 @@
 
 #include "experiment.hpp"
 #include "m2m_task.hpp"
+#include "privrace/core/random.hpp"
 
 namespace privrace::experiments {
 namespace {
@@ -66,6 +67,74 @@ TEST(M2mSynthetic, EveryGeneratorAnswersEveryTaskAndRecordsItsBudget) {
       for (const char* m : {"mean_mre", "moment2_mre", "cdf_emd", "cov_frobenius", "count_mae"})
         EXPECT_EQ(again[0].metrics.at(m), out[0].metrics.at(m)) << m;  // (auc is NaN here: NaN != NaN)
     }
+  }
+}
+
+// An epsilon no noise multiplier in DP-WGAN's search range reaches is recorded as refused
+// (NaN metrics, the accountant's reason in the details); the next epsilon of the group runs.
+TEST(M2mSynthetic, DpWganRecordsAnUnreachableEpsilonAsRefused) {
+  const json j = json::parse(R"({
+    "name": "t_m2m_wgan_refused",
+    "task": {"type": "m2m", "analysis": "statistics", "source": "uniform", "uniform_rows": 2000, "uniform_dim": 3,
+             "uniform_seed": 1, "samples": 2000, "queries": 20, "query_seed": 1, "cdf_points": 10},
+    "dataset": {"name": "lifesci"},
+    "methods": [{"name": "dp_wgan", "label": "DP-WGAN", "fixed": {"datasets": 1, "generator_steps": 5, "critic_steps": 2, "batch": 64, "hidden": 8}}],
+    "epsilons": [1e-9, 1],
+    "repetitions": 1,
+    "threads": 1
+  })");
+  const DatasetRegistry datasets = DatasetRegistry::load_from_repo(PRIVRACE_SOURCE_DIR);
+  const ExperimentConfig cfg = parse_config(j, "t.json", false, builtin_registry(), datasets);
+  RunEnvironment env;
+  env.datasets = &datasets;
+  env.threads = 1;
+  const auto ctx = builtin_registry().task("m2m")->prepare(cfg, env);
+  const MethodSpec& spec = cfg.methods.at(0);
+  CellGroup group;
+  group.method = &spec;
+  group.params = spec.expand().at(0);
+  group.seed = 5;
+  group.cells = {{1e-9, 201, "tiny"}, {1.0, 202, "one"}};
+  std::vector<CellResult> out(2);
+  builtin_registry().method("dp_wgan")->run_group(*ctx, group, [&](std::size_t i, CellResult r) { out.at(i) = std::move(r); });
+  ASSERT_TRUE(out[0].details.contains("refused"));
+  EXPECT_NE(out[0].details.at("refused").get<std::string>().find("too small for any noise multiplier"), std::string::npos)
+      << out[0].details.dump();
+  EXPECT_EQ(out[0].details.at("delta").get<double>(), 1e-5);
+  for (const auto& [k, v] : out[0].metrics.items()) EXPECT_TRUE(v.is_number() && std::isnan(v.get<double>())) << k;
+  EXPECT_FALSE(out[1].details.contains("refused"));
+  EXPECT_TRUE(std::isfinite(out[1].metrics.at("mean_mre").get<double>()));
+  EXPECT_LE(out[1].details.at("privacy").at("accounted_epsilon").get<double>(), 1.0);
+}
+
+// The paper's rule for the logistic analysis: a synthetic table with one class gets AUC 0.5
+// (no classifier); a table with both classes is fitted and scored.
+TEST(M2mSynthetic, OneClassSyntheticTableScoresAucOneHalf) {
+  M2mContext ctx;
+  ctx.analysis = "logistic";
+  ctx.domain = BoxDomain::uniform(3, 0.0, 1.0);
+  ctx.domain.binary = {false, false, true};
+  SeededRandom rng(3);
+  ctx.test_x.resize(200, 2);
+  for (Eigen::Index i = 0; i < ctx.test_x.rows(); ++i) {
+    ctx.test_x(i, 0) = static_cast<Real>(rng.unit());
+    ctx.test_x(i, 1) = static_cast<Real>(rng.unit());
+    ctx.test_y.push_back(ctx.test_x(i, 0) > 0.5 ? 1 : 0);
+  }
+  DoubleMatrix rows(400, 3);
+  for (Eigen::Index i = 0; i < rows.rows(); ++i) {
+    rows(i, 0) = rng.unit();
+    rows(i, 1) = rng.unit();
+    rows(i, 2) = rows(i, 0) > 0.5 ? 1.0 : 0.0;
+  }
+  const CellResult both = evaluate_synthetic(ctx, rows);
+  EXPECT_GT(both.metrics.at("auc").get<double>(), 0.95);
+  EXPECT_FALSE(both.details.contains("single_class"));
+  for (const double only : {0.0, 1.0}) {
+    rows.col(2).setConstant(only);
+    const CellResult one = evaluate_synthetic(ctx, rows);
+    EXPECT_EQ(one.metrics.at("auc").get<double>(), 0.5) << "class " << only;
+    EXPECT_TRUE(one.details.value("single_class", false));
   }
 }
 
