@@ -1,5 +1,7 @@
 // The `privrace` command: sketch, query, merge, info, m2m.
 // Exit codes: 0 success, 2 bad usage, 1 any other error (bad input, I/O, resources).
+#include <omp.h>
+
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cmath>
@@ -12,6 +14,7 @@
 
 #include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
+#include "privrace/core/version.hpp"
 #include "privrace/io/edge_list.hpp"
 #include "privrace/io/table_reader.hpp"
 #include "privrace/lsh/family.hpp"
@@ -39,7 +42,7 @@ constexpr const char* kTopUsage =
     "  info     print a sketch's header (and, with --counts, its counts)\n"
     "  m2m      estimate moments, CDFs, covariance or counting queries from a feature sketch (M2M)\n"
     "\n"
-    "Run 'privrace <command> --help' for the options of one command.\n";
+    "Run 'privrace <command> --help' for the options of one command, 'privrace --version' for the version.\n";
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -101,7 +104,8 @@ int cmd_sketch(int argc, char** argv) {
       ("nodes", po::value<std::uint64_t>(), "edgelist: declared node count; ids must be below it")
       ("graph-cache", po::value<std::string>(), "edgelist: binary CSR cache file, reused while the input is unchanged")
       ("chunk-rows", po::value(&chunk_rows)->default_value(65536), "rows read per chunk (bounds memory)")
-      ("quiet,q", "no summary on stderr");
+      ("quiet,q", "no summary on stderr")
+      ("timings", "print the stage timings as one JSON line on stderr (read, allocate, fill, merge, noise, encode, write, fsync)");
   const auto vm = parse("usage: privrace sketch --input FILE --rows R --width W (--epsilon E | --no-privacy) -o OUT.rsk [options]\n"
                         "       privrace sketch --input FILE --kernel rff --features M --sigma S (--epsilon E | --no-privacy) -o OUT.rsk\n"
                         "       privrace sketch --input FILE --kernel hist --bins B --domain LO:HI (--epsilon E | --no-privacy) -o OUT.rsk",
@@ -159,6 +163,8 @@ int cmd_sketch(int argc, char** argv) {
   if (!feature_kernel && rows == 0) throw UsageError("--rows must be at least 1");
   if (width == 0) throw UsageError("--width must be at least 1");
   if (chunk_rows == 0) throw UsageError("--chunk-rows must be at least 1");
+  if (threads < 0) throw UsageError("--threads must be 0 (all) or positive, got " + std::to_string(threads));
+  if (threads > 0) omp_set_num_threads(threads);  // the noise, the encoder and the checksum too
   if (rows > 0) check_sketch_fits(rows, width, 1);  // refuse before reading any data (hist: rows = attributes)
 
   const bool seeded = vm.count("seed") > 0;
@@ -235,14 +241,31 @@ int cmd_sketch(int argc, char** argv) {
     }
   }
   const double build_seconds = seconds_since(t0) - read_seconds;
-  if (!no_privacy) privatize(*sketch, spec, NoiseSource{seeded, derive_seed(master, 202)});
+  NoiseReport noise_report;
+  if (!no_privacy) noise_report = privatize(*sketch, spec, NoiseSource{seeded, derive_seed(master, 202)});
   else if (feature_kernel) record_exact_count(*sketch);
   const double noise_seconds = seconds_since(t0) - read_seconds - build_seconds;
   nlohmann::json extra = {{"build", {{"points", report.points}, {"threads", report.threads}, {"strategy", report.strategy},
                                      {"input", std::filesystem::path(input).filename().string()}}}};
   if (!graph_info.is_null()) extra["graph"] = graph_info;
   const double before_write = seconds_since(t0);
-  save_sketch(output, *sketch, no_privacy, extra);
+  SketchWriteTimings write_timings;
+  save_sketch(output, *sketch, no_privacy, extra, &write_timings);
+  if (vm.count("timings")) {
+    // Wall seconds per stage. Tables stream: "read" is the time the build waited for the
+    // (serial) reader, inside "build". fill_thread_max / fill_thread_mean shows imbalance.
+    const auto& st = report.stages;
+    const nlohmann::json timings = {
+        {"threads", report.threads}, {"strategy", report.strategy}, {"points", report.points},
+        {"rows", sketch->rows()}, {"width", sketch->width()}, {"total", seconds_since(t0)},
+        {"graph_read", read_seconds}, {"build", build_seconds}, {"read", st.read}, {"allocate", st.allocate},
+        {"validate", st.validate}, {"fill", st.fill}, {"fill_thread_max", st.fill_thread_max},
+        {"fill_thread_mean", st.fill_thread_mean}, {"merge", st.merge}, {"noise", noise_seconds},
+        {"noise_setup", noise_report.setup_seconds}, {"noise_draw", noise_report.draw_seconds},
+        {"noise_blocks", noise_report.blocks}, {"encode", write_timings.encode_seconds},
+        {"write", write_timings.write_seconds}, {"fsync", write_timings.sync_seconds}, {"file_bytes", write_timings.bytes}};
+    std::fprintf(stderr, "privrace: timings %s\n", timings.dump().c_str());
+  }
   if (!vm.count("quiet")) {
     const double total = seconds_since(t0);
     std::fprintf(stderr, "privrace: sketched %zu records (%s, R=%zu, W=%zu) on %d thread(s), %s, in %.3f s "
@@ -264,6 +287,7 @@ int cmd_query(int argc, char** argv) {
   po::options_description desc("options");
   std::string sketch_path, queries, estimator, format;
   std::size_t groups = 5;
+  int threads = 0;
   desc.add_options()("help,h", "show this help")
       ("sketch", po::value(&sketch_path)->required(), "sketch file (positional)")
       ("queries,Q", po::value(&queries)->required(), "query file: same layout as the sketched data (sets for jaccard); - = stdin")
@@ -271,7 +295,8 @@ int cmd_query(int argc, char** argv) {
       ("mom-groups", po::value(&groups)->default_value(5), "groups for the median of means")
       ("debias", "remove the 1/W collisions of the column hash: (E W - N) / (W - 1)")
       ("kernel-sum", "print the kernel-sum estimate instead of dividing by N-hat")
-      ("format", po::value(&format)->default_value("auto"), "query file format: auto | csv | whitespace | libsvm | sets");
+      ("format", po::value(&format)->default_value("auto"), "query file format: auto | csv | whitespace | libsvm | sets")
+      ("threads,t", po::value(&threads)->default_value(0), "OpenMP threads answering batches of queries (0 = all); the output is the same for any count");
   po::positional_options_description pos;
   pos.add("sketch", 1);
   const auto vm = parse("usage: privrace query SKETCH.rsk --queries FILE [--estimator mean|mom] [--debias]", desc, argc, argv, &pos);
@@ -279,6 +304,9 @@ int cmd_query(int argc, char** argv) {
   opts.estimator = parse_estimator(estimator);
   opts.mom_groups = groups;
   opts.debias = vm.count("debias") > 0;
+  if (threads < 0) throw UsageError("--threads must be 0 (all) or positive, got " + std::to_string(threads));
+  opts.threads = threads;
+  if (threads > 0) omp_set_num_threads(threads);  // the file's decoder too
   if (groups == 0) throw UsageError("--mom-groups must be at least 1");
   const RaceSketch sketch = load_sketch(sketch_path);
   std::vector<double> sums;
@@ -401,6 +429,10 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   if (command == "--help" || command == "-h" || command == "help") {
     std::fputs(kTopUsage, stdout);
+    return 0;
+  }
+  if (command == "--version" || command == "version") {
+    std::printf("privrace %s (%s)\n", version(), git_commit());
     return 0;
   }
   try {

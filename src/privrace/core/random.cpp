@@ -1,6 +1,7 @@
 #include "privrace/core/random.hpp"
 
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <sys/random.h>
 
@@ -103,10 +104,25 @@ static void fill_os_random(void* out, std::size_t bytes) {
 }
 
 void CryptoRandom::fill(std::uint64_t* out, std::size_t words) {
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(out), static_cast<int>(words * sizeof(std::uint64_t))) != 1) {
-    char reason[256];
-    ERR_error_string_n(ERR_get_error(), reason, sizeof(reason));
-    throw Error(std::string("the CSPRNG (OpenSSL RAND_bytes) failed: ") + reason);
+  while (words > 0) {
+    if (request_pos_ == kRequestWords) {
+      if (!request_) request_ = std::make_unique<std::uint64_t[]>(kRequestWords);
+      // The calling thread's public DRBG (created, seeded from the OS and reseeded by OpenSSL).
+      EVP_RAND_CTX* drbg = RAND_get0_public(nullptr);
+      if (drbg == nullptr ||
+          EVP_RAND_generate(drbg, reinterpret_cast<unsigned char*>(request_.get()), kRequestWords * sizeof(std::uint64_t),
+                            0, 0, nullptr, 0) != 1) {
+        char reason[256];
+        ERR_error_string_n(ERR_get_error(), reason, sizeof(reason));
+        throw Error(std::string("the CSPRNG (OpenSSL public DRBG) failed: ") + reason);
+      }
+      request_pos_ = 0;
+    }
+    const std::size_t k = std::min(words, kRequestWords - request_pos_);
+    std::copy_n(request_.get() + request_pos_, k, out);
+    request_pos_ += k;
+    out += k;
+    words -= k;
   }
 }
 

@@ -87,6 +87,13 @@ class SeededRandom final : public RandomSource {
 // instance per thread, seeded and periodically reseeded from getrandom). The kernel's
 // getrandom alone delivers about 0.3 GB/s here, the DRBG about 6 GB/s: the noise for a
 // 2000 x 100,000 sketch needs over a gigabyte of random bits.
+//
+// Words are requested from the calling thread's public DRBG (RAND_get0_public) directly, 64 KiB
+// at a time. RAND_bytes would reach the same DRBG, but OpenSSL 3.0 first looks up the
+// RAND_METHOD under a process-wide write lock on every call: with 4 KiB requests from every
+// thread that lock is taken hundreds of thousands of times while a large sketch is noised.
+// Same generator, same seeding and reseeding; only the lookup is skipped (this program never
+// installs another RAND method or engine).
 class CryptoRandom final : public RandomSource {
  public:
   bool cryptographic() const override { return true; }
@@ -94,6 +101,11 @@ class CryptoRandom final : public RandomSource {
 
  protected:
   void fill(std::uint64_t* out, std::size_t words) override;
+
+ private:
+  static constexpr std::size_t kRequestWords = 8192;  // 64 KiB: CTR_DRBG's largest single request
+  std::unique_ptr<std::uint64_t[]> request_;
+  std::size_t request_pos_ = kRequestWords;
 };
 
 // splitmix64 step: derives independent seeds for sub-streams (per LSH row, per thread).

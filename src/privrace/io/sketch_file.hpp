@@ -31,7 +31,14 @@ struct SketchFileContents {
 // Writes atomically: a temporary file beside `path`, fsync, rename. On any error the
 // temporary is removed and nothing is left at `path`. "-" writes to stdout. `counts` has
 // rows x width entries.
-void write_sketch_file(const std::string& path, const nlohmann::json& header, std::span<const std::int64_t> counts);
+struct SketchWriteTimings {
+  double encode_seconds = 0.0;  // parallel zigzag + byte planes + zstd, and the CRC
+  double write_seconds = 0.0;   // the gathering pwritev into the page cache (and rename)
+  double sync_seconds = 0.0;    // fsync: the device's share
+  std::uint64_t bytes = 0;      // the file's size
+};
+void write_sketch_file(const std::string& path, const nlohmann::json& header, std::span<const std::int64_t> counts,
+                       SketchWriteTimings* timings = nullptr);
 inline void write_sketch_file(const std::string& path, const SketchFileContents& contents) {
   write_sketch_file(path, contents.header, contents.counts);
 }
@@ -45,6 +52,8 @@ SketchFileContents read_sketch_file(const std::string& path);
 // Atomic write of arbitrary bytes (shared by every writer of results).
 void write_file_atomically(const std::string& path, const std::string& bytes);
 // The same for bytes given as consecutive pieces (no concatenated copy).
-void write_file_atomically(const std::string& path, std::span<const std::string_view> pieces);
+// fsync's share of the time goes to *sync_seconds when given.
+void write_file_atomically(const std::string& path, std::span<const std::string_view> pieces,
+                           double* sync_seconds = nullptr);
 
 }  // namespace privrace

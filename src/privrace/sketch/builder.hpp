@@ -18,13 +18,30 @@ struct BuildOptions {
   std::size_t row_block = 16;  // sketch rows hashed and filled together: their counts stay in L2
   double memory_fraction = 0.5;  // replicate sub-sketches only while they fit in this share of RAM
   std::string strategy = "auto";  // auto | replicate | split_rows
+  // Replicate strategy: each thread allocates its own sub-sketch and faults its pages in, in
+  // parallel, before the fill (first touch by the thread that fills it; the page faults are
+  // then a stage of their own instead of stalls inside the hashing loop). false = allocate the
+  // sub-sketches one after another on the calling thread (the former path, kept for the benchmark).
+  bool prefault_partials = true;
+};
+
+// Wall-clock seconds per stage, summed over the add calls: what a scaling study needs to see
+// which stage stops gaining threads (privrace sketch --timings prints them).
+struct BuildStages {
+  double allocate = 0.0;  // per-thread sub-sketches allocated and their pages faulted in (first touch)
+  double read = 0.0;      // build_dense_stream: waiting for the (serial) chunk reader
+  double validate = 0.0;  // serial record validation before each parallel region
+  double fill = 0.0;      // hashing + counting, the parallel region
+  double fill_thread_max = 0.0, fill_thread_mean = 0.0;  // busy time per thread inside fill: imbalance
+  double merge = 0.0;     // sub-sketches added into the target
 };
 
 struct BuildReport {
   std::size_t points = 0;
   int threads = 1;
   std::string strategy;  // "replicate" or "split_rows"
-  double seconds = 0.0;
+  double seconds = 0.0;  // allocate + validate + fill + merge (not read)
+  BuildStages stages;
 };
 
 // Streams chunks: `next(chunk)` fills up to a bounded number of rows and returns how many (0 = end).
@@ -40,6 +57,8 @@ class SketchBuilder {
   void add_dense(const DenseRef& chunk);  // any number of rows; parallel inside
   void add_sets(const SetCollection& sets, std::size_t begin, std::size_t end);
   BuildReport finish();  // merges the sub-sketches into the target
+  // Time a streaming caller spent reading its input, reported as stages.read.
+  void add_read_seconds(double s) { stages_.read += s; }
 
  private:
   RaceSketch& target_;
@@ -49,6 +68,8 @@ class SketchBuilder {
   std::vector<std::unique_ptr<RaceSketch>> partials_;  // one per thread (replicate strategy)
   std::size_t points_ = 0;
   double seconds_ = 0.0;
+  BuildStages stages_;
+  std::vector<double> thread_busy_;  // per thread, summed over fills
   bool finished_ = false;
 };
 

@@ -1,6 +1,8 @@
 #include "privrace/sketch/privatize.hpp"
 
+#include <chrono>
 #include <cmath>
+#include <exception>
 #include <functional>
 #include <memory>
 
@@ -9,12 +11,20 @@
 
 namespace privrace {
 
+namespace {
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
 Sensitivity sketch_sensitivity(const LshFamily& family, NeighborRelation neighbors) {
   if (family.accumulates_values()) return value_sum_sensitivity(family.record_l1(), family.record_l2(), neighbors);
   return race_sensitivity(family.rows(), family.cells_per_record(), neighbors);
 }
 
-void privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& source) {
+NoiseReport privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& source) {
+  const double t_setup = now_seconds();
+  NoiseReport report;
   spec.validate();
   if (sketch.is_private()) throw UsageError("the sketch already carries noise; it is privatized once, after the merge");
   const Sensitivity sens = sketch_sensitivity(sketch.family(), spec.neighbors);
@@ -26,11 +36,10 @@ void privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& s
   const double epsilon_den = release_count && count_sens > 0.0 ? spec.count_share * spec.epsilon : 0.0;
   const double epsilon_num = spec.epsilon - epsilon_den;
   auto counts = sketch.mutable_counts();
-  const std::size_t width = sketch.width(), rows = sketch.rows();
   double realised_epsilon = epsilon_num;
   double noise_scale = 0.0, noise_variance = 0.0;
   std::string sampler = "inversion";
-  std::function<void(std::span<std::int64_t>, RandomSource&)> perturb;  // one count row
+  std::function<void(std::span<std::int64_t>, RandomSource&)> perturb;  // one block of counts
   switch (spec.mechanism) {
     case NoiseMechanism::DiscreteLaplace: {
       // P(Z = z) ~ exp(-eps |z| / L1): the geometric mechanism (Ghosh et al. 2009) is eps-DP for
@@ -66,21 +75,51 @@ void privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& s
       break;
     }
   }
-  // Rows are perturbed in parallel. Seeded noise uses one stream per row, so the result does
-  // not depend on the thread count; release noise uses one CSPRNG instance per thread.
+  report.setup_seconds = now_seconds() - t_setup;
+  // Noise blocks: the counts, row-major, are cut into blocks of kNoiseBlockCounts counters
+  // whatever the shape (a sketch with fewer rows than threads, or one very wide row, still
+  // spreads over every thread), and the blocks are perturbed in parallel.
+  //
+  // Which random stream a block draws from:
+  // - Seeded (experiments only, recorded as NOT fit for release): block b draws from its own
+  //   SeededRandom seeded with derive_seed(seed, b). The stream is a function of the block
+  //   index alone, never of the thread that happens to run the block, so a seeded run writes
+  //   the same bytes for any thread count. The record count uses derive_seed(seed ^ "count",
+  //   2^40), a stream no block index reaches (2^40 blocks would be 2^56 counters).
+  // - Release: every thread draws its blocks from the CSPRNG (CryptoRandom: OpenSSL's
+  //   per-thread public CTR_DRBG, seeded from the OS). Nothing about the release noise is
+  //   derived from the block index, a seed or anything else an analyst could know: the
+  //   block-to-thread assignment only decides which DRBG output lands in which counter, and
+  //   every output is computationally indistinguishable from independent uniform bits, so the
+  //   noise of every counter is an independent exact draw of the mechanism as before. The
+  //   block index matters only for reproducibility, which a release must not have.
+  const std::size_t cells = counts.size();
+  const std::size_t blocks = (cells + kNoiseBlockCounts - 1) / kNoiseBlockCounts;
+  const double t_draw = now_seconds();
   // Small sketches (M2M's m = 200) stay on one thread: a parallel region costs more than their noise.
-#pragma omp parallel if (counts.size() >= 16384)
+  std::exception_ptr failure;  // a CSPRNG failure inside the region is rethrown after it
+#pragma omp parallel if (cells >= 16384)
   {
     std::unique_ptr<RandomSource> os_rng;
     if (!source.seeded) os_rng = std::make_unique<CryptoRandom>();
-#pragma omp for schedule(static)
-    for (std::size_t r = 0; r < rows; ++r) {
-      std::unique_ptr<RandomSource> row_rng;
-      if (source.seeded) row_rng = std::make_unique<SeededRandom>(derive_seed(source.seed, r));
-      RandomSource& rng = source.seeded ? *row_rng : *os_rng;
-      perturb(counts.subspan(r * width, width), rng);
+#pragma omp for schedule(dynamic, 4)
+    for (std::size_t b = 0; b < blocks; ++b) {
+      try {
+        std::unique_ptr<RandomSource> block_rng;
+        if (source.seeded) block_rng = std::make_unique<SeededRandom>(derive_seed(source.seed, b));
+        RandomSource& rng = source.seeded ? *block_rng : *os_rng;
+        const std::size_t first = b * kNoiseBlockCounts;
+        perturb(counts.subspan(first, std::min(kNoiseBlockCounts, cells - first)), rng);
+      } catch (...) {
+#pragma omp critical(privrace_noise_error)
+        if (!failure) failure = std::current_exception();
+      }
     }
   }
+  // The caller gets the error; the partly noised counts are not marked private: discard them.
+  if (failure) std::rethrow_exception(failure);
+  report.draw_seconds = now_seconds() - t_draw;
+  report.blocks = blocks;
   nlohmann::json record = {{"private", true},
                            {"epsilon", spec.epsilon},
                            {"delta", spec.delta},
@@ -102,7 +141,7 @@ void privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& s
   }
   if (release_count) {
     // |D| + zeta: one exact discrete Laplace draw of scale 1 / epsilon_den (sensitivity 1), from
-    // a stream of its own (the count rows use streams 0 .. R - 1).
+    // a stream of its own (the count blocks use streams 0 .. blocks - 1).
     record["epsilon_num"] = epsilon_num;
     record["epsilon_den"] = epsilon_den;
     record["count_sensitivity"] = count_sens;
@@ -125,9 +164,11 @@ void privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& s
   }
   if (source.seeded) {
     record["noise_seed"] = source.seed;
+    record["noise_streams"] = "block b of " + std::to_string(kNoiseBlockCounts) + " counts (row-major) draws from derive_seed(noise_seed, b)";
     record["warning"] = "noise drawn from a seeded generator for reproducible experiments: NOT fit for release";
   }
   sketch.set_privacy(std::move(record));
+  return report;
 }
 
 void record_exact_count(RaceSketch& sketch) {

@@ -19,7 +19,16 @@ struct NoiseSource {
 // With spec.count_share > 0 the record count is released too: |D| + zeta with zeta discrete
 // Laplace of scale 1 / epsilon_den, epsilon_den = count_share epsilon, and the counts get
 // epsilon_num = epsilon - epsilon_den (both recorded, with the noise variances).
-void privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& source);
+// The noise is drawn in blocks of kNoiseBlockCounts counters, in parallel; a seeded run draws
+// block b from the stream derive_seed(seed, b), so its output does not depend on the thread
+// count (privatize.cpp explains why the release path, on the CSPRNG, is unaffected).
+inline constexpr std::size_t kNoiseBlockCounts = std::size_t{1} << 16;
+struct NoiseReport {
+  double setup_seconds = 0.0;  // parameters and the exact sampler's tables
+  double draw_seconds = 0.0;   // the parallel draws
+  std::size_t blocks = 0;
+};
+NoiseReport privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& source);
 
 // L1/L2 sensitivity of the count array: race_sensitivity for hash families (one increment a
 // row per record), value_sum_sensitivity of the family's per-record bounds for value families.

@@ -1,5 +1,6 @@
 #include "privrace/sketch/race_sketch.hpp"
 
+#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -237,19 +238,28 @@ std::vector<double> RaceSketch::query_dense(const DenseRef& queries, const Query
   std::vector<double> out(static_cast<std::size_t>(queries.rows()));
   const double nh = opts.debias ? n_hat() : 0.0;  // once, not per query: it sums R x W counts
   constexpr Eigen::Index kBatch = 64;  // R x 64 estimates stay in L2
-  for (Eigen::Index b = 0; b < queries.rows(); b += kBatch) {
-    const Eigen::Index n = std::min(kBatch, queries.rows() - b);
-    thread_local CodeMatrix codes;
-    family_->hash_dense(queries.middleRows(b, n), codes);
-    if (n == 1) {
-      out[static_cast<std::size_t>(b)] = combine(row_estimates_single(codes.data()), opts, nh);
-      continue;
-    }
-    const DoubleMatrix est = row_estimates(codes);
+  const Eigen::Index batches = (queries.rows() + kBatch - 1) / kBatch;
+  // Batches in parallel, each written to its own queries' slots: the batches are the same
+  // [b 64, (b + 1) 64) ranges for any thread count, so every query is hashed by the same GEMM
+  // shape and position and the answers are identical for any number of threads.
+#pragma omp parallel num_threads(opts.threads > 0 ? opts.threads : omp_get_max_threads()) if (batches > 1)
+  {
     std::vector<double> values(rows_);
-    for (Eigen::Index i = 0; i < n; ++i) {
-      for (std::size_t r = 0; r < rows_; ++r) values[r] = est(static_cast<Eigen::Index>(r), i);
-      out[static_cast<std::size_t>(b + i)] = combine(values, opts, nh);
+    CodeMatrix codes;
+#pragma omp for schedule(dynamic)
+    for (Eigen::Index k = 0; k < batches; ++k) {
+      const Eigen::Index b = k * kBatch;
+      const Eigen::Index n = std::min(kBatch, queries.rows() - b);
+      family_->hash_dense(queries.middleRows(b, n), codes);
+      if (n == 1) {
+        out[static_cast<std::size_t>(b)] = combine(row_estimates_single(codes.data()), opts, nh);
+        continue;
+      }
+      const DoubleMatrix est = row_estimates(codes);
+      for (Eigen::Index i = 0; i < n; ++i) {
+        for (std::size_t r = 0; r < rows_; ++r) values[r] = est(static_cast<Eigen::Index>(r), i);
+        out[static_cast<std::size_t>(b + i)] = combine(values, opts, nh);
+      }
     }
   }
   return out;
@@ -262,7 +272,7 @@ std::vector<double> RaceSketch::query_sets(const SetBatch& queries, const QueryO
   const std::size_t batches = (queries.size() + kBatch - 1) / kBatch;
   // Batches in parallel: each query is R random reads from a sketch far larger than the
   // caches, so threads add memory-level parallelism. Outputs are per query: thread-invariant.
-#pragma omp parallel if (batches > 1)
+#pragma omp parallel num_threads(opts.threads > 0 ? opts.threads : omp_get_max_threads()) if (batches > 1)
   {
     std::vector<double> values(rows_);
     CodeMatrix codes;

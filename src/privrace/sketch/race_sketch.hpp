@@ -22,6 +22,7 @@ struct QueryOptions {
   Estimator estimator = Estimator::Mean;
   std::size_t mom_groups = 5;  // median-of-means: rows split into this many equal groups
   bool debias = false;         // remove the 1/W collisions of the column hash
+  int threads = 0;             // batches of queries answered in parallel; 0 = OpenMP default
 };
 
 // Refuses (ResourceError) before allocating when R x W counters would not fit in memory.

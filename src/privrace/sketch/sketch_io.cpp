@@ -32,12 +32,13 @@ nlohmann::json sketch_header(const RaceSketch& sketch) {
   return header;
 }
 
-void save_sketch(const std::string& path, const RaceSketch& sketch, bool allow_nonprivate, const nlohmann::json& extra) {
+void save_sketch(const std::string& path, const RaceSketch& sketch, bool allow_nonprivate, const nlohmann::json& extra,
+                 SketchWriteTimings* timings) {
   if (!sketch.is_private() && !allow_nonprivate)
     throw UsageError("refusing to write a sketch without noise: it would release exact counts (pass --no-privacy to do so deliberately)");
   nlohmann::json header = sketch_header(sketch);
   for (const auto& [key, value] : extra.items()) header[key] = value;
-  write_sketch_file(path, header, sketch.counts());
+  write_sketch_file(path, header, sketch.counts(), timings);
 }
 
 RaceSketch load_sketch(const std::string& path, nlohmann::json* header_out) {

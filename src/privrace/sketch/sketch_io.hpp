@@ -4,6 +4,7 @@
 // be written out by accident.
 #include <string>
 
+#include "privrace/io/sketch_file.hpp"
 #include "privrace/sketch/race_sketch.hpp"
 
 namespace privrace {
@@ -12,7 +13,7 @@ namespace privrace {
 std::string sketch_kind(const LshFamily& family);
 nlohmann::json sketch_header(const RaceSketch& sketch);
 void save_sketch(const std::string& path, const RaceSketch& sketch, bool allow_nonprivate = false,
-                 const nlohmann::json& extra = nlohmann::json::object());
+                 const nlohmann::json& extra = nlohmann::json::object(), SketchWriteTimings* timings = nullptr);
 RaceSketch load_sketch(const std::string& path, nlohmann::json* header_out = nullptr);
 
 }  // namespace privrace

@@ -220,7 +220,7 @@ BuildReport build_set_sketch(RaceSketch& sketch, const SetCollection& sets, cons
     family.hash_sets(SetBatch{&empty, 0, 1}, codes);
     for (std::size_t r = 0; r < R; ++r) sketch.row(r)[sketch.column_hash(r)(codes(static_cast<Eigen::Index>(r), 0))] += static_cast<std::int64_t>(empties);
   }
-  return {n, threads, "two_phase", now_seconds() - t0};
+  return {n, threads, "two_phase", now_seconds() - t0, {}};
 }
 
 // ---------------------------------------------------------------------------------------------

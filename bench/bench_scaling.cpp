@@ -1,0 +1,173 @@
+// Thread scaling of every stage of `privrace sketch` and of dense queries, each against its
+// former variant in the same run. Thread grids run 1 .. all cores of the machine, so the same
+// binary gives the 16-core figures there:
+//   build/bench/bench_scaling --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+// Arguments: the first is the thread count; a variant argument 0 is the former path, 1 the new.
+#include <benchmark/benchmark.h>
+#include <omp.h>
+#include <openssl/rand.h>
+
+#include <filesystem>
+#include <unistd.h>
+
+#include "privrace/core/random.hpp"
+#include "privrace/io/sketch_file.hpp"
+#include "privrace/lsh/family.hpp"
+#include "privrace/privacy/mechanisms.hpp"
+#include "privrace/sketch/builder.hpp"
+#include "privrace/sketch/privatize.hpp"
+#include "privrace/sketch/race_sketch.hpp"
+
+using namespace privrace;
+
+namespace {
+DenseMatrix cube_points(std::size_t n, std::size_t d, std::uint64_t seed) {
+  SeededRandom rng(seed);
+  DenseMatrix x(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(d));
+  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(255.0 * rng.unit());
+  return x;
+}
+std::shared_ptr<const LshFamily> l2_family(std::size_t rows, std::size_t dim) {
+  return make_family(FamilySpec{.kernel = "l2", .bandwidth = 5.0, .rows = rows, .dim = dim, .seed = 1});
+}
+void thread_grid(benchmark::internal::Benchmark* b, bool with_variant) {
+  for (int t = 1; t <= omp_get_num_procs(); ++t) {
+    if (with_variant) {
+      b->Args({t, 0});
+      b->Args({t, 1});
+    } else {
+      b->Args({t});
+    }
+  }
+}
+}  // namespace
+
+// Dense build, skin-sized (245,057 x 3), R = W = 1000, with the stage times as counters
+// (seconds per build): sub-sketches allocated serially and faulted inside the fill (variant 0)
+// against allocated and pre-faulted by their own threads (variant 1).
+static void BM_BuildStages(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const bool prefault = state.range(1) == 1;
+  const DenseMatrix x = cube_points(245057, 3, 4);
+  const auto family = l2_family(1000, 3);
+  BuildStages sum;
+  for (auto _ : state) {
+    RaceSketch sketch(family, 1000);
+    const BuildReport r = build_dense(sketch, x, {.threads = threads, .strategy = "replicate", .prefault_partials = prefault});
+    benchmark::DoNotOptimize(sketch.counts().data());
+    sum.allocate += r.stages.allocate;
+    sum.fill += r.stages.fill;
+    sum.merge += r.stages.merge;
+    sum.fill_thread_max += r.stages.fill_thread_max;
+    sum.fill_thread_mean += r.stages.fill_thread_mean;
+  }
+  const double it = static_cast<double>(state.iterations());
+  state.counters["allocate_s"] = sum.allocate / it;
+  state.counters["fill_s"] = sum.fill / it;
+  state.counters["merge_s"] = sum.merge / it;
+  state.counters["imbalance"] = sum.fill_thread_max / std::max(1e-12, sum.fill_thread_mean);
+  state.counters["row_updates/s"] = benchmark::Counter(it * 245057.0 * 1000.0, benchmark::Counter::kIsRate);
+  state.SetLabel(prefault ? "prefaulted" : "faulted in fill");
+}
+BENCHMARK(BM_BuildStages)->Apply([](auto* b) { thread_grid(b, true); })->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Seeded discrete Laplace noise for R = 1000, W = 1000 (table sampler): one stream per row
+// with rows shared among threads (variant 0, the former scheme, written out here) against one
+// stream per block of 2^16 counts (variant 1, privatize).
+static void BM_NoiseStreams(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const bool blocks = state.range(1) == 1;
+  const auto family = l2_family(1000, 3);
+  const PrivacySpec spec{.epsilon = 1.0};
+  for (auto _ : state) {
+    state.PauseTiming();
+    RaceSketch s(family, 1000);
+    state.ResumeTiming();
+    if (blocks) {
+      omp_set_num_threads(threads);
+      privatize(s, spec, {.seeded = true, .seed = 7});
+    } else {
+      const DiscreteLaplace noise(1000.0 / spec.epsilon);
+      const auto table = noise.bulk_sampler();
+      auto counts = s.mutable_counts();
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (std::size_t r = 0; r < 1000; ++r) {
+        SeededRandom rng(derive_seed(7, r));
+        noise.add_to(counts.subspan(r * 1000, 1000), rng, table.get());
+      }
+    }
+    benchmark::DoNotOptimize(s.counts().data());
+  }
+  omp_set_num_threads(omp_get_num_procs());
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * 1000000);
+  state.SetLabel(blocks ? "block streams" : "row streams");
+}
+BENCHMARK(BM_NoiseStreams)->Apply([](auto* b) { thread_grid(b, true); })->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Release randomness, every thread drawing 4 MiB: RAND_bytes 4 KiB at a time (variant 0, the
+// former CryptoRandom: a process-wide lock per call in OpenSSL 3.0) against CryptoRandom (the
+// thread's public DRBG, 64 KiB requests).
+static void BM_CsprngThreads(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const bool direct = state.range(1) == 1;
+  constexpr std::size_t kWords = std::size_t{1} << 19;
+  for (auto _ : state) {
+#pragma omp parallel num_threads(threads)
+    {
+      std::vector<std::uint64_t> out(kWords);
+      if (direct) {
+        CryptoRandom rng;
+        rng.take(out.data(), kWords);
+      } else {
+        for (std::size_t i = 0; i < kWords; i += 512)
+          if (RAND_bytes(reinterpret_cast<unsigned char*>(out.data() + i), 512 * 8) != 1) std::abort();
+      }
+      benchmark::DoNotOptimize(out.data());
+    }
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * threads * static_cast<std::int64_t>(kWords * 8));
+  state.SetLabel(direct ? "public DRBG, 64 KiB" : "RAND_bytes, 4 KiB");
+}
+BENCHMARK(BM_CsprngThreads)->Apply([](auto* b) { thread_grid(b, true); })->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Encode + write (+ fsync) of a noisy R = 1000, W = 10,000 sketch (10^7 counts, ten blocks).
+static void BM_WriteSketch(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const auto family = l2_family(1000, 3);
+  RaceSketch s(family, 10000);
+  privatize(s, {.epsilon = 1.0}, {.seeded = true, .seed = 3});
+  const std::string path = (std::filesystem::temp_directory_path() / ("bench_scaling_" + std::to_string(::getpid()) + ".rsk")).string();
+  SketchWriteTimings sum;
+  omp_set_num_threads(threads);
+  for (auto _ : state) {
+    SketchWriteTimings t;
+    write_sketch_file(path, {{"rows", 1000}, {"width", 10000}}, s.counts(), &t);
+    sum.encode_seconds += t.encode_seconds;
+    sum.write_seconds += t.write_seconds;
+    sum.sync_seconds += t.sync_seconds;
+    sum.bytes = t.bytes;
+  }
+  omp_set_num_threads(omp_get_num_procs());
+  std::filesystem::remove(path);
+  const double it = static_cast<double>(state.iterations());
+  state.counters["encode_s"] = sum.encode_seconds / it;
+  state.counters["write_s"] = sum.write_seconds / it;
+  state.counters["fsync_s"] = sum.sync_seconds / it;
+  state.counters["MB"] = static_cast<double>(sum.bytes) / 1e6;
+}
+BENCHMARK(BM_WriteSketch)->Apply([](auto* b) { thread_grid(b, false); })->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// 100,000 dense queries (d = 3) against an R = 1000, W = 1000 sketch in parallel batches; one
+// thread is the former serial loop.
+static void BM_DenseQueries(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const auto family = l2_family(1000, 3);
+  RaceSketch sketch(family, 1000);
+  build_dense(sketch, cube_points(20000, 3, 6));
+  const DenseMatrix q = cube_points(100000, 3, 7);
+  for (auto _ : state) benchmark::DoNotOptimize(sketch.query_dense(q, {.threads = threads}));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * 100000);
+}
+BENCHMARK(BM_DenseQueries)->Apply([](auto* b) { thread_grid(b, false); })->Unit(benchmark::kMillisecond)->UseRealTime();
+
+BENCHMARK_MAIN();
