@@ -125,9 +125,9 @@ class ClassificationTask final : public Task {
       if (Progress::enabled())
         std::cerr << "bandwidth search: w = " << res.bandwidth << " (validation accuracy " << res.validation_accuracy << ")\n";
     }
+    ctx->train_lr = logistic_inputs(ctx->train_x);  // also the inputs of one-vs-rest (classify_ovr.cpp)
+    ctx->test_lr = logistic_inputs(ctx->test_x);
     if (ctx->classes == 2) {
-      ctx->train_lr = logistic_inputs(ctx->train_x);
-      ctx->test_lr = logistic_inputs(ctx->test_x);
       ctx->train_pm.resize(static_cast<Eigen::Index>(ctx->train_y.size()));
       for (std::size_t i = 0; i < ctx->train_y.size(); ++i) ctx->train_pm(static_cast<Eigen::Index>(i)) = ctx->train_y[i] == 1 ? 1.0 : -1.0;
     }

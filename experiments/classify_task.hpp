@@ -14,7 +14,7 @@ struct ClassifyContext : TaskContext {
   double bandwidth = 0;              // p-stable bucket width of the RACE classifier
   json bandwidth_selection;          // how it was chosen (recorded in every RACE record)
   // Objective perturbation's inputs: [2x - 1, 1] / sqrt(d + 1), so every row has norm <= 1
-  // (a fixed public map of each record), and labels in {-1, +1} (binary tasks only).
+  // (a fixed public map of each record), and labels in {-1, +1} (train_pm: binary tasks only).
   DoubleMatrix train_lr, test_lr;
   Eigen::VectorXd train_pm;
 };
@@ -23,5 +23,7 @@ std::unique_ptr<Task> make_classification_task();
 std::unique_ptr<Method> make_race_classifier_method();
 std::unique_ptr<Method> make_objective_perturbation_method();
 std::unique_ptr<Method> make_majority_method();
+// Objective perturbation one-vs-rest for K classes, epsilon / K per class (classify_ovr.cpp).
+std::unique_ptr<Method> make_objective_perturbation_ovr_method();
 
 }  // namespace privrace::experiments

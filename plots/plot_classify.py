@@ -6,7 +6,7 @@ Each method's curve is its best grid point at each epsilon (the runner's best_ov
 mean +- one standard deviation over the repetitions; methods without epsilon (majority class)
 are horizontal reference lines. A panel computed on a synthetic stand-in says so in its title.
 
-usage: plot_classify.py [--results DIR] [--out FILE] [--datasets occupancy pulsar nomao]
+usage: plot_classify.py [--results DIR] [--out FILE] [--datasets occupancy pulsar nomao nursery]
 """
 import argparse
 import json
@@ -21,7 +21,8 @@ except ImportError:  # some machines put a python3 without matplotlib first on P
     sys.exit("plot_classify.py needs matplotlib: run it with /usr/bin/python3 (Debian's python3-matplotlib)")
 
 STYLE = {"RACE": ("tab:blue", "o", "-"), "RACE-MAP": ("tab:cyan", "s", "--"),
-         "ObjPert": ("tab:red", "^", "-"), "ObjPert (wider lambda)": ("tab:orange", "v", "-."), "Majority": ("black", None, ":")}
+         "ObjPert": ("tab:red", "^", "-"), "ObjPert (wider lambda)": ("tab:orange", "v", "-."), "Majority": ("black", None, ":"),
+         "ObjPert (one-vs-rest)": ("tab:red", "^", "-")}
 
 
 def curves(summary):
@@ -121,7 +122,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", default=os.path.join(here, "..", "results"))
     ap.add_argument("--out", default=os.path.join(here, "classify.png"))
-    ap.add_argument("--datasets", nargs="+", default=["occupancy", "pulsar", "nomao"])
+    ap.add_argument("--datasets", nargs="+", default=["occupancy", "pulsar", "nomao", "nursery"])
     a = ap.parse_args()
     plot("classify", a.datasets, "test accuracy", "Private classification: accuracy vs privacy budget",
          a.results, a.out)

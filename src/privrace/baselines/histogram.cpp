@@ -21,17 +21,20 @@ HistogramRelease::HistogramRelease(const DenseRef& train, const Domain& dom, int
   {
     std::vector<std::int64_t> local(counts_.size(), 0);
 #pragma omp for schedule(static)
-    for (std::ptrdiff_t i = 0; i < n; ++i) {
-      std::size_t cell = 0;
-      for (std::size_t j = 0; j < d_; ++j) {
-        const double t = dom.to_unit(train(i, static_cast<Eigen::Index>(j)));
-        cell = cell * static_cast<std::size_t>(b_) + static_cast<std::size_t>(std::min(b_ - 1, static_cast<int>(t * b_)));
-      }
-      ++local[cell];
-    }
+    for (std::ptrdiff_t i = 0; i < n; ++i) ++local[cell_of(train, i)];
 #pragma omp critical
     for (std::size_t c = 0; c < counts_.size(); ++c) counts_[c] += local[c];
   }
+}
+
+std::size_t HistogramRelease::cell_of(const DenseRef& points, Eigen::Index i) const {
+  if (static_cast<std::size_t>(points.cols()) != d_) throw InputError("histogram: point of the wrong dimension");
+  std::size_t cell = 0;
+  for (std::size_t j = 0; j < d_; ++j) {
+    const double t = dom_.to_unit(points(i, static_cast<Eigen::Index>(j)));
+    cell = cell * static_cast<std::size_t>(b_) + static_cast<std::size_t>(std::min(b_ - 1, static_cast<int>(t * b_)));
+  }
+  return cell;
 }
 
 std::vector<std::int64_t> HistogramRelease::noisy_counts(double epsilon, double sensitivity, RandomSource* rng) const {

@@ -22,6 +22,8 @@ class HistogramRelease {
   HistogramRelease(const DenseRef& train, const Domain& dom, int bins_per_dim);
   std::size_t cells() const { return counts_.size(); }
   const std::vector<std::int64_t>& counts() const { return counts_; }
+  // The bin of row `i` of `points` (values outside the domain fall in the edge bins).
+  std::size_t cell_of(const DenseRef& points, Eigen::Index i) const;
   // Noisy counts (exact counts if rng == nullptr); `sensitivity` 1 (add/remove) or 2 (replace).
   std::vector<std::int64_t> noisy_counts(double epsilon, double sensitivity, RandomSource* rng) const;
   WeightedPoints points(const std::vector<std::int64_t>& counts) const;

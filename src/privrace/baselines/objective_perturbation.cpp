@@ -100,4 +100,32 @@ ObjPertResult objective_perturbation_logistic(const DoubleMatrix& x, const Eigen
   return res;
 }
 
+Eigen::MatrixXd OneVsRestResult::weights() const {
+  if (fits.empty()) return {};
+  Eigen::MatrixXd w(fits[0].w.size(), static_cast<Eigen::Index>(fits.size()));
+  for (std::size_t c = 0; c < fits.size(); ++c) w.col(static_cast<Eigen::Index>(c)) = fits[c].w;
+  return w;
+}
+
+OneVsRestResult objective_perturbation_one_vs_rest(const DoubleMatrix& x, const std::vector<int>& labels,
+                                                   std::size_t classes, double epsilon, double lambda, RandomSource& rng) {
+  if (classes < 2) throw UsageError("one-vs-rest objective perturbation needs at least 2 classes");
+  if (labels.size() != static_cast<std::size_t>(x.rows()))
+    throw UsageError("one-vs-rest objective perturbation: rows and labels differ in number");
+  for (const int c : labels)
+    if (c < 0 || static_cast<std::size_t>(c) >= classes)
+      throw UsageError("one-vs-rest objective perturbation: label " + std::to_string(c) + " outside 0.." +
+                       std::to_string(classes - 1));
+  OneVsRestResult res;
+  const bool priv = epsilon > 0 && std::isfinite(epsilon);
+  // Sequential composition over the K problems (derivation in the header).
+  res.epsilon_per_class = priv ? epsilon / static_cast<double>(classes) : std::numeric_limits<double>::infinity();
+  Eigen::VectorXd y(x.rows());
+  for (std::size_t c = 0; c < classes; ++c) {
+    for (Eigen::Index i = 0; i < x.rows(); ++i) y(i) = labels[static_cast<std::size_t>(i)] == static_cast<int>(c) ? 1.0 : -1.0;
+    res.fits.push_back(objective_perturbation_logistic(x, y, priv ? res.epsilon_per_class : epsilon, lambda, rng));
+  }
+  return res;
+}
+
 }  // namespace privrace

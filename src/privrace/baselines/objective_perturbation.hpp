@@ -16,6 +16,7 @@
 // The JMLR proof is for data sets of equal size n differing in one record (replace-one
 // neighbours, n public), unlike the sketches' add/remove relation: records say "replace".
 #include <Eigen/Dense>
+#include <vector>
 
 #include "privrace/core/random.hpp"
 #include "privrace/core/types.hpp"
@@ -33,6 +34,27 @@ struct ObjPertResult {
 // epsilon <= 0 or infinite: the non-private regularised solution (b = 0, Delta = 0).
 ObjPertResult objective_perturbation_logistic(const DoubleMatrix& x, const Eigen::VectorXd& y, double epsilon,
                                               double lambda, RandomSource& rng);
+
+// Multi-class objective perturbation, one-vs-rest: K binary problems "class c against the
+// rest", each fitted by objective_perturbation_logistic with epsilon / K.
+// Budget split, derived. Under replace-one neighbours D ~ D' (the relation of Chaudhuri et al.'s
+// proof), a record (x, c) appears in EVERY one of the K binary training sets (labelled +1 in
+// problem c, -1 in the others), so D and D' differ in one record in each of the K problems: the
+// problems do not partition the data and parallel composition does not apply. Fit k is
+// (epsilon / K)-DP on its problem (Theorem 9 with epsilon_k = epsilon / K, including its own eps'
+// correction and extra regulariser), and the K fits use independent noise, so by basic
+// sequential composition their joint release is (sum_k epsilon / K) = epsilon-DP. Predictions
+// argmax_c w_c . x are post-processing. K is public (the schema's class count). With K = 2 the
+// two fits are redundant (w_1 ~ -w_0) and one binary fit with the whole epsilon is better;
+// this function does not special-case it so that the split stays uniform.
+struct OneVsRestResult {
+  std::vector<ObjPertResult> fits;  // one per class
+  double epsilon_per_class = 0;     // epsilon / K
+  Eigen::MatrixXd weights() const;  // d x K
+};
+// labels in 0..classes-1; classes >= 2. epsilon <= 0 or infinite: non-private fits.
+OneVsRestResult objective_perturbation_one_vs_rest(const DoubleMatrix& x, const std::vector<int>& labels,
+                                                   std::size_t classes, double epsilon, double lambda, RandomSource& rng);
 
 // Minimises (1/n) sum log(1 + exp(-y_i w.x_i)) + (reg/2) ||w||^2 + (1/n) b.w by damped Newton.
 Eigen::VectorXd fit_regularised_logistic(const DoubleMatrix& x, const Eigen::VectorXd& y, double reg,
