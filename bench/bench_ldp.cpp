@@ -6,10 +6,12 @@
 #include <omp.h>
 
 #include <map>
+#include <memory>
 
 #include "privrace/ldp/bernstein.hpp"
 #include "privrace/ldp/erm.hpp"
 #include "privrace/ldp/protocols.hpp"
+#include "privrace/ldp/smooth.hpp"
 
 using namespace privrace;
 using namespace privrace::ldp;
@@ -137,5 +139,40 @@ static void BM_ServerVsP(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_ServerVsP)->DenseRange(1, 5)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Section 6.2, players' side: 10^6 players on [-1, 1]^2, 256 Gaussian-kernel queries; the
+// trigonometric protocol (one public Chebyshev-cosine term of t^2 - 1, one bit; Arg: t) against
+// per-query LDP averaging (Arg 0: one public query, one bit). Both threads; reports/s.
+static void BM_SmoothQueries(benchmark::State& state) {
+  const int t = static_cast<int>(state.range(0));
+  static const PointData data = [] {
+    PointData p;
+    p.n = 1000000;
+    p.d = 2;
+    p.x.resize(2 * p.n);
+    SeededRandom rng(4);
+    for (auto& v : p.x) v = 2 * rng.unit() - 1;
+    return p;
+  }();
+  const auto queries = kde_query_family(2, 8, {0.15, 0.25, 0.4, 0.7});
+  std::unique_ptr<TrigonometricBasis> basis;
+  std::vector<std::vector<double>> coeffs;
+  if (t > 0) {
+    basis = std::make_unique<TrigonometricBasis>(2, t, queries.size());
+    for (const auto& q : queries) coeffs.push_back(basis->coefficients([&](const double* x) { return q(x); }));
+  }
+  std::uint64_t seed = 0;
+  for (auto _ : state) {
+    if (t > 0) {
+      const SmoothRelease r = ldp_trigonometric_queries(data, *basis, coeffs, 1.0, SmoothProtocol::Bit, ++seed, 2);
+      benchmark::DoNotOptimize(r.answers.data());
+    } else {
+      const auto a = ldp_per_query_kernel_answers(data, queries, 1.0, ++seed, 2);
+      benchmark::DoNotOptimize(a.data());
+    }
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * data.n));
+}
+BENCHMARK(BM_SmoothQueries)->Arg(0)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -1,5 +1,6 @@
 #include "ldp_task.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -415,17 +416,32 @@ class LdpMarginalsMethod final : public Method {
 
 // ------------------------------------------------------------------------------------------
 // High dimension (Section 7): sparse linear regression, d = 1000, compressed to m <= 200.
+//
+// Data with a real signal in the paper's setting (||x||_2 <= 1, |y| <= 1, w* in C):
+// every record has `nonzeros` entries +-1/sqrt(nonzeros) (on the unit sphere); each entry
+// lands with probability popular_mass on a block of `popular` coordinates that holds the
+// support of w*, otherwise uniformly on all d. w* has `sparsity` entries of size 1/sparsity on
+// that block (signed for the L1 ball, non-negative for the simplex; ||w*||_1 = 1), and
+// y = <w*, x> + N(0, 0.1^2) clipped. Isotropic records in d = 1000 would make
+// E <w*, x>^2 = ||w*||^2 / d so small that predicting 0 beats every private method; here the
+// predictor 0 has excess risk of about 0.01 (recorded as zero_excess_risk).
 
 struct LdpHighDimContext : TaskContext {
-  int d = 1000, sparsity = 5;
+  int d = 1000, sparsity = 5, nonzeros = 2, popular = 10;
+  double popular_mass = 0.5, noise_sd = 0.1;
   std::uint64_t data_seed = 1;
   mutable std::mutex mutex;
   struct Population {
-    Eigen::MatrixXd X;
-    Eigen::VectorXd y, w_star, w_opt;
-    double risk_opt = 0;
+    SparseRows X;
+    Eigen::VectorXd y, w_star;
+  };
+  struct Optimum {
+    Eigen::VectorXd w;
+    double risk = 0, zero_risk = 0;
   };
   mutable std::map<std::tuple<std::string, std::size_t>, std::shared_ptr<const Population>> cache;
+  mutable std::map<std::tuple<std::string, std::size_t, double>, std::shared_ptr<const Optimum>> optima;
+  mutable std::map<std::string, double> widths;
 
   std::shared_ptr<const Population> population(const std::string& set_name, std::size_t n) const {
     std::lock_guard<std::mutex> lock(mutex);
@@ -433,23 +449,64 @@ struct LdpHighDimContext : TaskContext {
     if (auto it = cache.find(key); it != cache.end()) return it->second;
     const SparseSet set = parse_sparse_set(set_name);
     auto pop = std::make_shared<Population>();
-    SeededRandom rng(derive_seed(data_seed, n));
-    // Records in the L1 ball (three entries +-1/3), a planted sparse w* on the unit sphere of
-    // the set (L1 ball: signed; simplex: non-negative), y = <w*, x> + N(0, 0.05^2) clipped.
-    pop->X = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(n), d);
-    for (Eigen::Index i = 0; i < pop->X.rows(); ++i)
-      for (int q = 0; q < 3; ++q) pop->X(i, static_cast<Eigen::Index>(rng.below(static_cast<std::uint64_t>(d)))) = rng.bit() ? 1.0 / 3 : -1.0 / 3;
+    // The model (public to the experiment, not to the players): the popular block and w*.
+    SeededRandom model(derive_seed(data_seed, 0x4d0dULL));
+    std::vector<int> block;
+    while (static_cast<int>(block.size()) < popular) {
+      const int j = static_cast<int>(model.below(static_cast<std::uint64_t>(d)));
+      if (std::find(block.begin(), block.end(), j) == block.end()) block.push_back(j);
+    }
     pop->w_star = Eigen::VectorXd::Zero(d);
     for (int j = 0; j < sparsity; ++j)
-      pop->w_star(static_cast<Eigen::Index>(rng.below(static_cast<std::uint64_t>(d)))) =
-          (set == SparseSet::L1Ball && rng.bit() ? -1.0 : 1.0) / sparsity;
-    pop->y = pop->X * pop->w_star;
-    for (Eigen::Index i = 0; i < pop->y.size(); ++i) pop->y(i) = std::clamp(pop->y(i) + 0.05 * sample_normal(rng), -1.0, 1.0);
-    const double r = std::max(pop->w_star.lpNorm<1>(), 1e-12);
-    pop->w_opt = constrained_least_squares(pop->X, pop->y, set, r, 3000);  // the non-private ERM over C
-    pop->risk_opt = (pop->X * pop->w_opt - pop->y).squaredNorm() / static_cast<double>(n);
+      pop->w_star(block[static_cast<std::size_t>(j)]) = (set == SparseSet::L1Ball && j % 2 ? -1.0 : 1.0) / sparsity;
+    std::vector<Eigen::Triplet<double>> entries;
+    entries.reserve(n * static_cast<std::size_t>(nonzeros));
+    pop->y.resize(static_cast<Eigen::Index>(n));
+    const double value = 1.0 / std::sqrt(static_cast<double>(nonzeros));
+    std::vector<int> cols;
+    for (std::size_t i = 0; i < n; ++i) {
+      SeededRandom rng(derive_seed(derive_seed(data_seed, 0x4d0eULL), i));  // nested in n
+      cols.clear();
+      while (static_cast<int>(cols.size()) < nonzeros) {
+        const int j = rng.unit() < popular_mass ? block[rng.below(static_cast<std::uint64_t>(popular))]
+                                                : static_cast<int>(rng.below(static_cast<std::uint64_t>(d)));
+        if (std::find(cols.begin(), cols.end(), j) == cols.end()) cols.push_back(j);
+      }
+      double dot = 0;
+      for (int j : cols) {
+        const double v = rng.bit() ? value : -value;
+        entries.emplace_back(static_cast<int>(i), j, v);
+        dot += v * pop->w_star(j);
+      }
+      pop->y(static_cast<Eigen::Index>(i)) = std::clamp(dot + noise_sd * sample_normal(rng), -1.0, 1.0);
+    }
+    pop->X.resize(static_cast<Eigen::Index>(n), d);
+    pop->X.setFromTriplets(entries.begin(), entries.end());
     cache[key] = pop;
+    if (cache.size() > 4) cache.erase(cache.begin());
     return pop;
+  }
+
+  std::shared_ptr<const Optimum> optimum(const std::string& set_name, const Population& pop, double r) const {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (auto it = optima.find({set_name, static_cast<std::size_t>(pop.y.size()), r}); it != optima.end())
+        return it->second;
+    }
+    auto opt = std::make_shared<Optimum>();
+    opt->w = constrained_regression(pop.X, pop.y, parse_sparse_set(set_name), r);  // the non-private ERM over C
+    const double n = static_cast<double>(pop.y.size());
+    opt->risk = (pop.X * opt->w - pop.y).squaredNorm() / n;
+    opt->zero_risk = pop.y.squaredNorm() / n;
+    std::lock_guard<std::mutex> lock(mutex);
+    optima[{set_name, static_cast<std::size_t>(pop.y.size()), r}] = opt;
+    return opt;
+  }
+
+  double width(const std::string& set_name) const {  // of the set of radius 1 (Monte Carlo, 2000 draws)
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = widths.find(set_name); it != widths.end()) return it->second;
+    return widths[set_name] = gaussian_width(parse_sparse_set(set_name), d, 2000, 7);
   }
 };
 
@@ -459,7 +516,11 @@ class LdpHighDimTask final : public Task {
   std::vector<ParamSpec> options() const override {
     using K = ParamSpec::Kind;
     return {{"d", K::PositiveInt, 1000, {}, "dimension"},
-            {"sparsity", K::PositiveInt, 5, {}, "non-zeros of the planted w*"},
+            {"sparsity", K::PositiveInt, 5, {}, "non-zeros of the planted w* (at most popular)"},
+            {"nonzeros", K::PositiveInt, 2, {}, "non-zeros of a record, each +-1/sqrt(nonzeros)"},
+            {"popular", K::PositiveInt, 10, {}, "size of the coordinate block holding supp(w*)"},
+            {"popular_mass", K::PositiveNumber, 0.5, {}, "probability that a record's entry lands in that block"},
+            {"noise_sd", K::PositiveNumber, 0.1, {}, "label noise"},
             {"data_seed", K::NonNegativeInt, 1, {}, "seed of the generated players"}};
   }
   std::vector<std::string> metrics() const override {
@@ -469,11 +530,25 @@ class LdpHighDimTask final : public Task {
     auto ctx = std::make_unique<LdpHighDimContext>();
     ctx->config = &cfg;
     ctx->threads = env.threads;
-    ctx->d = cfg.task_options.at("d").get<int>();
-    ctx->sparsity = cfg.task_options.at("sparsity").get<int>();
-    ctx->data_seed = cfg.task_options.at("data_seed").get<std::uint64_t>();
+    const json& o = cfg.task_options;
+    ctx->d = o.at("d").get<int>();
+    ctx->sparsity = o.at("sparsity").get<int>();
+    ctx->nonzeros = o.at("nonzeros").get<int>();
+    ctx->popular = o.at("popular").get<int>();
+    ctx->popular_mass = o.at("popular_mass").get<double>();
+    ctx->noise_sd = o.at("noise_sd").get<double>();
+    ctx->data_seed = o.at("data_seed").get<std::uint64_t>();
+    if (ctx->popular > ctx->d || ctx->sparsity > ctx->popular || ctx->nonzeros > ctx->d || ctx->popular_mass > 1)
+      throw ConfigError(cfg.file + ": $.task: need sparsity <= popular <= d, nonzeros <= d and popular_mass <= 1 (got sparsity " +
+                        std::to_string(ctx->sparsity) + ", popular " + std::to_string(ctx->popular) + ", nonzeros " +
+                        std::to_string(ctx->nonzeros) + ", d " + std::to_string(ctx->d) + ", popular_mass " +
+                        std::to_string(ctx->popular_mass) + ")");
     ctx->data_summary = {{"name", "generated"}, {"stand_in", false}, {"d", ctx->d}, {"sparsity", ctx->sparsity},
-                         {"records", "three entries +-1/3 (L1 ball), y = <w*, x> + N(0, 0.05^2) clipped to [-1, 1]"}};
+                         {"records", std::to_string(ctx->nonzeros) + " entries +-1/sqrt(" + std::to_string(ctx->nonzeros) +
+                                         ") (unit sphere), each in a block of " + std::to_string(ctx->popular) +
+                                         " coordinates holding supp(w*) with probability " + std::to_string(ctx->popular_mass) +
+                                         "; y = <w*, x> + N(0, " + std::to_string(ctx->noise_sd) + "^2) clipped to [-1, 1]"},
+                         {"w_star", "sparsity entries 1/sparsity in the block (L1 ball: alternating signs; simplex: >= 0)"}};
     return ctx;
   }
 };
@@ -486,7 +561,8 @@ class LdpHighDimMethod final : public Method {
   std::vector<ParamSpec> parameters() const override {
     using K = ParamSpec::Kind;
     std::vector<ParamSpec> v = {{"players", K::PositiveInt, nullptr, {}, "n"},
-                                {"set", K::String, "l1_ball", {"l1_ball", "simplex"}, "the constraint set C"}};
+                                {"set", K::String, "l1_ball", {"l1_ball", "simplex"}, "the constraint set C"},
+                                {"radius", K::PositiveNumber, 1.0, {}, "r: C = r B_1 or the simplex of sum r (Gaussian width r w(B))"}};
     if (compressed_) v.push_back({"m", K::PositiveInt, 100, {}, "projection dimension"});
     return v;
   }
@@ -495,30 +571,40 @@ class LdpHighDimMethod final : public Method {
     const json& P = group.params;
     const std::string set_name = P.at("set").get<std::string>();
     const SparseSet set = parse_sparse_set(set_name);
+    const double r = P.at("radius").get<double>();
     const auto pop = ctx.population(set_name, P.at("players").get<std::size_t>());
-    const double r = pop->w_star.lpNorm<1>();
-    const double width = gaussian_width(set, ctx.d, 200, 7);
+    const auto opt = ctx.optimum(set_name, *pop, r);
+    const double width = r * ctx.width(set_name);
+    const double n = static_cast<double>(pop->y.size());
     for (std::size_t i = 0; i < group.cells.size(); ++i) {
       const PendingCell& cell = group.cells[i];
       const auto t0 = std::chrono::steady_clock::now();
       Eigen::VectorXd w;
       double noise = 0, clipped = 0;
+      json details = json::object();
       if (compressed_) {
-        const HighDimResult h = ldp_compressed_regression(pop->X, pop->y, P.at("m").get<int>(), cell.epsilon, set, r, cell.noise_seed);
+        const HighDimResult h =
+            ldp_compressed_regression(pop->X, pop->y, P.at("m").get<int>(), cell.epsilon, set, r, cell.noise_seed, 1.5, ctx.threads);
         w = h.w;
         noise = h.noise_scale;
         clipped = static_cast<double>(h.clipped);
+        details = {{"budget", "eps/2 on the projected record z (discrete Laplace on the lattice), eps/2 on y"},
+                   {"lattice_step", h.lattice_step}, {"noise_scale_y", h.noise_scale_y}, {"z_max", 1.5}};
       } else {
         w = ldp_sgd_constrained(pop->X, pop->y, cell.epsilon, set, r, cell.noise_seed);
         noise = djw_l2_scale(static_cast<std::size_t>(ctx.d), 2 * (r + 1), cell.epsilon);
+        details = {{"budget", "interactive: each player answers once, eps on her gradient (DJW L2 mechanism)"}};
       }
-      const double risk = (pop->X * w - pop->y).squaredNorm() / static_cast<double>(pop->y.size());
+      const double risk = (pop->X * w - pop->y).squaredNorm() / n;
       CellResult res;
       res.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      res.metrics = {{"excess_risk", risk - pop->risk_opt}, {"risk", risk}, {"optimum_risk", pop->risk_opt},
-                     {"zero_excess_risk", pop->y.squaredNorm() / static_cast<double>(pop->y.size()) - pop->risk_opt},
-                     {"w_error", (w - pop->w_opt).norm()}, {"gaussian_width", width}, {"noise_scale", noise},
+      res.metrics = {{"excess_risk", risk - opt->risk}, {"risk", risk}, {"optimum_risk", opt->risk},
+                     {"zero_excess_risk", opt->zero_risk - opt->risk},
+                     {"w_error", (w - opt->w).norm()}, {"gaussian_width", width}, {"noise_scale", noise},
                      {"clipped", clipped}};
+      details["w_star_distance"] = (w - pop->w_star).norm();
+      details["optimum_w_star_distance"] = (opt->w - pop->w_star).norm();
+      res.details = std::move(details);
       emit(i, std::move(res));
     }
   }

@@ -16,5 +16,8 @@ std::vector<std::unique_ptr<Method>> make_ldp_marginals_methods();
 // Section 7: sparse linear regression by projection + compressed sensing, against full-dimension LDP-SGD.
 std::unique_ptr<Task> make_ldp_highdim_task();
 std::vector<std::unique_ptr<Method>> make_ldp_highdim_methods();
+// Section 6.2: Gaussian-kernel smooth queries (trigonometric Algorithm 5, per-query LDP averaging).
+std::unique_ptr<Task> make_ldp_smooth_task();
+std::vector<std::unique_ptr<Method>> make_ldp_smooth_methods();
 
 }  // namespace privrace::experiments

@@ -13,9 +13,15 @@ Values below 1e-7 (exact hits of the optimum on the box boundary) are drawn at 1
 Also results/ldp_marginals*.jsonl (Section 6): max |error| over all k-way conjunctions against
 d, one panel per (k, epsilon), one figure per player source.
 
-And results/ldp_highdim*.jsonl (Section 7): excess empirical risk against epsilon, one panel
-per (constraint set, players), one curve per projection dimension m of Algorithm 7 and one for
-full-dimension LDP-SGD.
+And results/ldp_highdim*.jsonl (Section 7): excess empirical risk against the Gaussian width of
+the constraint set (L1 ball: filled markers, simplex: open markers, radius r scales the width),
+one panel per (players, epsilon), one curve per projection dimension m of Algorithm 7 and one
+for full-dimension LDP-SGD, with the excess risk of predicting 0 in gray.
+
+And results/ldp_smooth*.jsonl (Section 6.2): max |error| over the Gaussian-kernel query family
+against n per source and epsilon (trigonometric Algorithm 5 per degree t, per-query LDP
+averaging), and the error per bandwidth at the largest n with the polynomial's approximation
+error dotted.
 
 usage: plot_ldp.py [--results DIR] [--out-dir DIR]
 """
@@ -56,6 +62,7 @@ def main():
     common.style()
     plot_marginals(a.results, a.out_dir)
     plot_highdim(a.results, a.out_dir)
+    plot_smooth(a.results, a.out_dir)
     sets = common.result_sets(a.results, "ldp_erm")
     if not sets:
         print("plot_ldp.py: no ldp_erm results in " + a.results + "; nothing to plot", file=sys.stderr)
@@ -163,38 +170,131 @@ def plot_highdim(results, out_dir):
     plt = common.plt
     for name, (records, quick) in sorted(common.result_sets(results, "ldp_highdim").items()):
         records = common.dedupe(records)
-        cells = defaultdict(lambda: defaultdict(list))  # (set, players, curve) -> eps -> [excess risk]
+        # (players, eps) -> (set, curve) -> width -> [excess risk]; zero predictor per (players, set, width)
+        cells = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+        zero = defaultdict(dict)
         for r in records:
-            v = r.get("metrics", {}).get("excess_risk")
-            if v is None:
+            mt = r.get("metrics", {})
+            v, width = mt.get("excess_risk"), mt.get("gaussian_width")
+            if v is None or width is None:
                 continue
             pr = r["params"]
             curve = f"compressed m = {pr['m']}" if "m" in pr else "LDP-SGD, full d"
-            cells[(pr["set"], pr["players"], curve)][r["epsilon"]].append(v)
-        panels = sorted({(c[0], c[1]) for c in cells})
+            cells[(pr["players"], r["epsilon"])][(pr["set"], curve)][width].append(v)
+            if mt.get("zero_excess_risk") is not None:
+                zero[(pr["players"], pr["set"])][width] = mt["zero_excess_risk"]
+        panels = sorted(cells)
         if not panels:
             continue
-        fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.0), squeeze=False)
+        ns = sorted({p[0] for p in panels})
+        epss = sorted({p[1] for p in panels})
+        fig, axes = plt.subplots(len(ns), len(epss), figsize=(3.8 * len(epss), 3.1 * len(ns)), squeeze=False)
+        curves = sorted({c[1] for p in cells.values() for c in p})
+        colors = dict(zip(curves, ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:red"]))
+        for i, n in enumerate(ns):
+            for j, eps in enumerate(epss):
+                ax = axes[i][j]
+                for (cset, curve), by_w in sorted(cells.get((n, eps), {}).items()):
+                    ws = sorted(by_w)
+                    means = [sum(by_w[w]) / len(by_w[w]) for w in ws]
+                    marker, ls = ("o", "-") if cset == "l1_ball" else ("s", "--")
+                    ax.plot(ws, [max(m, FLOOR) for m in means], marker=marker, ls=ls, color=colors[curve],
+                            mfc=colors[curve] if cset == "l1_ball" else "none", label=f"{curve}, {cset.replace('_', ' ')}")
+                    print(f"{name} n={n} eps={eps:g} {cset} {curve}: " + " ".join(f"w={w:.2f}:{m:.3e}" for w, m in zip(ws, means)))
+                for cset, ls in (("l1_ball", "-"), ("simplex", "--")):
+                    z = zero.get((n, cset))
+                    if z:
+                        ws = sorted(z)
+                        ax.plot(ws, [max(z[w], FLOOR) for w in ws], color="gray", ls=ls, lw=1,
+                                label=f"predict 0, {cset.replace('_', ' ')}")
+                ax.set_yscale("log")
+                ax.set_title(f"n = {n:,}, eps = {eps:g}", fontsize=9)
+                if i == len(ns) - 1:
+                    ax.set_xlabel("Gaussian width of C (r w(B))")
+                if j == 0:
+                    ax.set_ylabel("excess empirical risk")
+                ax.legend(fontsize=5)
+        fig.suptitle(f"{name}{' (quick)' if quick else ''}: sparse regression, d = 1000, error against the Gaussian width "
+                     "(Section 7)", fontsize=10)
+        fig.tight_layout()
+        common.save(fig, out_dir, name)
+
+
+SMOOTH_STYLE = {"Trigonometric (Alg. 5, 1 bit)": "-", "Trigonometric (Alg. 5, Laplace)": "-.", "Per-query LDP average": ":"}
+
+
+def plot_smooth(results, out_dir):
+    """Section 6.2: max |error| over the kernel-query family against n (one panel per source and
+    epsilon), and the error per bandwidth at the largest n next to the polynomial's approximation error."""
+    plt = common.plt
+    for name, (records, quick) in sorted(common.result_sets(results, "ldp_smooth").items()):
+        records = common.dedupe(records)
+        cells = defaultdict(lambda: defaultdict(list))  # (source, eps, curve) -> n -> [max err]
+        by_bw = defaultdict(lambda: defaultdict(list))  # (source, eps, curve, n) -> bw -> [err]
+        approx = {}  # (curve) -> bw -> approximation error
+        for r in records:
+            v = r.get("metrics", {}).get("max_abs_error")
+            if v is None:
+                continue
+            pr = r["params"]
+            curve = r["label"] + (f", t = {pr['t']}" if "t" in pr else "")
+            cells[(pr["source"], r["epsilon"], curve)][pr["players"]].append(v)
+            for row in r.get("details", {}).get("by_bandwidth", []):
+                by_bw[(pr["source"], r["epsilon"], curve, pr["players"])][row["bandwidth"]].append(row["max_abs_error"])
+                if "approximation_error" in row:
+                    approx.setdefault(curve, {})[row["bandwidth"]] = row["approximation_error"]
+        sources = sorted({c[0] for c in cells})
+        epss = sorted({c[1] for c in cells})
         curves = sorted({c[2] for c in cells})
-        for j, (cset, n) in enumerate(panels):
-            ax = axes[0][j]
-            for k, curve in enumerate(curves):
-                by_eps = cells.get((cset, n, curve))
-                if not by_eps:
-                    continue
-                es = sorted(by_eps)
-                means = [sum(by_eps[e]) / len(by_eps[e]) for e in es]
-                ls = ":" if curve.startswith("LDP-SGD") else "-"
-                ax.plot(es, [max(m, FLOOR) for m in means], marker="os^vD"[k % 5], ls=ls, label=curve)
-                print(f"{name} {cset} n={n} {curve}: " + " ".join(f"eps={e:g}:{m:.3e}" for e, m in zip(es, means)))
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_title(f"{cset.replace('_', ' ')}, n = {n:,}", fontsize=9)
-            ax.set_xlabel("epsilon")
-            if j == 0:
-                ax.set_ylabel("excess empirical risk")
-            ax.legend(fontsize=6)
-        fig.suptitle(f"{name}{' (quick)' if quick else ''}: sparse regression, d = 1000 (Section 7)", fontsize=10)
+        if not sources:
+            continue
+        cmap = plt.get_cmap("viridis")
+        trig = [c for c in curves if c.startswith("Trigonometric (Alg. 5, 1 bit)")]
+        colors = {c: cmap(k / max(1, len(trig) - 1) * 0.85) for k, c in enumerate(trig)}
+        for c in curves:
+            colors.setdefault(c, "tab:red" if c.startswith("Per-query") else "tab:orange")
+        fig, axes = plt.subplots(2 * len(sources), len(epss), figsize=(3.8 * len(epss), 3.0 * 2 * len(sources)),
+                                 squeeze=False)
+        for i, source in enumerate(sources):
+            for j, eps in enumerate(epss):
+                ax = axes[2 * i][j]
+                for curve in curves:
+                    by_n = cells.get((source, eps, curve))
+                    if not by_n:
+                        continue
+                    ns = sorted(by_n)
+                    means = [sum(by_n[n]) / len(by_n[n]) for n in ns]
+                    ls = next((v for k, v in SMOOTH_STYLE.items() if curve.startswith(k)), "-")
+                    ax.plot(ns, [max(m, FLOOR) for m in means], marker="o", ms=3, ls=ls, color=colors[curve],
+                            label=f"{curve} (slope {slope(ns, means):.2f})")
+                    print(f"{name} {source} eps={eps:g} {curve}: " + " ".join(f"{n}:{m:.3e}" for n, m in zip(ns, means)))
+                ax.set_xscale("log")
+                ax.set_yscale("log")
+                ax.set_title(f"{source} players, eps = {eps:g}", fontsize=9)
+                ax.set_xlabel("players n")
+                if j == 0:
+                    ax.set_ylabel("max |error| over the queries")
+                ax.legend(fontsize=5)
+                ax = axes[2 * i + 1][j]
+                n_max = max((k[3] for k in by_bw if k[0] == source and k[1] == eps), default=None)
+                for curve in curves:
+                    row = by_bw.get((source, eps, curve, n_max))
+                    if not row:
+                        continue
+                    bws = sorted(row)
+                    ls = next((v for k, v in SMOOTH_STYLE.items() if curve.startswith(k)), "-")
+                    ax.plot(bws, [max(sum(row[b]) / len(row[b]), FLOOR) for b in bws], marker="o", ms=3, ls=ls,
+                            color=colors[curve], label=curve)
+                    if curve in approx and curve.startswith("Trigonometric (Alg. 5, 1 bit)"):
+                        ax.plot(bws, [max(approx[curve][b], FLOOR) for b in bws], ls=":", lw=1, color=colors[curve])
+                ax.set_xscale("log")
+                ax.set_yscale("log")
+                ax.set_title(f"{source}, eps = {eps:g}, n = {n_max:,} (dotted: approximation error)", fontsize=8)
+                ax.set_xlabel("kernel bandwidth sigma")
+                if j == 0:
+                    ax.set_ylabel("max |error| per bandwidth")
+                ax.legend(fontsize=5)
+        fig.suptitle(f"{name}{' (quick)' if quick else ''}: Gaussian-kernel queries on [-1, 1]^2 (Section 6.2)", fontsize=10)
         fig.tight_layout()
         common.save(fig, out_dir, name)
 

@@ -1,6 +1,7 @@
 // Local-DP randomisers, the iterated Bernstein polynomial and the LDP-ERM protocols.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -10,6 +11,7 @@
 #include "privrace/ldp/erm.hpp"
 #include "privrace/ldp/protocols.hpp"
 #include "privrace/ldp/randomizers.hpp"
+#include "privrace/ldp/smooth.hpp"
 #include "test_util.hpp"
 
 using namespace privrace;
@@ -433,12 +435,13 @@ TEST(LdpHighDim, CompressedRegressionWithoutNoiseFindsTheSparseModel) {
   w(40) = -0.3;
   w(200) = 0.2;
   const Eigen::VectorXd y = X * w;
+  const SparseRows Xs = X.sparseView();
   // Theorem 11 bounds the excess risk (not the parameter) by terms in w(C) / sqrt(m) (the
   // distortion delta of Lemma 6 on the data and C): without noise the risk must fall as m grows.
   const double risk0 = y.squaredNorm() / n;
   double last = risk0;
   for (int mm : {m / 4, m, 3 * m}) {
-    const HighDimResult r = ldp_compressed_regression(X, y, mm, kInf, SparseSet::L1Ball, 1.0, 5);
+    const HighDimResult r = ldp_compressed_regression(Xs, y, mm, kInf, SparseSet::L1Ball, 1.0, 5);
     const double risk = (X * r.w - y).squaredNorm() / n;
     std::printf("compressed regression at eps = inf, m = %d: risk %.3e (risk of 0: %.3e)\n", mm, risk, risk0);
     EXPECT_LT(risk, last);
@@ -446,5 +449,186 @@ TEST(LdpHighDim, CompressedRegressionWithoutNoiseFindsTheSparseModel) {
   }
   EXPECT_LT(last, 0.25 * risk0);  // measured 0.20 at m = d = 300
   EXPECT_GT(gaussian_width(SparseSet::L1Ball, 1000, 200, 1), gaussian_width(SparseSet::L1Ball, 10, 200, 1));
-  EXPECT_THROW(ldp_compressed_regression(X, y, m, 0.0, SparseSet::L1Ball, 1.0, 5), UsageError);
+  EXPECT_THROW(ldp_compressed_regression(Xs, y, m, 0.0, SparseSet::L1Ball, 1.0, 5), UsageError);
+  // The non-private constrained regression on sparse rows finds the planted model (noiseless y).
+  EXPECT_LT((constrained_regression(Xs, y, SparseSet::L1Ball, 1.0, 20000) - w).norm(), 1e-3);
+}
+
+TEST(LdpHighDim, CompressedReleaseIsThreadInvariantAndItsNoiseIsTheDerivedDiscreteLaplace) {
+  const int n = 6000, d = 200, m = 20;
+  SeededRandom rng(9);
+  std::vector<Eigen::Triplet<double>> e;
+  for (int i = 0; i < n; ++i)
+    for (int q = 0; q < 2; ++q) e.emplace_back(i, static_cast<int>(rng.below(d)), rng.bit() ? 0.7 : -0.7);
+  SparseRows X(n, d);
+  X.setFromTriplets(e.begin(), e.end());
+  Eigen::VectorXd y = Eigen::VectorXd::Zero(n);
+  for (int i = 0; i < n; ++i) y(i) = std::clamp(0.3 * X.row(i).sum(), -1.0, 1.0);
+  const HighDimResult a = ldp_compressed_regression(X, y, m, 1.0, SparseSet::L1Ball, 1.0, 3, 1.5, 1);
+  const HighDimResult b = ldp_compressed_regression(X, y, m, 1.0, SparseSet::L1Ball, 1.0, 3, 1.5, 2);
+  const HighDimResult c = ldp_compressed_regression(X, y, m, 1.0, SparseSet::L1Ball, 1.0, 3, 1.5, 3);
+  EXPECT_EQ(a.w, b.w);
+  EXPECT_EQ(a.w, c.w);
+  // Lambda_z = ceil(2 sqrt(m) z_max / Delta) + 2m lattice steps, scale Lambda_z / (eps/2) (>=, the
+  // sampler rounds the scale up), expressed in units of z.
+  const double delta = 1.5 / 16384, lambda = std::ceil(2 * std::sqrt(20.0) * 1.5 / delta) + 40;
+  EXPECT_EQ(a.lattice_step, delta);
+  EXPECT_GE(a.noise_scale, lambda / 0.5 * delta);
+  EXPECT_LT(a.noise_scale, lambda / 0.5 * delta * (1 + 1e-6));
+  EXPECT_GE(a.noise_scale_y, (std::ceil(2 * 16384.0) + 2) / 0.5 / 16384);
+}
+
+namespace {
+PointData smooth_points(std::size_t n, std::uint64_t seed) {
+  PointData p;
+  p.n = n;
+  p.d = 2;
+  p.x.resize(2 * n);
+  SeededRandom rng(seed);
+  for (std::size_t i = 0; i < n; ++i) {
+    p.x[2 * i] = std::clamp(0.3 + 0.3 * sample_normal(rng), -1.0, 1.0);
+    p.x[2 * i + 1] = 2 * rng.unit() - 1;
+  }
+  return p;
+}
+}  // namespace
+
+TEST(LdpSmooth, TrigonometricBasisReproducesLowDegreePolynomialsExactly) {
+  const TrigonometricBasis basis(2, 5);
+  EXPECT_EQ(basis.terms(), 25u);
+  EXPECT_EQ(basis.sent(), 24u);
+  // Degree <= 4 per variable: in the span of T_0..T_4 x T_0..T_4, reproduced to rounding.
+  auto f = [](const double* x) { return 0.3 + x[0] * x[0] * x[1] - 0.5 * std::pow(x[1], 4) + 0.2 * std::pow(x[0], 3); };
+  const auto c = basis.coefficients(f);
+  EXPECT_LT(basis.approximation_error(f, c), 1e-13);
+  // T_2(x0) T_1(x1): a single coefficient 1 at r = (2, 1) (index 2 * 5 + 1).
+  const auto c21 = basis.coefficients([](const double* x) { return (2 * x[0] * x[0] - 1) * x[1]; });
+  for (std::size_t j = 0; j < c21.size(); ++j) EXPECT_NEAR(c21[j], j == 11 ? 1.0 : 0.0, 1e-14) << j;
+  // value(j) is the (j+1)-th entry of values(): cos(r_0 acos x0) cos(r_1 acos x1).
+  const double x[2] = {0.37, -0.81};
+  std::vector<double> all(basis.terms());
+  basis.values(x, all.data());
+  for (std::size_t j = 0; j < basis.sent(); ++j) {
+    EXPECT_EQ(basis.value(j, x), all[j + 1]);
+    const int r0 = static_cast<int>((j + 1) / 5), r1 = static_cast<int>((j + 1) % 5);
+    EXPECT_NEAR(all[j + 1], std::cos(r0 * std::acos(x[0])) * std::cos(r1 * std::acos(x[1])), 1e-13);
+  }
+}
+
+TEST(LdpSmooth, KernelQueriesAreExactAtInfiniteEpsilonUpToTheApproximationError) {
+  const PointData data = smooth_points(3000, 4);
+  const auto queries = kde_query_family(2, 4, {0.2, 0.5});
+  const auto exact = exact_kernel_answers(data, queries, 1);
+  double last_worst = 1e300;
+  for (int t : {6, 12, 20}) {
+    const TrigonometricBasis basis(2, t, queries.size());
+    std::vector<std::vector<double>> coeffs;
+    double worst_approx = 0;
+    for (const auto& q : queries) {
+      coeffs.push_back(basis.coefficients([&](const double* x) { return q(x); }));
+      worst_approx = std::max(worst_approx, basis.approximation_error([&](const double* x) { return q(x); }, coeffs.back()));
+    }
+    // The approximation error of analytic kernels falls fast with the degree.
+    EXPECT_LT(worst_approx, last_worst);
+    last_worst = worst_approx;
+    // The server's answer from the exact basis means: |answer - exact| <= max over the data of
+    // |f - p| (the grid's max is within a hair of it for these smooth f).
+    const auto means = basis.exact_means(data);
+    for (std::size_t q = 0; q < queries.size(); ++q) {
+      double data_max = 0;
+      for (std::size_t i = 0; i < data.n; ++i) {
+        std::vector<double> v(basis.terms());
+        basis.values(data.row(i), v.data());
+        double p = 0;
+        for (std::size_t j = 0; j < v.size(); ++j) p += coeffs[q][j] * v[j];
+        data_max = std::max(data_max, std::abs(p - queries[q](data.row(i))));
+      }
+      EXPECT_LE(std::abs(basis.answer(coeffs[q], means) - exact[q]), data_max + 1e-12) << q;
+      EXPECT_LE(data_max, worst_approx * 1.05 + 1e-12);
+    }
+    // Algorithm 1 at eps = inf: only the unbiased lattice rounding (2^-16 steps) is left.
+    const SmoothRelease rel = ldp_trigonometric_queries(data, basis, coeffs, kInf, SmoothProtocol::Laplace, 9, 1);
+    for (std::size_t q = 0; q < queries.size(); ++q)
+      EXPECT_NEAR(rel.answers[q], exact[q], worst_approx + 1e-4) << "t = " << t << ", query " << q;
+  }
+  EXPECT_LT(last_worst, 1e-3);  // t = 20 for sigma >= 0.2 (measured 2e-5)
+}
+
+TEST(LdpSmooth, OneBitAndPerQueryAnswersAreUnbiased) {
+  const PointData data = smooth_points(2000, 5);
+  const auto queries = kde_query_family(2, 2, {0.3});
+  const TrigonometricBasis basis(2, 6, queries.size());
+  std::vector<std::vector<double>> coeffs;
+  for (const auto& q : queries) coeffs.push_back(basis.coefficients([&](const double* x) { return q(x); }));
+  const auto means = basis.exact_means(data);
+  const auto exact = exact_kernel_answers(data, queries, 1);
+  const int reps = 300;
+  std::vector<double> avg(queries.size(), 0.0), sq(queries.size(), 0.0), avg_pq(queries.size(), 0.0),
+      sq_pq(queries.size(), 0.0);
+  for (int rep = 0; rep < reps; ++rep) {
+    const auto a = ldp_trigonometric_queries(data, basis, coeffs, 1.0, SmoothProtocol::Bit, 100 + rep, 1).answers;
+    const auto b = ldp_per_query_kernel_answers(data, queries, 1.0, 900 + rep, 1);
+    for (std::size_t q = 0; q < queries.size(); ++q) {
+      avg[q] += a[q] / reps;
+      sq[q] += a[q] * a[q] / reps;
+      avg_pq[q] += b[q] / reps;
+      sq_pq[q] += b[q] * b[q] / reps;
+    }
+  }
+  for (std::size_t q = 0; q < queries.size(); ++q) {
+    // Unbiased for the polynomial's average (the approximation error is the only bias).
+    EXPECT_NEAR(avg[q], basis.answer(coeffs[q], means), 5 * std::sqrt((sq[q] - avg[q] * avg[q]) / reps)) << q;
+    EXPECT_NEAR(avg_pq[q], exact[q], 5 * std::sqrt((sq_pq[q] - avg_pq[q] * avg_pq[q]) / reps)) << q;
+  }
+}
+
+TEST(LdpSmooth, ResultsAreIdenticalForOneTwoAndThreeThreads) {
+  const PointData data = smooth_points(50000, 6);
+  const auto queries = kde_query_family(2, 3, {0.25, 0.5});
+  const TrigonometricBasis basis(2, 8, queries.size());
+  std::vector<std::vector<double>> coeffs;
+  for (const auto& q : queries) coeffs.push_back(basis.coefficients([&](const double* x) { return q(x); }));
+  for (SmoothProtocol p : {SmoothProtocol::Bit, SmoothProtocol::Laplace}) {
+    const auto a = ldp_trigonometric_queries(data, basis, coeffs, 2.0, p, 7, 1).answers;
+    EXPECT_EQ(a, ldp_trigonometric_queries(data, basis, coeffs, 2.0, p, 7, 2).answers);
+    EXPECT_EQ(a, ldp_trigonometric_queries(data, basis, coeffs, 2.0, p, 7, 3).answers);
+  }
+  const auto b = ldp_per_query_kernel_answers(data, queries, 2.0, 7, 1);
+  EXPECT_EQ(b, ldp_per_query_kernel_answers(data, queries, 2.0, 7, 3));
+  EXPECT_EQ(exact_kernel_answers(data, queries, 1), exact_kernel_answers(data, queries, 3));
+}
+
+TEST(LdpSmooth, BadInputIsRefusedWithAClearError) {
+  EXPECT_THROW(TrigonometricBasis(2, 0), UsageError);
+  EXPECT_THROW(TrigonometricBasis(0, 4), UsageError);
+  try {  // 1000^6 terms: refused with the estimate, nothing allocated
+    TrigonometricBasis(6, 1000, 100);
+    FAIL();
+  } catch (const ResourceError& e) {
+    EXPECT_NE(std::string(e.what()).find("GiB"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(kde_query_family(2, 3, {0.2, 0.0}), UsageError);
+  EXPECT_THROW(kde_query_family(2, 0, {0.2}), UsageError);
+  PointData data = smooth_points(100, 7);
+  const auto queries = kde_query_family(2, 2, {0.3});
+  const TrigonometricBasis basis(2, 4);
+  const std::vector<std::vector<double>> coeffs(queries.size(), std::vector<double>(basis.terms(), 0.0));
+  EXPECT_THROW(ldp_trigonometric_queries(data, basis, coeffs, 0.0, SmoothProtocol::Bit, 1), UsageError);
+  EXPECT_THROW(ldp_trigonometric_queries(data, basis, coeffs, -1.0, SmoothProtocol::Laplace, 1), UsageError);
+  EXPECT_THROW(ldp_per_query_kernel_answers(data, queries, 0.0, 1), UsageError);
+  EXPECT_THROW(parse_smooth_protocol("gauss"), UsageError);
+  // Outside [-1, 1]^d: refused naming row and coordinate, or clamped with the rows counted.
+  data.x[2 * 5 + 1] = 1.5;
+  data.x[2 * 9] = -3.0;
+  try {
+    PointData copy = data;
+    clip_to_cube(copy, false, "players");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("row 5, coordinate 1"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(clip_to_cube(data, true, "players"), 2u);
+  EXPECT_EQ(data.clipped, 2u);
+  EXPECT_EQ(data.x[11], 1.0);
+  EXPECT_EQ(data.x[18], -1.0);
 }

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <memory>
+
+#include <omp.h>
 
 #include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
@@ -100,51 +103,16 @@ double gaussian_width(SparseSet set, int d, int samples, std::uint64_t seed) {
   return total / samples;
 }
 
-HighDimResult ldp_compressed_regression(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, int m, double eps,
-                                        SparseSet set, double r, std::uint64_t seed, double z_max) {
-  check_epsilon(eps);
-  const Eigen::Index n = X.rows(), d = X.cols();
-  const Eigen::MatrixXd Phi = gaussian_projection(m, static_cast<int>(d), derive_seed(seed, 1));  // public
-  HighDimResult out;
-  const bool noisy = std::isfinite(eps);
-  const double b = noisy ? 2.0 * std::sqrt(static_cast<double>(m)) * z_max / (eps / 2) : 0.0;
-  const double by = noisy ? 4.0 / eps : 0.0;
-  out.noise_scale = b;
-  Eigen::MatrixXd S = Eigen::MatrixXd::Zero(m, m);
-  Eigen::VectorXd g = Eigen::VectorXd::Zero(m);
-  Eigen::MatrixXd Z(n, m);
-  Eigen::VectorXd Y(n);
-  for (Eigen::Index i = 0; i < n; ++i) {
-    Eigen::VectorXd z = Phi * X.row(i).transpose();
-    const double nz = z.norm();
-    if (nz > z_max) {
-      z *= z_max / nz;
-      ++out.clipped;
-    }
-    double yi = std::clamp(y(i), -1.0, 1.0);
-    if (noisy) {
-      SeededRandom rng(derive_seed(derive_seed(seed, 2), static_cast<std::uint64_t>(i)));  // player i's stream
-      for (Eigen::Index j = 0; j < m; ++j) z(j) += sample_laplace(rng, b);
-      yi += sample_laplace(rng, by);
-    }
-    Z.row(i) = z.transpose();
-    Y(i) = yi;
-  }
-  S = Z.transpose() * Z / static_cast<double>(n);
-  S.diagonal().array() -= 2 * b * b;  // Var of Lap(b) is 2 b^2: unbiased second moment
-  g = Z.transpose() * Y / static_cast<double>(n);
-  // theta = argmin over Phi C of theta^T S theta - 2 g^T theta, with theta = Phi v, v in C
-  // (accelerated projected gradient in v; S may be indefinite under noise: then a local
-  // minimiser on the compact set).
-  const Eigen::MatrixXd Q = Phi.transpose() * S * Phi;
-  const Eigen::VectorXd c = Phi.transpose() * g;
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(Q, Eigen::EigenvaluesOnly);
-  const double L = std::max(es.eigenvalues().cwiseAbs().maxCoeff(), 1e-12);
+Eigen::VectorXd constrained_quadratic(const std::function<Eigen::VectorXd(const Eigen::VectorXd&)>& apply,
+                                      const Eigen::VectorXd& c, double L, SparseSet set, double r, int iterations) {
+  if (!(r > 0)) throw UsageError("constrained quadratic: radius must be > 0 (the constraint set is empty)");
+  const Eigen::Index d = c.size();
+  const double step = 1.0 / (2.0 * std::max(L, 1e-12));  // gradient 2 (Q v - c), Lipschitz 2 L
   Eigen::VectorXd v = Eigen::VectorXd::Zero(d), zv = v, prev = v;
   if (set == SparseSet::Simplex) v = zv = Eigen::VectorXd::Constant(d, r / static_cast<double>(d));
   double t = 1;
-  for (int it = 0; it < 3000; ++it) {
-    Eigen::VectorXd next = zv - (0.5 / L) * (2 * (Q * zv - c));
+  for (int it = 0; it < iterations; ++it) {
+    Eigen::VectorXd next = zv - step * 2 * (apply(zv) - c);
     project(next, set, r);
     const double tn = (1 + std::sqrt(1 + 4 * t * t)) / 2;
     zv = next + ((t - 1) / tn) * (next - v);
@@ -153,25 +121,167 @@ HighDimResult ldp_compressed_regression(const Eigen::MatrixXd& X, const Eigen::V
     t = tn;
     if ((v - prev).norm() < 1e-12 * std::max(1.0, v.norm())) break;
   }
+  return v;
+}
+
+namespace {
+// Largest |eigenvalue| of a symmetric operator by power iteration (a few % high for safety).
+double operator_norm(const std::function<Eigen::VectorXd(const Eigen::VectorXd&)>& apply, Eigen::Index d) {
+  Eigen::VectorXd v = Eigen::VectorXd::Ones(d) / std::sqrt(static_cast<double>(d));
+  double L = 0;
+  for (int it = 0; it < 200; ++it) {
+    const Eigen::VectorXd u = apply(v);
+    const double nu = u.norm();
+    if (nu == 0) break;
+    if (std::abs(nu - L) < 1e-6 * nu) {
+      L = nu;
+      break;
+    }
+    L = nu;
+    v = u / nu;
+  }
+  return 1.05 * L;
+}
+}  // namespace
+
+Eigen::VectorXd constrained_regression(const SparseRows& X, const Eigen::VectorXd& y, SparseSet set, double r,
+                                       int iterations) {
+  const double n = static_cast<double>(std::max<Eigen::Index>(X.rows(), 1));
+  // (1/n) ||X w - y||^2 = w^T Q w - 2 c^T w + const with Q = X^T X / n, c = X^T y / n.
+  const Eigen::MatrixXd Q = Eigen::MatrixXd(X.transpose() * X) / n;
+  const Eigen::VectorXd c = X.transpose() * y / n;
+  auto apply = [&](const Eigen::VectorXd& v) -> Eigen::VectorXd { return Q * v; };
+  return constrained_quadratic(apply, c, operator_norm(apply, Q.cols()), set, r, iterations);
+}
+
+HighDimResult ldp_compressed_regression(const SparseRows& X, const Eigen::VectorXd& y, int m, double eps,
+                                        SparseSet set, double r, std::uint64_t seed, double z_max, int threads) {
+  check_epsilon(eps);
+  if (!(z_max > 0)) throw UsageError("compressed regression: z_max must be > 0");
+  if (threads <= 0) threads = omp_get_max_threads();
+  const Eigen::Index n = X.rows(), d = X.cols();
+  const Eigen::MatrixXd Phi = gaussian_projection(m, static_cast<int>(d), derive_seed(seed, 1));  // public
+  HighDimResult out;
+  const bool noisy = std::isfinite(eps);
+  // Lattice and noise (exact discrete Laplace on integers, no floating-point Laplace).
+  // z: stochastic rounding of z / Delta to k in Z^m, |k_j - z_j / Delta| < 1. For any two
+  // records (clipped to ||z||_2 <= z_max) and any roundings k, k' of them,
+  //   ||k - k'||_1 < ||z - z'||_1 / Delta + 2m <= sqrt(m) ||z - z'||_2 / Delta + 2m
+  //                <= 2 sqrt(m) z_max / Delta + 2m,
+  // so Lambda_z = ceil(2 sqrt(m) z_max / Delta) + 2m bounds the L1 sensitivity after rounding;
+  // noise DiscreteLaplace(Lambda_z / (eps/2)) gives P(o | k) <= e^(eps/2) P(o | k') for every
+  // pair of roundings, hence for the mixtures over the rounding: (eps/2)-LDP for z.
+  // y (|y| <= 1): the same with Lambda_y = ceil(2 / Delta_y) + 2 and eps/2. Composition: eps.
+  const double delta = z_max / 16384.0, delta_y = 1.0 / 16384.0;
+  const double lambda_z = std::ceil(2 * std::sqrt(static_cast<double>(m)) * z_max / delta) + 2.0 * m;
+  const double lambda_y = std::ceil(2 / delta_y) + 2;
+  std::unique_ptr<DiscreteLaplace> noise_z, noise_y;
+  std::shared_ptr<const ExactGeometric> table_z, table_y;
+  double var_z = 0, var_y = 0;  // noise variance in lattice units
+  if (noisy) {
+    noise_z = std::make_unique<DiscreteLaplace>(lambda_z / (eps / 2));
+    noise_y = std::make_unique<DiscreteLaplace>(lambda_y / (eps / 2));
+    table_z = noise_z->bulk_sampler();
+    table_y = noise_y->bulk_sampler();
+    var_z = noise_z->variance();
+    var_y = noise_y->variance();
+    out.noise_scale = noise_z->scale() * delta;
+    out.noise_scale_y = noise_y->scale() * delta_y;
+  }
+  out.lattice_step = delta;
+  // Fixed chunks of players (independent of the thread count); each chunk's partial moments
+  // in integer-valued doubles per block, then summed in chunk order: thread-invariant.
+  constexpr Eigen::Index kBlock = 1024;
+  const Eigen::Index chunks = std::min<Eigen::Index>(64, std::max<Eigen::Index>(1, (n + kBlock - 1) / kBlock));
+  const Eigen::Index per_chunk = (n + chunks - 1) / chunks;
+  std::vector<Eigen::MatrixXd> S_part(static_cast<std::size_t>(chunks), Eigen::MatrixXd::Zero(m, m));
+  std::vector<Eigen::VectorXd> g_part(static_cast<std::size_t>(chunks), Eigen::VectorXd::Zero(m));
+  std::vector<std::size_t> clipped(static_cast<std::size_t>(chunks), 0);
+  const std::uint64_t player_seed = derive_seed(seed, 2);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (Eigen::Index c = 0; c < chunks; ++c) {
+    const Eigen::Index begin = c * per_chunk, end = std::min(n, begin + per_chunk);
+    Eigen::MatrixXd Zb(kBlock, m);
+    Eigen::VectorXd Yb(kBlock);
+    std::vector<std::int64_t> k(static_cast<std::size_t>(m)), ky(1);
+    Eigen::VectorXd z(m);
+    for (Eigen::Index b = begin; b < end; b += kBlock) {
+      const Eigen::Index rows = std::min(kBlock, end - b);
+      for (Eigen::Index q = 0; q < rows; ++q) {
+        const Eigen::Index i = b + q;
+        z.setZero();
+        for (SparseRows::InnerIterator it(X, i); it; ++it) z += it.value() * Phi.col(it.col());
+        const double nz = z.norm();
+        if (nz > z_max) {
+          z *= z_max / nz;
+          ++clipped[static_cast<std::size_t>(c)];
+        }
+        const double yi = std::clamp(y(i), -1.0, 1.0);
+        SeededRandom rng(derive_seed(player_seed, static_cast<std::uint64_t>(i)));  // player i's stream
+        for (Eigen::Index j = 0; j < m; ++j) {
+          const double u = z(j) / delta, f = std::floor(u);
+          k[static_cast<std::size_t>(j)] = static_cast<std::int64_t>(f) + (rng.unit() < u - f ? 1 : 0);
+        }
+        {
+          const double u = yi / delta_y, f = std::floor(u);
+          ky[0] = static_cast<std::int64_t>(f) + (rng.unit() < u - f ? 1 : 0);
+        }
+        if (noisy) {
+          noise_z->add_to(k, rng, table_z.get());
+          noise_y->add_to(ky, rng, table_y.get());
+        }
+        for (Eigen::Index j = 0; j < m; ++j) Zb(q, j) = static_cast<double>(k[static_cast<std::size_t>(j)]);
+        Yb(q) = static_cast<double>(ky[0]);
+      }
+      // Lattice units here; scaled by Delta at the end.
+      S_part[static_cast<std::size_t>(c)].noalias() += Zb.topRows(rows).transpose() * Zb.topRows(rows);
+      g_part[static_cast<std::size_t>(c)].noalias() += Zb.topRows(rows).transpose() * Yb.head(rows);
+    }
+  }
+  Eigen::MatrixXd S = Eigen::MatrixXd::Zero(m, m);
+  Eigen::VectorXd g = Eigen::VectorXd::Zero(m);
+  for (Eigen::Index c = 0; c < chunks; ++c) {
+    S += S_part[static_cast<std::size_t>(c)];
+    g += g_part[static_cast<std::size_t>(c)];
+    out.clipped += clipped[static_cast<std::size_t>(c)];
+  }
+  const double nn = static_cast<double>(std::max<Eigen::Index>(n, 1));
+  S *= delta * delta / nn;
+  g *= delta * delta_y / nn;
+  // Unbiased second moment: E[z~ z~^T] = z z^T + Delta^2 (Var(noise) + rounding variance) I.
+  // The noise variance is known and removed; the rounding variance p(1 - p) <= 1/4 of a step^2
+  // depends on the data and is left in (a bias below Delta^2 / 4 = z_max^2 2^-30, negligible).
+  // The noise on y is independent of z, so g is unbiased as it is.
+  (void)var_y;
+  S.diagonal().array() -= delta * delta * var_z;
+  // theta = argmin over Phi C of theta^T S theta - 2 g^T theta, with theta = Phi v, v in C
+  // (accelerated projected gradient in v; Q v = Phi^T S Phi v applied in factored form).
+  auto apply = [&](const Eigen::VectorXd& v) -> Eigen::VectorXd { return Phi.transpose() * (S * (Phi * v)); };
+  const Eigen::VectorXd c = Phi.transpose() * g;
+  const Eigen::VectorXd v = constrained_quadratic(apply, c, operator_norm(apply, d), set, r);
   const Eigen::VectorXd theta = Phi * v;
   out.w = constrained_least_squares(Phi, theta, set, r);
   return out;
 }
 
-Eigen::VectorXd ldp_sgd_constrained(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, double eps, SparseSet set,
+Eigen::VectorXd ldp_sgd_constrained(const SparseRows& X, const Eigen::VectorXd& y, double eps, SparseSet set,
                                     double r, std::uint64_t seed) {
   check_epsilon(eps);
   if (std::isinf(eps)) throw UsageError("ldp_sgd: needs a finite epsilon");
   const Eigen::Index n = X.rows(), d = X.cols();
-  // Squared loss, ||x||_2 <= ||x||_1 <= 1 and ||w||_1 <= r: |grad| = 2 |<w,x> - y| ||x|| <= 2 (r + 1).
+  // Squared loss, ||x||_2 <= 1 and ||w||_1 <= r: |<w, x>| <= r ||x||_inf <= r, so
+  // ||grad|| = 2 |<w,x> - y| ||x||_2 <= 2 (r + 1).
   const double L = 2 * (r + 1), B = djw_l2_scale(static_cast<std::size_t>(d), L, eps), D = 2 * r;
-  Eigen::VectorXd w = Eigen::VectorXd::Zero(d), avg = w, g(d), z(d);
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(d), avg = w, g = Eigen::VectorXd::Zero(d), z(d);
   if (set == SparseSet::Simplex) w.setConstant(r / static_cast<double>(d));
   SeededRandom rng(derive_seed(seed, 0x56dULL));  // interactive: one pass in player order
   for (Eigen::Index t = 0; t < n; ++t) {
-    const double resid = X.row(t).dot(w) - std::clamp(y(t), -1.0, 1.0);
-    g = 2 * resid * X.row(t).transpose();
+    double pred = 0;
+    for (SparseRows::InnerIterator it(X, t); it; ++it) pred += it.value() * w(it.col());
+    const double resid = pred - std::clamp(y(t), -1.0, 1.0);
+    for (SparseRows::InnerIterator it(X, t); it; ++it) g(it.col()) = 2 * resid * it.value();
     djw_l2_privatize(g.data(), static_cast<std::size_t>(d), L, eps, rng, z.data());
+    for (SparseRows::InnerIterator it(X, t); it; ++it) g(it.col()) = 0;
     w -= (D / (B * std::sqrt(static_cast<double>(t + 1)))) * z;
     project(w, set, r);
     avg += (w - avg) / static_cast<double>(t + 1);
