@@ -23,6 +23,7 @@ void register_builtin(Registry& registry) {
   registry.add_task(make_ldp_erm_task());
   registry.add_task(make_ldp_marginals_task());
   registry.add_task(make_ldp_highdim_task());
+  registry.add_task(make_ldp_smooth_task());
   for (auto& t : make_race_app_tasks()) registry.add_task(std::move(t));  // modes, anomaly, diversity, neighbors
   // Methods, grouped by task.
   registry.add_method(make_race_kde_method());
@@ -42,6 +43,7 @@ void register_builtin(Registry& registry) {
   for (auto& m : make_ldp_erm_methods()) registry.add_method(std::move(m));  // ldp_erm
   for (auto& m : make_ldp_marginals_methods()) registry.add_method(std::move(m));  // ldp_marginals
   for (auto& m : make_ldp_highdim_methods()) registry.add_method(std::move(m));  // ldp_highdim
+  for (auto& m : make_ldp_smooth_methods()) registry.add_method(std::move(m));  // ldp_smooth
 }
 
 }  // namespace privrace::experiments
