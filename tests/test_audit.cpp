@@ -3,7 +3,11 @@
 // PRIVRACE_AUDIT_THOROUGH=1 runs 10^6 releases a data set instead of the default.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <set>
 
@@ -217,6 +221,52 @@ TEST(AuditRefusals, EpsilonRunsAndNeighbours) {
   same.exact_neighbour = same.exact;
   EXPECT_THROW(run_audit(same, default_options(1000)), UsageError);
   EXPECT_THROW(make_path("no_such_path"), UsageError);
+}
+
+// The command refuses bad input with exit status 2 and says what is wrong, before any run.
+struct ToolRun {
+  int code;
+  std::string output;  // stdout and stderr
+};
+ToolRun run_tool(const std::string& args) {
+  const std::string cmd = std::string(PRIVRACE_AUDIT_TOOL) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (const std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(AuditTool, RefusesBadInputWithTheReason) {
+  auto r = run_tool("--path race_pstable --epsilon 0");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--epsilon must be positive"), std::string::npos) << r.output;
+  r = run_tool("--path race_pstable --epsilon -0.5");
+  EXPECT_EQ(r.code, 2) << r.output;
+  // Too few runs for the confidence: the minimum is named.
+  const std::size_t minimum = minimum_runs({1.0, 0.0, false}, 0.99);
+  r = run_tool("--path race_pstable --runs " + std::to_string(minimum - 1));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("at least " + std::to_string(minimum) + " runs"), std::string::npos) << r.output;
+  // A higher confidence raises the minimum.
+  const std::size_t strict = minimum_runs({1.0, 0.0, false}, 0.999999);
+  ASSERT_GT(strict, minimum);
+  r = run_tool("--path race_pstable --confidence 0.999999 --runs " + std::to_string(strict - 1));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("at least " + std::to_string(strict) + " runs"), std::string::npos) << r.output;
+  r = run_tool("--path race_pstable --confidence 1");
+  EXPECT_EQ(r.code, 2) << r.output;
+  r = run_tool("--path no_such_path");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("race_pstable"), std::string::npos) << "the known paths are listed: " << r.output;
+  r = run_tool("");
+  EXPECT_EQ(r.code, 2) << r.output;
+  // A small passing run: exit 0, the verdict, runs and confidence on the line.
+  r = run_tool("--path mechanism_discrete_laplace_table --runs 20000 --threads 1");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("mechanism_discrete_laplace_table: pass"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("runs=20000 per data set, confidence=0.99"), std::string::npos) << r.output;
 }
 
 TEST(AuditDeterminism, SameSeedSameBoundOnAnyThreadCount) {

@@ -11,6 +11,7 @@
 #include "privrace/core/error.hpp"
 #include "privrace/io/sketch_file.hpp"
 #include "privrace/io/dataset.hpp"
+#include "privrace/io/edge_list.hpp"
 #include "privrace/sketch/sketch_io.hpp"
 #include "test_util.hpp"
 
@@ -146,6 +147,67 @@ TEST(HostileConfig, GridOfABillionCellsIsRefusedWithTheCount) {
   cfg2["epsilons"] = {{"logspace", {{"from", 0.1}, {"to", 10}, {"count", 1000000000}}}};
   EXPECT_THROW((void)experiments::parse_config(cfg2, "huge.json", false, experiments::builtin_registry(), datasets),
                experiments::ConfigError);
+}
+
+// Regressions of the readers (each names the input that exposed it).
+
+// A gzip stream cut short: zlib's gzread() returns 0 as at a clean end and reports the
+// truncation only through gzerror() (a soft Z_BUF_ERROR). The table reader checked it; the
+// edge-list reader and the whole-file reader of text tables read the edges / rows before the
+// cut as the complete data set. Input: the first half of the gzip of a 3000-edge list.
+std::string truncated_gzip(const std::string& text) {
+  std::string gz(compressBound(static_cast<uLong>(text.size())) + 64, '\0');
+  z_stream z{};
+  deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(gz.data());
+  z.avail_out = static_cast<uInt>(gz.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  gz.resize(z.total_out);
+  deflateEnd(&z);
+  return gz.substr(0, gz.size() / 2);
+}
+
+TEST(ReaderRegression, TruncatedGzipEdgeListIsRefusedNotReadInPart) {
+  std::string text;
+  for (int i = 1; i <= 3000; ++i) text += std::to_string(i) + "\t" + std::to_string(i * 7 % 3001 + 1) + "\n";
+  const auto dir = testing::temp_dir("hostile_gz");
+  const std::string path = (dir / "cut.txt.gz").string();
+  std::ofstream(path, std::ios::binary) << truncated_gzip(text);
+  try {
+    (void)read_edge_list(path);
+    FAIL() << "a truncated gzip edge list was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cut.txt.gz"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unexpected end of file"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ReaderRegression, TruncatedGzipTextTableIsRefusedNotReadInPart) {
+  const auto dir = testing::temp_dir("hostile_gz_table");
+  const json reg = {{"schema", 1},
+                    {"datasets",
+                     {{"text",
+                       {{"kind", "table"}, {"source_url", "test"}, {"format", "text_csv"}, {"header", true},
+                        {"columns", 2}, {"files", {{{"path", "text/d.csv.gz"}, {"sha256", nullptr}}}},
+                        {"features", {1, 2}}, {"label", nullptr}}}}}};
+  std::ofstream(dir / "registry.json") << reg.dump(2);
+  std::string text = "a,b\n";
+  for (int i = 0; i < 5000; ++i) text += std::to_string(i) + "," + std::to_string(i % 97) + "\n";
+  fs::create_directories(dir / "data/text");
+  std::ofstream(dir / "data/text/d.csv.gz", std::ios::binary) << truncated_gzip(text);
+  DataSearch search;
+  search.data_dir = (dir / "data").string();
+  search.repo_root = "";
+  const auto registry = DatasetRegistry::load((dir / "registry.json").string());
+  try {
+    (void)load_dataset(registry, "text", {}, search);
+    FAIL() << "a truncated gzip table was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("d.csv.gz"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unexpected end of file"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -149,11 +149,16 @@ std::string read_maybe_gz(const std::string& path) {
       gzclose(f);
       throw InputError(path + ": cannot decompress: " + msg);
     }
-    if (n == 0) break;
+    if (n == 0) {
+      // A truncated gzip stream ends with a soft Z_BUF_ERROR, not n < 0: refuse it too.
+      int errnum = Z_OK;
+      const std::string msg = gzerror(f, &errnum);
+      gzclose(f);
+      if (errnum != Z_OK) throw InputError(path + ": cannot decompress: " + msg);
+      return out;
+    }
     out.append(buf.data(), static_cast<std::size_t>(n));
   }
-  gzclose(f);
-  return out;
 }
 
 std::string join(const std::vector<std::string>& v, const std::string& sep) {

@@ -185,7 +185,7 @@ class GzLines {
     file_ = path == "-" ? gzdopen(::dup(0), "rb") : gzopen(path.c_str(), "rb");
     if (!file_) throw InputError("cannot open '" + path + "': " + (errno ? std::strerror(errno) : "out of memory"));
     gzbuffer(file_, 1u << 20);
-    block_.resize(1u << 20);
+    block_ = std::make_unique_for_overwrite<char[]>(kBlockSize);  // uninitialised: no 1 MiB memset a file
   }
   ~GzLines() { gzclose(file_); }
   GzLines(const GzLines&) = delete;
@@ -198,14 +198,22 @@ class GzLines {
     std::uint64_t line_no = 0;
     bool skip_lf = false;  // the previous block ended in '\r': a leading '\n' belongs to it
     for (;;) {
-      const int n = gzread(file_, block_.data(), static_cast<unsigned>(block_.size()));
+      const int n = gzread(file_, block_.get(), kBlockSize);
       if (n < 0) {
         int err = 0;
         const char* msg = gzerror(file_, &err);
         throw InputError(path_ + ": read error after line " + std::to_string(line_no) + ": " + (msg ? msg : "zlib error"));
       }
-      if (n == 0) break;
-      const char* p = block_.data();
+      if (n == 0) {
+        // zlib reports a truncated gzip stream as a soft Z_BUF_ERROR and then returns 0 like a
+        // clean end: without this check the edges before the cut would be read as the graph.
+        int err = Z_OK;
+        const char* msg = gzerror(file_, &err);
+        if (err != Z_OK)
+          throw InputError(path_ + ": read error after line " + std::to_string(line_no) + ": " + (msg ? msg : "zlib error"));
+        break;
+      }
+      const char* p = block_.get();
       const char* const end = p + n;
       if (skip_lf && p != end && *p == '\n') ++p;
       skip_lf = false;
@@ -237,7 +245,8 @@ class GzLines {
  private:
   std::string path_;
   gzFile file_ = nullptr;
-  std::vector<char> block_;
+  static constexpr unsigned kBlockSize = 1u << 20;
+  std::unique_ptr<char[]> block_;
 };
 
 // Parses an unsigned decimal field; returns false if it is not one (or exceeds 2^63).

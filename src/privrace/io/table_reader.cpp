@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string_view>
 #include <system_error>
 
@@ -184,7 +185,9 @@ class LineSource {
       open_error(path, ENOMEM);
     }
     gzbuffer(gz_, kBlock);
-    buf_.resize(2 * static_cast<std::size_t>(kBlock));
+    // Uninitialised: zero-filling 2 MiB per file costs more than parsing a small one.
+    cap_ = 2 * static_cast<std::size_t>(kBlock);
+    buf_ = std::make_unique_for_overwrite<char[]>(cap_);
   }
   ~LineSource() {
     if (gz_ != nullptr) gzclose(gz_);
@@ -201,7 +204,7 @@ class LineSource {
         skip_lf_ = false;
       }
       if (!skip_lf_) {
-        const char* p = buf_.data();
+        const char* p = buf_.get();
         std::size_t i = begin_ + scanned;
         while (i < end_ && p[i] != '\n' && p[i] != '\r') ++i;
         if (i < end_) {
@@ -216,7 +219,7 @@ class LineSource {
       if (eof_) {
         skip_lf_ = false;
         if (begin_ == end_) return false;
-        line = std::string_view(buf_.data() + begin_, end_ - begin_);  // last line, no terminator
+        line = std::string_view(buf_.get() + begin_, end_ - begin_);  // last line, no terminator
         begin_ = end_;
         ++line_no_;
         return true;
@@ -245,15 +248,19 @@ class LineSource {
 
   void fill() {
     if (begin_ > 0) {  // keep only the partial line, at the front
-      std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+      std::memmove(buf_.get(), buf_.get() + begin_, end_ - begin_);
       end_ -= begin_;
       begin_ = 0;
     }
-    if (buf_.size() - end_ < kBlock) {
+    if (cap_ - end_ < kBlock) {
       if (end_ > kMaxLine) fail(display_ + ":" + std::to_string(line_no_ + 1) + ": line longer than 256 MiB");
-      buf_.resize(std::max(2 * buf_.size(), end_ + kBlock));
+      const std::size_t grown = std::max(2 * cap_, end_ + kBlock);
+      auto bigger = std::make_unique_for_overwrite<char[]>(grown);
+      std::memcpy(bigger.get(), buf_.get(), end_);
+      buf_ = std::move(bigger);
+      cap_ = grown;
     }
-    const int n = gzread(gz_, buf_.data() + end_, kBlock);
+    const int n = gzread(gz_, buf_.get() + end_, kBlock);
     if (n < 0) {
       int code = 0;
       const char* msg = gzerror(gz_, &code);
@@ -269,14 +276,15 @@ class LineSource {
     }
     if (first_) {
       first_ = false;
-      if (n >= 3 && std::memcmp(buf_.data(), "\xEF\xBB\xBF", 3) == 0) begin_ = 3;  // UTF-8 BOM
+      if (n >= 3 && std::memcmp(buf_.get(), "\xEF\xBB\xBF", 3) == 0) begin_ = 3;  // UTF-8 BOM
     }
     end_ += static_cast<std::size_t>(n);
   }
 
   std::string display_;
   gzFile gz_ = nullptr;
-  std::vector<char> buf_;
+  std::unique_ptr<char[]> buf_;  // cap_ bytes; [begin_, end_) holds unread text
+  std::size_t cap_ = 0;
   std::size_t begin_ = 0, end_ = 0, line_no_ = 0;
   bool eof_ = false, skip_lf_ = false, first_ = true, regular_ = false;
 };
