@@ -12,6 +12,9 @@
 #                                               corpus in fuzz/corpus/; a crash, hang (> 10 s an
 #                                               input) or sanitizer report fails the run and
 #                                               leaves the input in build-fuzz/findings/
+#   PRIVRACE_WITH_MPI=1 scripts/test.sh         also installs OpenMPI (setup.sh), builds privrace-mpi
+#                                               (-DPRIVRACE_MPI=ON) and runs its mpirun tests
+#                                               (-np 1, 2, 3 with --oversubscribe) with the suite
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -50,7 +53,10 @@ if [[ "$sanitize" == thread ]]; then
     exit 1
   fi
 fi
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE="$type" -DPRIVRACE_SANITIZE="$sanitize" -DPRIVRACE_BENCH=ON "${compiler[@]}" >/dev/null
+mpi=OFF
+if [[ "${PRIVRACE_WITH_MPI:-0}" == 1 ]]; then mpi=ON; fi
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE="$type" -DPRIVRACE_SANITIZE="$sanitize" -DPRIVRACE_BENCH=ON -DPRIVRACE_MPI="$mpi" \
+  "${compiler[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 jobs="$(nproc)"
 if [[ "$sanitize" == thread ]]; then
