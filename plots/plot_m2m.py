@@ -149,7 +149,9 @@ def main():
                 if col == 0:
                     ax.set_ylabel(dname + " error")
             if note:
-                axes[row][0].annotate(note, xy=(0, 1.13), xycoords="axes fraction", fontsize=7, ha="left")
+                # Outside the layout: a long note would otherwise squeeze the row's axes.
+                axes[row][0].annotate(note, xy=(0, 1.2), xycoords="axes fraction", fontsize=7,
+                                      ha="left").set_in_layout(False)
         handles, labels = axes[0][0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8, bbox_to_anchor=(0.5, -0.02))
         fig.tight_layout(rect=(0, 0.06, 1, 1))
