@@ -105,7 +105,8 @@ def neighbors_figure(sets, out_dir):
         if vals:
             ax.axhline(float(np.mean(vals)), color=color, linestyle="--", linewidth=1)
     ax.set_xscale("log")
-    ax.set_yscale("symlog", linthresh=1e-3)
+    ax.set_yscale("log")
+    ax.set_ylim(1e-3, 1.2)
     ax.set_xlabel(r"$\epsilon$")
     ax.set_ylabel("recall@k")
     ax.set_title(f"Near-neighbour search from the sketch: {data_note(records)}\n(dashed: RACE on exact counts)", fontsize=9)
