@@ -7,6 +7,7 @@
 #include <map>
 
 #include "privrace/core/error.hpp"
+#include "privrace/baselines/histogram.hpp"
 #include "privrace/lsh/family.hpp"
 #include "privrace/sketch/builder.hpp"
 #include "privrace/sketch/privatize.hpp"
@@ -227,6 +228,23 @@ TEST(Neighbors, CollisionRankingFindsNeighboursAndRecallIsExact) {
   // exact_neighbors: the query itself, when it is a candidate, comes first.
   const auto self = exact_neighbors(candidates, candidates.topRows(5), 1);
   for (std::size_t q = 0; q < 5; ++q) EXPECT_EQ(self[q][0], q);
+}
+
+TEST(Densities, ExactKdeMatchesTheTaskGroundTruthAndHistogramCellsMatchItsCounts) {
+  Mixture mix = sample_mixture(three_components(), 2000);
+  mix.points.bottomRows(500) = mix.points.topRows(500);  // duplicates are merged with weights
+  const DenseMatrix queries = mix.points.middleRows(700, 50);
+  const KernelSpec kernel{"l2", 2.0, 2};
+  const auto truth = exact_kernel_sums(mix.points, queries, kernel);
+  const auto mine = ExactKde(mix.points, kernel)(queries);
+  for (std::size_t j = 0; j < mine.size(); ++j) EXPECT_NEAR(mine[j], truth[j] / 2000.0, 1e-9 * (1 + truth[j] / 2000.0));
+  EXPECT_EQ(ExactKde(mix.points, kernel).distinct_rows(), 1500u);
+  EXPECT_THROW(ExactKde(mix.points, KernelSpec{"angular", 1.0, 1}), UsageError);
+  // cell_of places every row where the histogram counted it.
+  const baselines::HistogramRelease hist(mix.points, baselines::Domain{-4, 24}, 6);
+  std::vector<std::int64_t> counts(hist.cells(), 0);
+  for (Eigen::Index i = 0; i < mix.points.rows(); ++i) ++counts[hist.cell_of(mix.points, i)];
+  EXPECT_EQ(counts, hist.counts());
 }
 
 TEST(Mixture, MeansAreSeparatedAndLabelsMatchWeights) {
