@@ -138,23 +138,26 @@ def main():
     stats = [n for n in ("m2m_random10", "m2m_lifesci") if n in sets]
     if stats:
         fig, axes = plt.subplots(len(stats), len(TASKS), figsize=(3.2 * len(TASKS), 2.9 * len(stats)), squeeze=False)
+        notes = []
         for row, name in enumerate(stats):
             records, quick = sets[name]
             records = common.dedupe(records)
             dname, note = data_name(records)
+            if "lifesci" in name:
+                dname += " (LifeSci stand-in)"
             for col, (metric, title) in enumerate(TASKS):
                 ax = axes[row][col]
                 draw(ax, records, metric)
-                ax.set_title(f"{dname}: {title}" + common.title_suffix(records), fontsize=9)
+                ax.set_title(f"{dname}\n{title}" + common.title_suffix(records), fontsize=8)
                 if col == 0:
-                    ax.set_ylabel(dname + " error")
+                    ax.set_ylabel(dname.split(" ")[0] + " error")
             if note:
-                # Outside the layout: a long note would otherwise squeeze the row's axes.
-                axes[row][0].annotate(note, xy=(0, 1.2), xycoords="axes fraction", fontsize=7,
-                                      ha="left").set_in_layout(False)
+                notes.append(f"{dname}: {note}")
         handles, labels = axes[0][0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8, bbox_to_anchor=(0.5, -0.02))
-        fig.tight_layout(rect=(0, 0.06, 1, 1))
+        fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8, bbox_to_anchor=(0.5, 0.045))
+        # The data notes under the legend (on an axes they squeeze the panels).
+        fig.text(0.01, 0.0, "\n".join(notes), fontsize=7, ha="left", va="bottom")
+        fig.tight_layout(rect=(0, 0.13, 1, 1))
         print("wrote", *common.save(fig, args.out, "m2m_fig3"))
         text, table = table1(sets)
         print(text, end="")
