@@ -524,6 +524,7 @@ TEST_F(FeatureSketchCli, BadInputGetsItsErrorAndNoFile) {
   expect_refused(base + " --kernel rff --features 0", 2, "got 0");
   expect_refused(base + " --kernel rff --features 10 --rows 5", 2, "--rows and --width do not apply to --kernel rff");
   expect_refused(base + " --kernel rff --features 10 --mechanism floored_laplace", 2, "exact discrete Laplace");
+  expect_refused(base + " --kernel rff --features 10 --domain 0:1", 2, "--domain does not apply to --kernel rff");
   expect_refused(base + " --kernel hist --bins 0 --domain 0:1", 2, "--bins must be at least 1, got 0");
   expect_refused(base + " --kernel hist --bins 4", 2, "needs --domain");
   // (Other malformed domains are covered in process by BadInputIsRefusedNamingTheValue.)

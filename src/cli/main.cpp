@@ -125,6 +125,11 @@ int cmd_sketch(int argc, char** argv) {
       if (!(sigma > 0.0) || !std::isfinite(sigma)) throw UsageError("--sigma must be a positive number, got " + std::to_string(sigma));
       if (mechanism == "floored_laplace")
         throw UsageError("--mechanism floored_laplace adds floating-point Laplace noise; the rff sums get exact discrete Laplace on their grid (or gaussian)");
+      // The rff features are bounded for any record, so the sketch has no domain; M2M's is
+      // declared when answering. Refused rather than silently ignored.
+      if (vm.count("domain"))
+        throw UsageError("--domain does not apply to --kernel rff (its features are bounded for every record); "
+                         "declare M2M's domain with privrace m2m --domain");
       rows = 2;
       width = features / 2;
     } else {
