@@ -97,7 +97,10 @@ class M2mTask final : public Task {
     std::snprintf(buf, sizeof buf, "%-6s %-12s %-12s %-24s %-24s\n", "map", "eps = inf", "eps = 1", "paper Random10 (inf, 1)",
                   "paper LifeSci (inf, 1)");
     text += buf;
-    for (const auto& [map, row] : table.items()) {
+    for (const auto& item : table.items()) {
+      // Named references, not a structured binding: clang 14 cannot capture bindings in lambdas.
+      const std::string& map = item.key();
+      const json& row = item.value();
       auto fmt = [](const json& v) {
         char b[32];
         if (v.is_null()) return std::string("-");
