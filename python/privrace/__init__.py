@@ -1,0 +1,24 @@
+"""privrace: differentially private RACE sketches, from Python.
+
+    import numpy as np, privrace
+    sk = privrace.RaceSketch("l2", rows=200, width=64, bandwidth=2.0)
+    sk.fit(X, epsilon=1.0)            # X: 2-D float32/float64 array, one record a row
+    densities = sk.query(Q)           # numpy array, one value per query row
+    sk.save("data.rsk")               # the file format of the `privrace` command
+
+privrace.results.load("results/kde_skin.jsonl") reads an experiment's records (a pandas
+DataFrame when pandas is installed). The sketch classes live in the compiled module
+privrace._core (the C++ engine); privrace.results works without it.
+"""
+from . import results  # noqa: F401
+
+try:
+    from ._core import M2M, RaceSketch, __version__, git_commit  # noqa: F401
+except ImportError as _error:  # a source checkout without the compiled module
+    _core_error = _error
+
+    def __getattr__(name):
+        raise ImportError(f"privrace.{name} needs the compiled module privrace._core ({_core_error}); "
+                          "build it (cmake option PRIVRACE_PYTHON=ON) and put BUILD/python on PYTHONPATH")
+
+__all__ = ["M2M", "RaceSketch", "results", "__version__"]
