@@ -16,21 +16,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# privrace.results reads the records (pure Python: the compiled module is not needed). An
+# installed privrace package comes first; the checkout's python/ otherwise.
+sys.path.append(os.path.join(REPO, "python"))
+from privrace.results import read_records  # noqa: E402
 
 
 def read_jsonl(path):
-    """Records of one results file; a partial last line (killed run) is skipped."""
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                print(f"warning: {path}:{n}: not a complete record; skipped", file=sys.stderr)
-    return out
+    """Records of one results file; a partial last line (killed run) is skipped with a warning."""
+    return read_records(path)
 
 
 def result_sets(results_dir, task):
