@@ -18,7 +18,11 @@ namespace privrace::experiments {
 using nlohmann::json;
 
 ResultsFile::ResultsFile(const std::string& path, const std::string& fingerprint) : path_(path) {
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  // Created only if absent (O_EXCL), so that a run failing before its first record (bad data,
+  // a task's set-up refusing its options) can remove the empty file it made and no other.
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ >= 0) created_ = true;
+  else if (errno == EEXIST) fd_ = ::open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw Error("cannot open results file '" + path + "' for writing: " + std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd_);
@@ -82,7 +86,9 @@ ResultsFile::ResultsFile(const std::string& path, const std::string& fingerprint
 }
 
 ResultsFile::~ResultsFile() {
-  if (fd_ >= 0) ::close(fd_);  // also releases the lock
+  if (fd_ < 0) return;
+  if (created_ && appended_ == 0) ::unlink(path_.c_str());  // never leave an empty results file
+  ::close(fd_);  // also releases the lock
 }
 
 void ResultsFile::append(const json& record) {
@@ -101,6 +107,7 @@ void ResultsFile::append(const json& record) {
   if (::fsync(fd_) != 0) throw Error("cannot fsync '" + path_ + "': " + std::strerror(errno));
   keys_.insert(record.at("key").get<std::string>());
   records_.push_back(record);
+  ++appended_;
 }
 
 namespace {

@@ -29,6 +29,8 @@ class ResultsFile {
  private:
   std::string path_;
   int fd_ = -1;
+  bool created_ = false;  // the file did not exist before: removed again if nothing was appended
+  std::size_t appended_ = 0;
   std::set<std::string> keys_;
   std::vector<nlohmann::json> records_;
   std::size_t repaired_ = 0, ignored_ = 0;

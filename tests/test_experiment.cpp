@@ -393,6 +393,22 @@ TEST(ExperimentRun, UnwritableResultsDirectoryFailsBeforeAnyWork) {
   }
 }
 
+TEST(ExperimentRun, FailedSetUpLeavesNoResultsFile) {
+  Repo repo;
+  write(repo.root() / "datasets" / "tiny" / "tiny.csv", "0.5,0.5\n0.25,not-a-number\n");
+  EXPECT_THROW(run_experiment(options(repo, write_config(repo, base_config()))), Error);
+  EXPECT_FALSE(fs::exists(repo.out() / "t_kde.jsonl"));
+  // A file that held records before is kept as it was.
+  fs::remove(repo.root() / "datasets" / "tiny" / "tiny.csv");
+  const auto first = run_experiment(options(repo, write_config(repo, base_config())));
+  const std::string before = read(first.results_path);
+  write(repo.root() / "datasets" / "tiny" / "tiny.csv", "0.5,0.5\n0.25,not-a-number\n");
+  json j = base_config();
+  j["epsilons"] = {0.1, 10, 100};  // new cells to run, so the data are read again
+  EXPECT_THROW(run_experiment(options(repo, write_config(repo, j))), Error);
+  EXPECT_EQ(read(first.results_path), before);
+}
+
 TEST(ExperimentRun, DamagedGroundTruthCacheIsRecomputed) {
   Repo repo;
   const auto cfg = write_config(repo, base_config());
