@@ -417,6 +417,9 @@ ExperimentConfig load_config(const std::string& path, bool quick, const Registry
     std::string what = e.what();
     if (const auto p = what.find("syntax error"); p != std::string::npos) what = what.substr(p);
     throw InputError(path + ":" + std::to_string(line) + ":" + std::to_string(col) + ": not valid JSON: " + what);
+  } catch (const json::exception& e) {
+    // A number beyond double (1e999) is an out_of_range error, not a parse_error (found by fuzz_config).
+    throw InputError(path + ": not valid JSON: " + e.what());
   }
   return parse_config(j, path, quick, registry, datasets);
 }

@@ -151,6 +151,22 @@ TEST(HostileConfig, GridOfABillionCellsIsRefusedWithTheCount) {
 
 // Regressions of the readers (each names the input that exposed it).
 
+// fuzz_config: a shipped config with one number turned into 1e888...8 made nlohmann's parser
+// throw out_of_range (number overflow), which escaped load_config and ended the process.
+TEST(ReaderRegression, ConfigNumberBeyondDoubleIsAnInputError) {
+  const auto dir = testing::temp_dir("hostile_config_number");
+  const std::string path = (dir / "overflow.json").string();
+  std::ofstream(path) << "{\"name\": \"x\", \"repetitions\": 1e888888888888888888888888888888}\n";
+  const auto datasets = DatasetRegistry::load_from_repo(PRIVRACE_SOURCE_DIR);
+  try {
+    (void)experiments::load_config(path, false, experiments::builtin_registry(), datasets);
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("overflow.json: not valid JSON"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("number overflow"), std::string::npos) << e.what();
+  }
+}
+
 // A gzip stream cut short: zlib's gzread() returns 0 as at a clean end and reports the
 // truncation only through gzerror() (a soft Z_BUF_ERROR). The table reader checked it; the
 // edge-list reader and the whole-file reader of text tables read the edges / rows before the
