@@ -421,7 +421,12 @@ ExperimentConfig load_config(const std::string& path, bool quick, const Registry
     // A number beyond double (1e999) is an out_of_range error, not a parse_error (found by fuzz_config).
     throw InputError(path + ": not valid JSON: " + e.what());
   }
-  return parse_config(j, path, quick, registry, datasets);
+  try {
+    return parse_config(j, path, quick, registry, datasets);
+  } catch (const json::exception& e) {
+    // A field of the wrong JSON type that the validator missed (found by fuzz_config).
+    throw InputError(path + ": " + e.what());
+  }
 }
 
 std::vector<ParamSpec> race_noise_parameters() {

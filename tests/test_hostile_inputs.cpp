@@ -153,6 +153,20 @@ TEST(HostileConfig, GridOfABillionCellsIsRefusedWithTheCount) {
 
 // fuzz_config: a shipped config with one number turned into 1e888...8 made nlohmann's parser
 // throw out_of_range (number overflow), which escaped load_config and ended the process.
+// fuzz_config: fuzz/corpus/fuzz_config/crash_type_error (after its mode byte) has an object
+// where a string is expected; nlohmann's type_error escaped parse_config.
+TEST(ReaderRegression, ConfigFieldOfTheWrongTypeIsAnInputError) {
+  std::ifstream in(std::string(PRIVRACE_SOURCE_DIR) + "/fuzz/corpus/fuzz_config/crash_type_error", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 1u);
+  const auto dir = testing::temp_dir("hostile_config_type");
+  const std::string path = (dir / "type.json").string();
+  std::ofstream(path, std::ios::binary) << bytes.substr(1);
+  const auto datasets = DatasetRegistry::load_from_repo(PRIVRACE_SOURCE_DIR);
+  EXPECT_THROW((void)experiments::load_config(path, (bytes[0] & 1) != 0, experiments::builtin_registry(), datasets),
+               InputError);
+}
+
 TEST(ReaderRegression, ConfigNumberBeyondDoubleIsAnInputError) {
   const auto dir = testing::temp_dir("hostile_config_number");
   const std::string path = (dir / "overflow.json").string();
