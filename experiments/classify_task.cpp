@@ -12,6 +12,17 @@
 #include "privrace/tasks/classify.hpp"
 
 namespace privrace::experiments {
+
+DoubleMatrix logistic_inputs(const DenseMatrix& x) {
+  // Unit cube -> [-1, 1], bias column, divided by sqrt(d + 1): ||row|| <= 1 for every record.
+  const Eigen::Index d = x.cols();
+  DoubleMatrix out(x.rows(), d + 1);
+  out.leftCols(d) = (2.0 * x.cast<double>().array() - 1.0).matrix();
+  out.col(d).setOnes();
+  out /= std::sqrt(static_cast<double>(d + 1));
+  return out;
+}
+
 namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -23,16 +34,6 @@ std::vector<T> pick(const std::vector<T>& v, const std::vector<std::size_t>& idx
   std::vector<T> out;
   out.reserve(idx.size());
   for (const auto i : idx) out.push_back(v[i]);
-  return out;
-}
-
-DoubleMatrix logistic_inputs(const DenseMatrix& x) {
-  // Unit cube -> [-1, 1], bias column, divided by sqrt(d + 1): ||row|| <= 1 for every record.
-  const Eigen::Index d = x.cols();
-  DoubleMatrix out(x.rows(), d + 1);
-  out.leftCols(d) = (2.0 * x.cast<double>().array() - 1.0).matrix();
-  out.col(d).setOnes();
-  out /= std::sqrt(static_cast<double>(d + 1));
   return out;
 }
 

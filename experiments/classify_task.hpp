@@ -19,6 +19,10 @@ struct ClassifyContext : TaskContext {
   Eigen::VectorXd train_pm;
 };
 
+// [2x - 1, 1] / sqrt(d + 1) of unit-cube rows: the logistic-regression inputs of objective
+// perturbation (classification, one-vs-rest, M2M's dp_erm), every row of norm <= 1.
+DoubleMatrix logistic_inputs(const DenseMatrix& x);
+
 std::unique_ptr<Task> make_classification_task();
 std::unique_ptr<Method> make_race_classifier_method();
 std::unique_ptr<Method> make_objective_perturbation_method();

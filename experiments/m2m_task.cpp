@@ -5,6 +5,7 @@
 #include <iostream>
 #include <limits>
 
+#include "classify_task.hpp"
 #include "privrace/baselines/objective_perturbation.hpp"
 #include "privrace/core/progress.hpp"
 #include "privrace/privacy/budget.hpp"
@@ -22,16 +23,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 json nan_metrics() {
   return {{"mean_mre", kNaN}, {"moment2_mre", kNaN}, {"cdf_emd", kNaN},
           {"cov_frobenius", kNaN}, {"count_mae", kNaN}, {"auc", kNaN}};
-}
-
-DoubleMatrix logistic_inputs(const DenseMatrix& x) {
-  // Unit cube -> [-1, 1], bias column, divided by sqrt(d + 1): ||row|| <= 1 for every record.
-  const Eigen::Index d = x.cols();
-  DoubleMatrix out(x.rows(), d + 1);
-  out.leftCols(d) = (2.0 * x.cast<double>().array() - 1.0).matrix();
-  out.col(d).setOnes();
-  out /= std::sqrt(static_cast<double>(d + 1));
-  return out;
 }
 
 class M2mTask final : public Task {
