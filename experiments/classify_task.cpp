@@ -146,6 +146,7 @@ class ClassificationTask final : public Task {
                          {"scale", data.preprocessing.value("scale", "none")},
                          {"bandwidth", ctx->bandwidth}};
     if (data.stand_in) ctx->data_summary["stand_in_reason"] = data.stand_in_reason;
+    note_substitute(ctx->data_summary, data);  // real data of another version than the paper's
     return ctx;
   }
 };

@@ -99,6 +99,7 @@ class GraphTask final : public Task {
       ctx->sets = read_edge_list_cached(path, cache, eo, &rep, &ctx->graph_cache_hit);
       ctx->data.files = {path};
       ctx->data.data_dir = fs::path(path).parent_path().string();
+      if (entry.contains("substitute")) ctx->data.substitute = entry.at("substitute");  // another version of the paper's graph
       source_json = {{"file", fs::path(path).filename().string()}, {"csr_cache", cache}};
     } else {
       RmatOptions ro;
@@ -165,6 +166,7 @@ class GraphTask final : public Task {
                          {"truth_cache_hit", ctx->truth_cache_hit},
                          {"truth_seconds", ctx->truth_seconds}};
     if (ctx->data.stand_in) ctx->data_summary["stand_in_reason"] = ctx->data.stand_in_reason;
+    note_substitute(ctx->data_summary, ctx->data);  // real data of another version than the paper's
     return ctx;
   }
 };

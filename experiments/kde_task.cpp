@@ -129,6 +129,17 @@ class KdeTask final : public Task {
                          {"scale", ctx->data.preprocessing.value("scale", "none")},
                          {"kernel", ctx->kernel.to_json()}};
     if (ctx->data.stand_in) ctx->data_summary["stand_in_reason"] = ctx->data.stand_in_reason;
+    note_substitute(ctx->data_summary, ctx->data);  // real data of another version than the paper's
+    if (const auto& pp = ctx->data.preprocessing; pp.contains("pca")) {
+      // The projection is fit on the data: the records say so (the full basis stays in the
+      // preprocessing record that keys the ground-truth cache).
+      const json& pca = pp.at("pca");
+      ctx->data_summary["pca"] = {{"components", pca.at("components")},
+                                  {"input_dim", pca.at("input_dim")},
+                                  {"explained_variance_ratio", pca.at("explained_variance_ratio")},
+                                  {"private", false}};
+    }
+    if (ctx->data.preprocessing.contains("max_rows")) ctx->data_summary["max_rows"] = ctx->data.preprocessing.at("max_rows");
     return ctx;
   }
 };

@@ -165,6 +165,7 @@ class LdpSmoothTask final : public Task {
                          {"query", "Gaussian kernel exp(-||x - c||^2 / (2 sigma^2)), centres on a grid of [-1, 1]^d"},
                          {"preprocessing", "real source: first d features scaled by public bounds into [-1, 1]^d, "
                                            "players drawn with replacement; generated: 3 truncated Gaussian clusters"}};
+    note_substitute(ctx->data_summary, ctx->data);  // real data of another version than the paper's
     return ctx;
   }
 };

@@ -157,6 +157,7 @@ class LdpErmTask final : public Task {
                          {"y_scale", y_scale},
                          {"loss", loss_name(ctx->base.kind)},
                          {"box", {ctx->base.lo, ctx->base.hi}}};
+    note_substitute(ctx->data_summary, data);  // real data of another version than the paper's
     return ctx;
   }
 };
@@ -347,6 +348,7 @@ class LdpMarginalsTask final : public Task {
     ctx->data_summary = {{"name", cfg.dataset}, {"stand_in", ctx->data.stand_in}, {"rows", ctx->real.n},
                          {"binary_columns", ctx->real.d}, {"features", ctx->data.feature_names},
                          {"marginal", "monotone conjunction prod_{i in S} x_i over the first d binary columns, all |S| = k"}};
+    note_substitute(ctx->data_summary, ctx->data);  // real data of another version than the paper's
     return ctx;
   }
 };

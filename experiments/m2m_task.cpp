@@ -200,6 +200,7 @@ class M2mTask final : public Task {
     } else {
       ctx->data_summary["checksum"] = data.checksum_status;
       ctx->data_summary["scale"] = data.preprocessing.value("scale", "none");
+      note_substitute(ctx->data_summary, data);  // real data of another version than the paper's
     }
     if (ctx->analysis == "statistics") {
       ctx->data_summary["queries"] = ctx->queries.size();

@@ -117,6 +117,7 @@ json describe_data(const AppContext& ctx, const ExperimentConfig& cfg, bool gene
     s["checksum"] = ctx.data.checksum_status;
     s["scale"] = ctx.data.preprocessing.value("scale", "none");
     if (ctx.data.stand_in) s["stand_in_reason"] = ctx.data.stand_in_reason;
+    note_substitute(s, ctx.data);  // real data of another version than the paper's
   } else {
     s["mixture"] = {{"components", cfg.task_options.at("components")}, {"sd", cfg.task_options.at("sd")},
                     {"imbalance", cfg.task_options.at("imbalance")}, {"data_seed", cfg.task_options.at("data_seed")}};

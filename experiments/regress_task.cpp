@@ -93,6 +93,7 @@ class RegressionTask final : public Task {
                          {"y_scale", y_scale},
                          {"test_var_y", (ctx->test_y.array() - ctx->test_y.mean()).square().mean()}};
     if (data.stand_in) ctx->data_summary["stand_in_reason"] = data.stand_in_reason;
+    note_substitute(ctx->data_summary, data);  // real data of another version than the paper's
     return ctx;
   }
 };

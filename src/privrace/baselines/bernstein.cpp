@@ -9,13 +9,12 @@
 namespace privrace::baselines {
 
 BernsteinRelease::BernsteinRelease(const DenseRef& train, const KernelSpec& spec, const Domain& dom, int k,
-                                   double max_seconds, double kernel_evals_per_second)
+                                   double max_seconds, double kernel_evals_per_second, double max_bytes)
     : k_(k), d_(static_cast<std::size_t>(train.cols())), n_(static_cast<double>(train.rows())), dom_(dom) {
   if (k < 1) throw UsageError("bernstein: degree k must be at least 1");
-  const double lattice = std::pow(static_cast<double>(k + 1), static_cast<double>(d_));
+  const double lattice = lattice_points(k, d_);
   refuse_if_infeasible(lattice * static_cast<double>(train.rows()), kernel_evals_per_second, max_seconds,
-                       "bernstein lattice");
-  if (lattice > 5e8) throw UsageError("bernstein: (k+1)^d = " + std::to_string(lattice) + " lattice points do not fit in memory");
+                       "bernstein lattice", estimated_bytes(k, d_), max_bytes);
   const auto L = static_cast<std::size_t>(lattice);
   DoubleMatrix pts(static_cast<Eigen::Index>(L), static_cast<Eigen::Index>(d_));
 #pragma omp parallel for schedule(static)
@@ -30,6 +29,10 @@ BernsteinRelease::BernsteinRelease(const DenseRef& train, const KernelSpec& spec
   // Clipped data, so every record lies in the domain the lattice covers.
   const DenseMatrix clipped = clip_to_domain(train, dom).cast<Real>();
   values_ = kde_at(clipped, pts, spec);  // parallel (OpenMP) exact kernel sums
+}
+
+double BernsteinRelease::estimated_bytes(int k, std::size_t d) {
+  return lattice_points(k, d) * (12.0 * static_cast<double>(d) + 16.0);
 }
 
 double BernsteinRelease::noise_scale(double epsilon) const {

@@ -14,6 +14,7 @@
 //     (remove is symmetric).
 // So each of the (k+1)^d released values has sensitivity 1/N, the vector L1 sensitivity
 // (k+1)^d / N, and A&R's Laplace mechanism adds Lap((k+1)^d / (N eps)) to every value.
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -24,10 +25,18 @@ namespace privrace::baselines {
 
 class BernsteinRelease {
  public:
-  // Exact lattice values (no noise yet). Throws UsageError with a time estimate when
-  // (k+1)^d x N kernel evaluations (duplicates not credited) exceed max_seconds.
+  // Exact lattice values (no noise yet). Throws InfeasibleError (a UsageError) carrying the
+  // time and memory estimates when (k+1)^d x N kernel evaluations (duplicates not credited)
+  // exceed max_seconds or the lattice's memory (estimated_bytes) exceeds max_bytes.
   BernsteinRelease(const DenseRef& train, const KernelSpec& spec, const Domain& dom, int k, double max_seconds = 3600,
-                   double kernel_evals_per_second = 1e8);  // measured: ~1.3e8/s on 2 busy cores (skin, d = 3)
+                   double kernel_evals_per_second = 1e8,  // measured: ~1.3e8/s on 2 busy cores (skin, d = 3)
+                   double max_bytes = 16.0 * (1ULL << 30));
+
+  // Peak bytes of a degree-k lattice in d dimensions: the lattice points in double (8d per
+  // point) and their float copy for the kernel sums (4d), the exact values and one private
+  // copy (8 + 8).
+  static double estimated_bytes(int k, std::size_t d);
+  static double lattice_points(int k, std::size_t d) { return std::pow(k + 1.0, static_cast<double>(d)); }
 
   std::size_t lattice_size() const { return values_.size(); }
   double noise_scale(double epsilon) const;  // (k+1)^d / (N eps)

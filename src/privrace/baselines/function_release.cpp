@@ -69,14 +69,20 @@ std::vector<double> kde_at(const DenseRef& data, const DoubleMatrix& points, con
   return sums;
 }
 
-void refuse_if_infeasible(double work_units, double units_per_second, double limit_seconds, const char* what) {
+void refuse_if_infeasible(double work_units, double units_per_second, double limit_seconds, const char* what,
+                          double bytes, double limit_bytes) {
   const double est = work_units / units_per_second;
-  if (est > limit_seconds) {
-    std::ostringstream m;
-    m << what << ": refused, estimated " << est << " s on this machine (" << work_units
-      << " operations), above the limit of " << limit_seconds << " s (raise max_seconds to run it)";
-    throw UsageError(m.str());
-  }
+  const bool too_slow = est > limit_seconds;
+  const bool too_big = limit_bytes > 0 && bytes > limit_bytes;
+  if (!too_slow && !too_big) return;
+  std::ostringstream m;
+  m << what << ": refused, estimated " << est << " s on this machine (" << work_units << " operations)";
+  if (bytes > 0) m << " and " << bytes / (1024.0 * 1024.0 * 1024.0) << " GiB of memory";
+  if (too_slow) m << ", above the limit of " << limit_seconds << " s (raise max_seconds to run it)";
+  if (too_big)
+    m << (too_slow ? " and" : ",") << " above the memory limit of " << limit_bytes / (1024.0 * 1024.0 * 1024.0)
+      << " GiB (raise max_memory_gb to run it)";
+  throw InfeasibleError(m.str(), work_units, est, bytes);
 }
 
 }  // namespace privrace::baselines

@@ -9,8 +9,10 @@
 // (Aldà & Rubinstein, Balog et al., Mirshani et al. all normalise by a known n).
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "privrace/core/error.hpp"
 #include "privrace/core/types.hpp"
 #include "privrace/tasks/kde.hpp"
 
@@ -51,7 +53,21 @@ struct WeightedPoints {
 // routine (it merges duplicate rows first).
 std::vector<double> kde_at(const DenseRef& data, const DoubleMatrix& points, const KernelSpec& spec);
 
-// Thrown (as UsageError) when a setting is too large to run; the message gives the estimate.
-void refuse_if_infeasible(double work_units, double units_per_second, double limit_seconds, const char* what);
+// A setting refused before any work because its estimated time or memory exceeds a limit.
+// It is a UsageError (callers that only know UsageError still catch it); the estimates travel
+// with it so an experiment record can keep them as numbers, not only inside the message.
+class InfeasibleError : public UsageError {
+ public:
+  InfeasibleError(const std::string& message, double operations, double estimated_seconds, double estimated_bytes)
+      : UsageError(message), operations(operations), estimated_seconds(estimated_seconds), estimated_bytes(estimated_bytes) {}
+  double operations;         // work units (kernel evaluations, score terms)
+  double estimated_seconds;  // operations / the measured rate of this machine
+  double estimated_bytes;    // peak memory of the setting (0 where the caller did not estimate it)
+};
+
+// Throws InfeasibleError when work_units / units_per_second exceeds limit_seconds, or when
+// bytes exceeds limit_bytes (0 = no memory limit); the message gives both estimates.
+void refuse_if_infeasible(double work_units, double units_per_second, double limit_seconds, const char* what,
+                          double bytes = 0, double limit_bytes = 0);
 
 }  // namespace privrace::baselines

@@ -67,6 +67,20 @@ KmeRelease::KmeRelease(const DenseRef& train, const KernelSpec& spec, const Doma
       z_(i, j) = opt.synthetic == "uniform" ? dom.from_unit(rng.unit())
                                             : std::clamp(dom.from_unit(0.5) + 0.25 * dom.span() * sample_normal(rng),
                                                          dom.lower, dom.upper);
+  fit(train, spec, dom, opt);
+}
+
+KmeRelease::KmeRelease(const DenseRef& train, const KernelSpec& spec, const Domain& dom, DoubleMatrix points,
+                       const KmeOptions& opt)
+    : z_(std::move(points)), n_(static_cast<double>(train.rows())) {
+  if (z_.cols() != train.cols())
+    throw UsageError("kme: public points have " + std::to_string(z_.cols()) + " columns, the data " +
+                     std::to_string(train.cols()));
+  fit(train, spec, dom, opt);
+}
+
+void KmeRelease::fit(const DenseRef& train, const KernelSpec& spec, const Domain& dom, const KmeOptions& opt) {
+  const auto d = train.cols();
   chol_ = pivoted_cholesky(z_, spec, opt.tol, opt.max_rank);
   const std::size_t m = chol_.pivots.size();
   DoubleMatrix zp(static_cast<Eigen::Index>(m), d);
@@ -76,6 +90,46 @@ KmeRelease::KmeRelease(const DenseRef& train, const KernelSpec& spec, const Doma
   Eigen::VectorXd sv = Eigen::Map<const Eigen::VectorXd>(s.data(), static_cast<Eigen::Index>(m));
   Eigen::VectorXd a = chol_.L.triangularView<Eigen::Lower>().solve(sv);  // alpha = L^{-1} s_P
   alpha_.assign(a.data(), a.data() + a.size());
+}
+
+PrivateMoments private_moments(const DenseRef& train, const Domain& dom, double epsilon_summary, RandomSource& rng,
+                               double min_sd) {
+  if (!(epsilon_summary > 0)) throw UsageError("kme: the summary's epsilon must be positive");
+  if (train.rows() == 0) throw UsageError("kme: no training rows");
+  const auto d = static_cast<std::size_t>(train.cols());
+  const double n = static_cast<double>(train.rows());
+  std::vector<double> s1(d, 0.0), s2(d, 0.0);
+  for (Eigen::Index i = 0; i < train.rows(); ++i)
+    for (std::size_t j = 0; j < d; ++j) {
+      const double u = dom.to_unit(train(i, static_cast<Eigen::Index>(j)));  // clipped into [0, 1]
+      s1[j] += u;
+      s2[j] += u * u;
+    }
+  PrivateMoments m;
+  m.epsilon = epsilon_summary;
+  m.noise_scale = 2.0 * static_cast<double>(d) / epsilon_summary;  // L1 sensitivity 2d (see kme.hpp)
+  m.mean.resize(d);
+  m.sd.resize(d);
+  for (std::size_t j = 0; j < d; ++j) {
+    const double mean = std::clamp((s1[j] + sample_laplace(rng, m.noise_scale)) / n, 0.0, 1.0);
+    const double second = (s2[j] + sample_laplace(rng, m.noise_scale)) / n;
+    const double var = std::clamp(second - mean * mean, min_sd * min_sd, 0.25);
+    m.mean[j] = mean;
+    m.sd[j] = std::sqrt(var);
+  }
+  return m;
+}
+
+DoubleMatrix moment_points(const PrivateMoments& m, std::size_t count, const Domain& dom, std::uint64_t seed) {
+  const auto d = static_cast<Eigen::Index>(m.mean.size());
+  DoubleMatrix z(static_cast<Eigen::Index>(count), d);
+  SeededRandom rng(seed);  // public randomness: the points are post-processing of the summary
+  for (Eigen::Index i = 0; i < z.rows(); ++i)
+    for (Eigen::Index j = 0; j < d; ++j) {
+      const auto jj = static_cast<std::size_t>(j);
+      z(i, j) = dom.from_unit(std::clamp(m.mean[jj] + m.sd[jj] * sample_normal(rng), 0.0, 1.0));
+    }
+  return z;
 }
 
 WeightedPoints KmeRelease::release(double epsilon, double delta, RandomSource* rng, double* sigma_out) const {

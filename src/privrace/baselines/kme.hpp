@@ -35,7 +35,7 @@ namespace privrace::baselines {
 
 struct KmeOptions {
   std::size_t points = 5000;         // M
-  std::string synthetic = "uniform";  // uniform | normal
+  std::string synthetic = "uniform";  // uniform | normal (data-independent; see private_moments for the data-informed points)
   double tol = 1e-5;                  // pivoted Cholesky residual at which to stop
   std::size_t max_rank = 1500;        // memory guard: M x max_rank doubles
   std::uint64_t seed = 1;             // public points (data-independent)
@@ -53,9 +53,40 @@ PivotedCholesky pivoted_cholesky(const DoubleMatrix& points, const KernelSpec& s
 // Gaussian sigma for L2 sensitivity `l2` as Balog et al. (classic for eps < 1, analytic otherwise).
 double kme_sigma(double epsilon, double delta, double l2);
 
+// Data-informed public points, made private. The paper (CCS'21 Sec. 5.1) "uses information
+// about the dataset to inform the distribution of synthetic points": it sets the mean and
+// standard deviation of a normal to cover the data. Taken from the private data itself that
+// would leak, so here they are released first with the Laplace mechanism and the points are
+// drawn from the released values (post-processing, public seed):
+//
+//   u_ij = (clip(x_ij) - lower) / span in [0, 1];  S1_j = sum_i u_ij,  S2_j = sum_i u_ij^2.
+//   Add or remove one record: every S1_j and S2_j moves by u or u^2 in [0, 1]; replace one:
+//   by |u - u'| <= 1 and |u^2 - u'^2| <= 1. So the 2d-vector (S1, S2) has L1 sensitivity 2d
+//   and Lap(2d / epsilon_summary) on each coordinate is epsilon_summary-DP. N is public.
+//   mean_j = S1~_j / N and var_j = S2~_j / N - mean_j^2, clamped into [0, 1] and
+//   [min_sd^2, 1/4] (1/4 is the largest variance on [0, 1]; min_sd keeps points spread when
+//   noise drives the variance below zero).
+//
+// Budget split (KmeMethod "private_normal"): epsilon_summary = share * epsilon for this
+// summary, (1 - share) * epsilon and all of delta for the Gaussian weights. The weights'
+// sensitivity 2/N holds for ANY public points, and the points depend on the data only through
+// the summary, so basic (adaptive) composition gives (epsilon, delta)-DP for the whole release.
+struct PrivateMoments {
+  std::vector<double> mean, sd;  // per dimension, in [0, 1] units of the domain
+  double epsilon = 0;            // epsilon_summary spent
+  double noise_scale = 0;        // Laplace scale on each released sum: 2d / epsilon_summary
+};
+PrivateMoments private_moments(const DenseRef& train, const Domain& dom, double epsilon_summary, RandomSource& rng,
+                               double min_sd = 0.02);
+// count points z_ij = from_unit(clamp(mean_j + sd_j g, 0, 1)), g standard normal from `seed`.
+DoubleMatrix moment_points(const PrivateMoments& m, std::size_t count, const Domain& dom, std::uint64_t seed);
+
 class KmeRelease {
  public:
   KmeRelease(const DenseRef& train, const KernelSpec& spec, const Domain& dom, const KmeOptions& opt);
+  // With given public points (opt.points and opt.synthetic are not used).
+  KmeRelease(const DenseRef& train, const KernelSpec& spec, const Domain& dom, DoubleMatrix points,
+             const KmeOptions& opt);
   // Noise-free coordinates (the non-private limit) if rng == nullptr.
   WeightedPoints release(double epsilon, double delta, RandomSource* rng, double* sigma_out = nullptr) const;
   std::size_t rank() const { return chol_.pivots.size(); }
@@ -64,6 +95,7 @@ class KmeRelease {
   const std::vector<double>& alpha() const { return alpha_; }
 
  private:
+  void fit(const DenseRef& train, const KernelSpec& spec, const Domain& dom, const KmeOptions& opt);
   DoubleMatrix z_;
   PivotedCholesky chol_;
   std::vector<double> alpha_;

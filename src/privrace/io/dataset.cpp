@@ -2,6 +2,8 @@
 
 #include <zlib.h>
 
+#include <Eigen/Eigenvalues>
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -583,6 +585,44 @@ LoadedDataset finish(const std::string& name, const json& entry, const Preproces
   } else if (prep.scale == "divide") {
     out.x /= static_cast<float>(prep.divide_by);
   }
+  // Principal components (after scaling, so the declared scaling decides what "variance"
+  // means: with unit_cube every feature's range counts equally).
+  if (prep.pca_components > 0) {
+    if (prep.pca_components > static_cast<std::size_t>(d))
+      throw UsageError("data set '" + name + "': preprocessing.pca.components = " + std::to_string(prep.pca_components) +
+                       " exceeds the " + std::to_string(d) + " features");
+    if (n < 2) throw UsageError("data set '" + name + "': preprocessing.pca needs at least 2 rows");
+    const PcaFit pca = fit_pca(out.x, prep.pca_components);
+    out.x = pca.project(out.x);
+    const auto k = static_cast<Eigen::Index>(prep.pca_components);
+    json used = json::array();
+    if (prep.pca_scale == "unit_cube") {
+      for (Eigen::Index j = 0; j < k; ++j) {
+        const double lo = out.x.col(j).minCoeff(), hi = out.x.col(j).maxCoeff(), span = hi - lo;
+        used.push_back({{"lo", lo}, {"hi", hi}, {"from", "data"}});
+        for (Eigen::Index i = 0; i < n; ++i)
+          out.x(i, j) = span > 0 ? static_cast<float>(std::clamp((out.x(i, j) - lo) / span, 0.0, 1.0)) : 0.0f;
+      }
+    }
+    std::vector<double> ratio(static_cast<std::size_t>(k));
+    for (Eigen::Index j = 0; j < k; ++j)
+      ratio[static_cast<std::size_t>(j)] = pca.total_variance > 0 ? pca.variance(j) / pca.total_variance : 0.0;
+    std::vector<std::vector<double>> basis(static_cast<std::size_t>(k));
+    for (Eigen::Index j = 0; j < k; ++j) basis[static_cast<std::size_t>(j)].assign(pca.basis.col(j).data(), pca.basis.col(j).data() + d);
+    applied["pca"] = {{"components", prep.pca_components},
+                      {"input_dim", d},
+                      {"scale", prep.pca_scale},
+                      {"explained_variance", std::vector<double>(pca.variance.data(), pca.variance.data() + k)},
+                      {"explained_variance_ratio", ratio},
+                      {"fit_on", "every loaded row (held-out queries included), after the scaling above"},
+                      {"private", false},
+                      {"mean", std::vector<double>(pca.mean.data(), pca.mean.data() + d)},
+                      {"basis", basis}};
+    if (prep.pca_scale == "unit_cube") applied["pca"]["bounds"] = used;
+    std::vector<std::string> pc_names;
+    for (Eigen::Index j = 0; j < k; ++j) pc_names.push_back("pc" + std::to_string(j + 1));
+    out.feature_names = pc_names;
+  }
   out.y = std::move(raw.y);
   out.rows_skipped = raw.skipped;
   out.values_filled = raw.filled;
@@ -689,12 +729,29 @@ Preprocessing Preprocessing::from_json(const json& j, const Preprocessing& defau
     } else if (key == "subsample_seed") {
       if (!v.is_number_integer() || v.get<std::int64_t>() < 0) throw UsageError("preprocessing.subsample_seed: expected a non-negative integer");
       p.subsample_seed = v.get<std::uint64_t>();
+    } else if (key == "pca") {
+      // {"components": k, "scale": "unit_cube" | "none"}
+      if (!v.is_object()) throw UsageError("preprocessing.pca: expected an object {\"components\": k, \"scale\": ...}");
+      for (const auto& [pk, pv] : v.items()) {
+        if (pk == "components") {
+          if (!pv.is_number_integer() || pv.get<std::int64_t>() < 1)
+            throw UsageError("preprocessing.pca.components: expected a positive integer");
+          p.pca_components = pv.get<std::size_t>();
+        } else if (pk == "scale") {
+          if (!pv.is_string() || (pv != "none" && pv != "unit_cube"))
+            throw UsageError("preprocessing.pca.scale: expected \"none\" or \"unit_cube\"");
+          p.pca_scale = pv.get<std::string>();
+        } else {
+          throw UsageError("preprocessing.pca." + pk + ": unknown key (expected components, scale)");
+        }
+      }
+      if (p.pca_components == 0) throw UsageError("preprocessing.pca.components: missing (a positive integer)");
     } else if (key == "roles") {
       if (!v.is_array() || v.empty()) throw UsageError("preprocessing.roles: expected a non-empty array of file roles");
       p.roles = v.get<std::vector<std::string>>();
     } else {
       throw UsageError("preprocessing." + key +
-                       ": unknown key (expected features, categorical, scale, divide_by, max_rows, subsample_seed, roles)");
+                       ": unknown key (expected features, categorical, scale, divide_by, max_rows, subsample_seed, pca, roles)");
     }
   }
   return p;
@@ -710,7 +767,44 @@ json Preprocessing::to_json() const {
     j["max_rows"] = max_rows;
     j["subsample_seed"] = subsample_seed;
   }
+  if (pca_components) j["pca"] = {{"components", pca_components}, {"scale", pca_scale}};
   return j;
+}
+
+PcaFit fit_pca(const DenseMatrix& x, std::size_t k) {
+  const Eigen::Index n = x.rows(), d = x.cols();
+  if (k == 0 || k > static_cast<std::size_t>(d))
+    throw UsageError("pca: " + std::to_string(k) + " components of " + std::to_string(d) + " features");
+  if (n < 2) throw UsageError("pca: needs at least 2 rows");
+  const Eigen::MatrixXd xd = x.cast<double>();
+  PcaFit fit;
+  fit.mean = xd.colwise().mean().transpose();
+  const Eigen::MatrixXd centred = xd.rowwise() - fit.mean.transpose();
+  Eigen::MatrixXd cov = Eigen::MatrixXd::Zero(d, d);
+  cov.selfadjointView<Eigen::Lower>().rankUpdate(centred.transpose());
+  cov = cov.selfadjointView<Eigen::Lower>();
+  cov /= static_cast<double>(n - 1);
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(cov);
+  if (eig.info() != Eigen::Success) throw Error("pca: the covariance eigensolver did not converge");
+  // Eigen orders eigenvalues ascending: take the last k, reversed.
+  const auto kk = static_cast<Eigen::Index>(k);
+  fit.basis.resize(d, kk);
+  fit.variance.resize(kk);
+  for (Eigen::Index j = 0; j < kk; ++j) {
+    fit.basis.col(j) = eig.eigenvectors().col(d - 1 - j);
+    fit.variance(j) = std::max(0.0, eig.eigenvalues()(d - 1 - j));
+    // Sign convention (eigenvectors are defined up to sign): the largest |entry| is positive.
+    Eigen::Index at;
+    fit.basis.col(j).cwiseAbs().maxCoeff(&at);
+    if (fit.basis(at, j) < 0) fit.basis.col(j) = -fit.basis.col(j);
+  }
+  fit.total_variance = std::max(0.0, eig.eigenvalues().sum());
+  return fit;
+}
+
+DenseMatrix PcaFit::project(const DenseMatrix& x) const {
+  const Eigen::MatrixXd centred = x.cast<double>().rowwise() - mean.transpose();
+  return (centred * basis).cast<Real>();
 }
 
 json LoadedDataset::describe() const {
@@ -724,7 +818,12 @@ json LoadedDataset::describe() const {
             {"preprocessing", preprocessing}};
   if (stand_in) j["stand_in_reason"] = stand_in_reason;
   if (!data_dir.empty()) j["data_dir"] = data_dir;
+  note_substitute(j, *this);
   return j;
+}
+
+void note_substitute(json& summary, const LoadedDataset& data) {
+  if (!data.substitute.is_null()) summary["substitute"] = data.substitute;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -895,6 +994,14 @@ LoadedDataset load_dataset(const DatasetRegistry& registry, const std::string& n
   }
   if (raw.x.rows() == 0) throw InputError("data set '" + name + "': no rows left after the registry's filters");
   LoadedDataset out = finish(name, entry, prep, cols, std::move(raw));
+  if (entry.contains("substitute")) {
+    const json& sub = entry.at("substitute");
+    if (!sub.is_object() || !sub.contains("label") || !sub.at("label").is_string() || !sub.contains("detail") ||
+        !sub.at("detail").is_string())
+      throw InputError(registry.path() + ": $.datasets." + name +
+                       ".substitute: expected an object {\"label\": short text, \"detail\": text}");
+    out.substitute = sub;
+  }
   out.data_dir = found_dir;
   out.files = paths;
   out.checksum_status = checksum;

@@ -43,6 +43,12 @@ struct Preprocessing {
   std::string scale = "none";        // none | unit_cube | unit_sphere | divide
   double divide_by = 1.0;            // scale = divide (salaries: 250000)
   std::size_t max_rows = 0;          // 0 = all; else a seeded uniform subsample
+  // After `scale`: project onto the top pca_components principal directions of the loaded
+  // rows (0 = no projection), then scale the projected columns by pca_scale (none |
+  // unit_cube, from the projected data's range). The basis is fit on the data, so it is NOT
+  // private: it is preprocessing of the kind the papers treat as public (like data bounds).
+  std::size_t pca_components = 0;
+  std::string pca_scale = "unit_cube";
   std::uint64_t subsample_seed = 1;
   std::vector<std::string> roles = {"data"};  // which of the entry's files to read
 
@@ -51,6 +57,20 @@ struct Preprocessing {
   static Preprocessing from_json(const nlohmann::json& j);
   nlohmann::json to_json() const;
 };
+
+// Principal components of the rows of x (double precision): the column means, the top k
+// eigenvectors of the sample covariance (columns of `basis`, orthonormal, in order of
+// decreasing variance) and their variances. Eigen's self-adjoint eigensolver on the d x d
+// covariance, so it costs n d^2 + d^3. UsageError if k is 0 or above the column count.
+struct PcaFit {
+  Eigen::VectorXd mean;      // d
+  Eigen::MatrixXd basis;     // d x k, orthonormal columns
+  Eigen::VectorXd variance;  // k, descending (sample variance along each direction, divisor n - 1)
+  double total_variance = 0;  // trace of the covariance
+  // (x - mean) basis: n x k.
+  DenseMatrix project(const DenseMatrix& x) const;
+};
+PcaFit fit_pca(const DenseMatrix& x, std::size_t k);
 
 struct DataSearch {
   std::string data_dir;   // --data-dir ("" = none)
@@ -76,10 +96,17 @@ struct LoadedDataset {
   std::size_t rows_skipped = 0;    // rows dropped by the entry's filters (e.g. hourly pay)
   std::size_t values_filled = 0;   // missing numeric values set to the entry's na_fill
   nlohmann::json preprocessing;    // what was applied, including the bounds used for scaling
+  // Real data, but another version than the paper's (the registry entry's "substitute":
+  // {"label": short, for plot titles; "detail": what differs}); null when the data is the
+  // paper's own, and for a synthetic stand-in (stand_in says that).
+  nlohmann::json substitute;
 
   // A small description for experiment records.
   nlohmann::json describe() const;
 };
+
+// Copies data.substitute into a record's data summary (key "substitute") when it is set.
+void note_substitute(nlohmann::json& summary, const LoadedDataset& data);
 
 // Loads a table data set. Graph entries (format snap_edgelist / jlg) are refused with a
 // UsageError (they have their own loader). When no search directory holds every file, a
