@@ -115,10 +115,25 @@ def save(fig, out_dir, name):
     return paths
 
 
-def title_suffix(records):
+def substitute_label(records):
+    """The short label of real data of another version than the paper's ("NYC FY2016 slice, not
+    FY2018"), from the records' data.substitute (datasets/registry.json); "" when none says so."""
+    for r in records:
+        sub = (r.get("data") or {}).get("substitute")
+        if sub:
+            return sub.get("label", "substitute data") if isinstance(sub, dict) else str(sub)
+    return ""
+
+
+def title_suffix(records, substitute_sep=" "):
+    """What a title must say about the data and the run: a synthetic stand-in, real data of
+    another version than the paper's (after substitute_sep: "\n" puts it on a line of its
+    own), a quick profile."""
     s = ""
     if any(r.get("stand_in") for r in records):
         s += " (synthetic stand-in)"
+    elif substitute_label(records):
+        s += f"{substitute_sep}({substitute_label(records)})"
     if any(r.get("quick") for r in records):
         s += " [quick]"
     return s

@@ -102,6 +102,8 @@ def plot(prefix, datasets, metric_label, title_word, results, out, logy=False):
         title = name
         if summary.get("stand_in"):
             title += " (SYNTHETIC STAND-IN)"
+        elif (summary.get("data") or {}).get("substitute"):  # real data of another version than the paper's
+            title += f"\n({summary['data']['substitute'].get('label', 'substitute data')})"
         if summary.get("quick"):
             title += " [quick]"
         missing = not_run(summary)

@@ -24,7 +24,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 def graph_name(records):
     d = records[0].get("data", {})
     name = d.get("name", records[0].get("config"))
-    return f"{name} (R-MAT)" if d.get("source") == "rmat" else name
+    if d.get("source") == "rmat":
+        return f"{name} (R-MAT)"
+    sub = common.substitute_label(records)
+    return f"{name} ({sub})" if sub else name
 
 
 def error_records(records):

@@ -45,8 +45,10 @@ def plot_config(name, records, out_dir, suffix=""):
     ax.set_xlabel("Privacy (ε)")
     ax.set_ylabel(LABELS.get(metric, metric))
     n = data.get("train_rows", data.get("rows"))
-    shape = f" (d = {data.get('dim')}, N = {n / 1000:.0f}k)" if n else ""
-    ax.set_title(f"{data.get('name', name)}{shape}{common.title_suffix(records)}")
+    pca = data.get("pca") or {}
+    dim = f"{data.get('dim')} PCs of {pca['input_dim']}" if pca.get("input_dim") else data.get("dim")
+    shape = f" (d = {dim}, N = {n / 1000:.0f}k)" if n else ""
+    ax.set_title(f"{data.get('name', name)}{shape}{common.title_suffix(records, substitute_sep=chr(10))}")
     ax.legend()
     figure = records[0].get("figure", name)
     return common.save(fig, out_dir, figure + suffix)

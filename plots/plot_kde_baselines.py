@@ -24,6 +24,7 @@ PANELS = [  # (title, files, metric, ylabel)
     ("codrna", ["kde_codrna"], "mre", "Relative error"),
     ("skin", ["kde_skin", "kde_skin_baselines"], "mre", "Relative error"),
     ("covtype", ["kde_covtype"], "mre", "Relative error"),
+    ("covtype, 8 PCs (Figure 7)", ["kde_covtype_pca"], "mre", "Relative error"),
 ]
 ORDER = ["Spectral", "KME", "PFDA", "Bernstein", "PrivBayes", "Synthetic", "RACE", "RACE (R by Corollary 1)"]
 sys.path.insert(0, HERE)
@@ -187,6 +188,8 @@ def main():
                 ax.fill_between(e, [p[2] for p in pts], [p[3] for p in pts], color=line.get_color(), alpha=0.2, linewidth=0)
             d = recs[0].get("data", {})
             note = " (STAND-IN)" if recs[0].get("stand_in") else ""
+            if not note and common.substitute_label(recs):
+                note = f"\n({common.substitute_label(recs)})"
             ax.set_title(f"{title} (d = {d.get('dim')}, N = {d.get('train_rows')}){note}", fontsize=9)
             ax.set_xscale("log"); ax.set_yscale("log")
             ax.set_xlabel("Privacy (ε)"); ax.set_ylabel(ylabel)
@@ -217,7 +220,8 @@ def main():
                 ax.plot(xs, cand[0]["details"]["released_on_queries"], lw=1, linestyle=common.line_style(label),
                         label=common.display(label))
         ax.set_xlabel("Salary ($k)"); ax.set_ylabel("Density estimate")
-        ax.set_title(f"{title} density approximation (ε = 1.0)")
+        sub = common.substitute_label(recs)
+        ax.set_title(f"{title} density approximation (ε = 1.0)" + (f"\n({sub})" if sub else ""))
         lo, hi = min(truth), max(truth)
         ax.set_ylim(lo - 0.5 * (hi - lo), hi + 0.5 * (hi - lo))
         ax.legend(fontsize=7)

@@ -116,6 +116,8 @@ def main():
             data = records[0].get("data", {}) if records else {}
             src = "generated players" if source == "generated" else f"{data.get('name', 'real')} rows"
             stand_in = " (STAND-IN data)" if source == "real" and data.get("stand_in") else ""
+            if source == "real" and not stand_in and data.get("substitute"):
+                stand_in = f" ({common.substitute_label([{'data': data}])})"
             fig.suptitle(f"{name}{' (quick)' if quick else ''}: {src}{stand_in}", fontsize=10)
             fig.tight_layout()
             common.save(fig, a.out_dir, f"{name}_{source}")

@@ -34,7 +34,9 @@ def data_note(records):
     note = name
     if d.get("generated"):
         note = "generated mixture"
-    if name == "covtype":
+    if common.substitute_label(records):
+        note += f" ({common.substitute_label(records)})"
+    elif name == "covtype":  # records written before the registry's substitute notes
         note += " (10k SAMPLE, not the 581k set)"
     if any(r.get("stand_in") for r in records):
         note += " (SYNTHETIC STAND-IN)"
