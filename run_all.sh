@@ -3,19 +3,26 @@
 #   ./run_all.sh            full runs (what reproduces the papers)
 #   ./run_all.sh --quick    each config's "quick" section (small grids, few repetitions)
 #   ./run_all.sh --all      also the configs named scaling* (long thread-scaling studies)
+#   ./run_all.sh --plan     print the cells and the time estimate of each config, run nothing
 # A rerun resumes: finished cells are skipped (see configs/README.md).
+# Before it starts, it prints the cells of every config and an estimate of the time, priced
+# from measured wall time per cell (configs/calibration/cell_costs.json, remade by
+# scripts/measure_cell_costs.sh, and the records of earlier runs). Progress goes to the
+# terminal, and one line per finished config to results/run_all.log.
 set -euo pipefail
 cd "$(dirname "$0")"
 REPO=$(pwd)
 
 QUICK=()
 ALL=0
+PLAN=0
 for arg in "$@"; do
   case "$arg" in
     --quick) QUICK=(--quick) ;;
     --all) ALL=1 ;;
-    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
-    *) echo "run_all.sh: unknown option '$arg' (expected --quick, --all)" >&2; exit 2 ;;
+    --plan) PLAN=1 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "run_all.sh: unknown option '$arg' (expected --quick, --all, --plan)" >&2; exit 2 ;;
   esac
 done
 
@@ -52,16 +59,76 @@ for c in configs/*.json; do
   configs+=("$c")
 done
 
-failed=()
+# "12m30s" for a number of seconds; "?" for nan (never measured).
+duration() {
+  [[ $1 == nan || -z $1 ]] && { echo "?"; return; }
+  awk -v s="$1" 'BEGIN { s = int(s + 0.5); if (s >= 3600) printf "%dh%02dm\n", s / 3600, (s % 3600) / 60;
+                         else if (s >= 60) printf "%dm%02ds\n", s / 60, s % 60; else printf "%ds\n", s }'
+}
+
+# The plan: cells per config and the estimate, before anything runs.
+declare -A est_of pending_of
+est_total=0
+unmeasured=()
+echo
+printf '%-26s %8s %8s %10s\n' config cells "to run" estimate
 for c in "${configs[@]}"; do
-  echo "== $c ${QUICK[*]}"
+  if ! line=$("$EXP" "$c" "${QUICK[@]}" --plan 2>"$BUILD/plan.err"); then
+    printf '%-26s %s\n' "$(basename "$c" .json)" "cannot plan: $(tail -1 "$BUILD/plan.err")"
+    est_of[$c]=nan pending_of[$c]=?
+    continue
+  fi
+  IFS=$'\t' read -r name total done pending est unpriced basis <<<"$line"
+  est_of[$c]=$est pending_of[$c]=$pending
+  note=""
+  if [[ $est == nan ]]; then
+    note=" (never measured)"; unmeasured+=("$name")
+  elif (( unpriced > 0 )); then
+    note=" ($unpriced cells of unmeasured methods priced at the config's mean)"
+  fi
+  [[ $est == nan ]] || est_total=$(awk -v a="$est_total" -v b="$est" 'BEGIN { print a + b }')
+  printf '%-26s %8s %8s %10s%s\n' "$name" "$total" "$pending" "$(duration "$est")" "$note"
+done
+threads_note=$("$EXP" "${configs[0]}" "${QUICK[@]}" --plan 2>/dev/null | awk -F'\t' '{ print $7 }' | sed 's/.*\[\(.*\)\]$/\1/')
+echo "estimated total: $(duration "$est_total") on ${threads_note:-this machine}, from measured time per cell"
+echo "  (configs/calibration/cell_costs.json says where it was measured; measured at fewer threads than"
+echo "   this run has, the estimate assumes linear scaling and is a lower bound)"
+(( ${#unmeasured[@]} == 0 )) || echo "  not included, never measured: ${unmeasured[*]} (scripts/measure_cell_costs.sh)"
+echo
+(( PLAN == 0 )) || exit 0
+
+mkdir -p results
+LOG=results/run_all.log
+mode=${QUICK[0]:-full}
+mode=${mode#--}
+failed=()
+spent=0 spent_est=0 left_est=$est_total
+i=0
+for c in "${configs[@]}"; do
+  i=$(( i + 1 ))
+  est=${est_of[$c]}
+  # Time left for every config not yet run, corrected by how the estimate has fared so far.
+  if [[ $est != nan ]]; then left_est=$(awk -v a="$left_est" -v b="$est" 'BEGIN { print a - b }'); fi
+  ratio=$(awk -v a="$spent" -v b="$spent_est" 'BEGIN { print (b > 0 ? a / b : 1) }')
+  echo "== [$i/${#configs[@]}] $c ${QUICK[*]}: ${pending_of[$c]} cells to run, estimate $(duration "$est");" \
+       "after it, about $(duration "$(awk -v a="$left_est" -v r="$ratio" 'BEGIN { print a * r }')") for the rest"
   t0=$(date +%s)
   if "$EXP" "$c" "${QUICK[@]}"; then
+    status=ok
     echo "== $c done in $(( $(date +%s) - t0 )) s"
   else
-    echo "== $c FAILED (exit $?); continuing with the others" >&2
+    status="failed(exit $?)"
+    echo "== $c FAILED; continuing with the others" >&2
     failed+=("$c")
   fi
+  took=$(( $(date +%s) - t0 ))
+  if [[ $est != nan ]]; then
+    spent=$(( spent + took ))
+    spent_est=$(awk -v a="$spent_est" -v b="$est" 'BEGIN { print a + b }')
+  fi
+  printf '%s config=%s mode=%s cells_to_run=%s seconds=%s estimated=%s status=%s\n' \
+    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(basename "$c" .json)" "$mode" "${pending_of[$c]}" "$took" \
+    "$(duration "$est")" "$status" >>"$LOG"
 done
 
 # Plots need numpy + matplotlib: the first python3 on PATH may lack them (Debian installs
@@ -88,7 +155,7 @@ fi
 echo
 echo "results: $REPO/results/*.jsonl (one record per cell), *.csv, *.summary.json"
 echo "figures: $REPO/plots/*.png and *.pdf"
-echo "total time: $(( $(date +%s) - start )) s"
+echo "total time: $(( $(date +%s) - start )) s (estimated $(duration "$est_total")); one line per config in $LOG"
 if (( ${#failed[@]} > 0 )); then
   echo "failed configs: ${failed[*]}" >&2
   exit 1

@@ -8,6 +8,7 @@
 // groups of cells that share (method, params, repetition) and differ only in epsilon, so
 // work that does not depend on epsilon (hashing the data into a sketch, a non-private
 // fit) is done once per group. Every finished cell is appended to results/NAME.jsonl.
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -223,6 +224,11 @@ struct RunOptions {
   bool print_summary = true;
   // Tests: stop (as if killed) after this many new cells; 0 = never.
   std::size_t stop_after = 0;
+  // Count the cells and estimate the time, then return: no data is read, nothing is written.
+  bool plan_only = false;
+  // Calibration (--sample K): repetition 0 only, and at most K grid points per method, evenly
+  // spread over its grid (first and last included); 0 = the whole grid.
+  std::size_t sample_grid_points = 0;
 };
 
 struct RunReport {
@@ -231,6 +237,12 @@ struct RunReport {
   std::size_t cells_total = 0, cells_skipped = 0, cells_run = 0;
   std::string summary_table;
   bool stand_in = false;
+  // The estimate for the pending cells (NaN when nothing was ever measured), what it rests on,
+  // and how many pending cells belong to methods never measured (priced at the config's mean).
+  double estimate_seconds = NAN;
+  std::string estimate_basis;
+  std::size_t cells_unpriced = 0;
+  int threads = 0;
 };
 
 RunReport run_experiment(const RunOptions& options, const Registry& registry = builtin_registry());

@@ -1,4 +1,4 @@
-// privrace-experiment CONFIG [--quick] [--out DIR] [--threads T] [--data-dir D] [--repo DIR]
+// privrace-experiment CONFIG [--quick] [--out DIR] [--threads T] [--data-dir D] [--repo DIR] [--plan] [--sample K]
 // Exit codes: 0 success, 2 bad usage (flags), 1 any other error (config, data, I/O).
 #include <boost/program_options.hpp>
 #include <filesystem>
@@ -18,15 +18,21 @@ using namespace privrace;
 int main(int argc, char** argv) {
   const char* usage =
       "usage: privrace-experiment CONFIG [--quick] [--out DIR] [--threads T] [--data-dir D] [--repo DIR]\n"
+      "                           [--plan] [--sample K]\n"
       "\n"
       "Runs every cell (method x parameters x epsilon x repetition) of a JSON experiment config,\n"
       "appending one record per cell to DIR/NAME.jsonl (DIR/NAME-quick.jsonl with --quick);\n"
       "a rerun skips finished cells. See configs/README.md for the format.\n"
       "The data registry (datasets/registry.json) comes from --repo, else $PRIVRACE_HOME, else the\n"
-      "checkout holding the working directory, else the install's share/privrace.\n";
+      "checkout holding the working directory, else the install's share/privrace.\n"
+      "--plan prints one tab-separated line and runs nothing:\n"
+      "  CONFIG-NAME  CELLS  FINISHED  PENDING  ESTIMATE-SECONDS (nan if never measured)  UNPRICED  BASIS\n"
+      "The estimate prices each pending cell by the measured wall time of its method and\n"
+      "parameters (earlier records of this run, then configs/calibration/cell_costs.json).\n";
   try {
     experiments::RunOptions opts;
     std::string repo;
+    int sample = 0;  // parsed as int: an unsigned option would wrap "-1" around
     po::options_description desc("options");
     desc.add_options()("help,h", "show this help")("version", "print the version and exit")
         ("quick", po::bool_switch(&opts.quick), "apply the config's 'quick' section (small grid, few repetitions)")
@@ -34,6 +40,8 @@ int main(int argc, char** argv) {
         ("threads", po::value(&opts.threads), "OpenMP threads (default: the config's 'threads'; 0 = all cores)")
         ("data-dir", po::value(&opts.data_dir), "look for data sets here first")
         ("repo", po::value(&repo), "directory holding datasets/registry.json (default: $PRIVRACE_HOME, the checkout, the install)")
+        ("plan", po::bool_switch(&opts.plan_only), "count the cells and estimate the time; run nothing, write nothing")
+        ("sample", po::value(&sample), "calibration: repetition 0 and at most K evenly spread grid points per method")
         ("which-registry", "print the registry file that would be used, and how it was found, and exit")
         ("config", po::value(&opts.config_path), "the experiment config (JSON)");
     po::positional_options_description pos;
@@ -65,7 +73,17 @@ int main(int argc, char** argv) {
     opts.repo_root = home.root;
     // An install's share/privrace is read-only data: results go to the working directory.
     if (opts.out_dir.empty() && home.installed()) opts.out_dir = "results";
-    experiments::run_experiment(opts);
+    if (vm.count("sample") && sample < 1) throw UsageError("--sample must be >= 1");
+    opts.sample_grid_points = static_cast<std::size_t>(sample);
+    if (vm.count("sample") && opts.out_dir.empty())
+      throw UsageError("--sample needs --out DIR (a calibration run must not mix with the real results)");
+    const auto report = experiments::run_experiment(opts);
+    if (opts.plan_only) {
+      const std::string name = std::filesystem::path(report.results_path).stem().string();
+      std::cout << name << '\t' << report.cells_total << '\t' << report.cells_skipped << '\t'
+                << report.cells_total - report.cells_skipped << '\t' << report.estimate_seconds << '\t'
+                << report.cells_unpriced << '\t' << report.estimate_basis << " [" << report.threads << " threads]\n";
+    }
     return 0;
   } catch (const UsageError& e) {
     std::cerr << "privrace-experiment: " << e.what() << "\n\n" << usage;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -83,6 +84,23 @@ ResultsFile::ResultsFile(const std::string& path, const std::string& fingerprint
                 " records of a different configuration (its task, data set, preprocessing or seed changed); "
                 "move the file away or choose another --out directory, so no finished result is mixed up or lost");
   }
+}
+
+std::vector<json> read_finished_records(const std::string& path) {
+  std::vector<json> out;
+  std::ifstream in(path);
+  if (!in) return out;
+  std::string line;
+  // A last line without its newline is a record being written: not complete, skipped.
+  while (std::getline(in, line)) {
+    if (in.eof() || line.empty()) continue;
+    try {
+      json r = json::parse(line);
+      if (r.is_object() && r.contains("key") && r.at("key").is_string()) out.push_back(std::move(r));
+    } catch (const json::parse_error&) {
+    }
+  }
+  return out;
 }
 
 ResultsFile::~ResultsFile() {

@@ -36,6 +36,10 @@ class ResultsFile {
   std::size_t repaired_ = 0, ignored_ = 0;
 };
 
+// Every complete JSON record of a results file, read without locking or repairing it (for
+// planning and cost estimates while another run may be appending); {} if the file is absent.
+std::vector<nlohmann::json> read_finished_records(const std::string& path);
+
 // The CSV beside the jsonl, regenerated (atomically) from the records: one row per record,
 // one column per parameter and metric. `best` holds the keys of the selected cells.
 std::string records_to_csv(const std::vector<nlohmann::json>& records, const std::set<std::string>& best);

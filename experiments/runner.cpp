@@ -7,12 +7,15 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
+#include <optional>
 #include <iostream>
 #include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "cost_estimate.hpp"
 #include "experiment.hpp"
 #include "privrace/core/version.hpp"
 #include "privrace/core/progress.hpp"
@@ -388,24 +391,54 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
   const int threads_used = omp_get_max_threads();
 
   // Output locations are checked before any work, so a long run cannot fail at the end.
+  // A plan writes nothing: it reads the finished records without taking the file's lock.
   const std::string out_dir = options.out_dir.empty() ? (fs::path(repo) / "results").string() : options.out_dir;
-  check_writable_dir(out_dir);
   const std::string cache_dir = (fs::path(out_dir) / "cache").string();
-  check_writable_dir(cache_dir);
+  if (!options.plan_only) {
+    check_writable_dir(out_dir);
+    check_writable_dir(cache_dir);
+  }
   const std::string stem = cfg.name + (cfg.quick ? "-quick" : "");
   RunReport report;
+  report.threads = threads_used;
   report.results_path = (fs::path(out_dir) / (stem + ".jsonl")).string();
   report.csv_path = (fs::path(out_dir) / (stem + ".csv")).string();
   report.summary_path = (fs::path(out_dir) / (stem + ".summary.json")).string();
   report.timing_path = (fs::path(out_dir) / (stem + ".timing.csv")).string();
-  ResultsFile results(report.results_path, cfg.fingerprint());
+  std::optional<ResultsFile> results_file;
+  std::vector<json> planned_records;
+  std::set<std::string> planned_keys;
+  if (options.plan_only) {
+    for (auto& r : read_finished_records(report.results_path))
+      if (r.value("config_fingerprint", "") == cfg.fingerprint()) {
+        planned_keys.insert(r.at("key").get<std::string>());
+        planned_records.push_back(std::move(r));
+      }
+  } else {
+    results_file.emplace(report.results_path, cfg.fingerprint());
+  }
+  const auto finished = [&](const std::string& key) {
+    return options.plan_only ? planned_keys.count(key) > 0 : results_file->done(key);
+  };
 
   // Expand the grid: method x params x repetition (a group) x epsilon (its cells).
   std::vector<CellGroup> groups;
   for (const auto& m : cfg.methods) {
     const Method* method = registry.method(m.name);
-    for (const auto& params : m.expand())
-      for (int rep = 0; rep < m.repetitions; ++rep) {
+    const std::vector<json> grid = m.expand();
+    std::vector<std::size_t> points(grid.size());
+    for (std::size_t i = 0; i < points.size(); ++i) points[i] = i;
+    const std::size_t k = options.sample_grid_points;
+    if (k > 0 && k < grid.size())  // evenly spread, first and last included
+      points = k == 1 ? std::vector<std::size_t>{grid.size() / 2} : [&] {
+        std::vector<std::size_t> p;
+        for (std::size_t j = 0; j < k; ++j) p.push_back(j * (grid.size() - 1) / (k - 1));
+        return p;
+      }();
+    const int repetitions = k > 0 ? 1 : m.repetitions;
+    for (const std::size_t point : points)
+      for (int rep = 0; rep < repetitions; ++rep) {
+        const json& params = grid[point];
         CellGroup g;
         g.method = &m;
         g.params = params;
@@ -418,7 +451,7 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
           cell.epsilon = e;
           cell.key = cell_key(m.label, params, e, rep);
           cell.noise_seed = derive_seed(g.seed, text_hash(cell.key));
-          if (results.done(cell.key)) {
+          if (finished(cell.key)) {
             ++report.cells_skipped;
             continue;
           }
@@ -428,9 +461,63 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
       }
   }
   const std::size_t pending = report.cells_total - report.cells_skipped;
+
+  // Price the pending cells from measured wall times: this config's own records first, then
+  // the calibration table (see cost_estimate.hpp for the linear-in-threads assumption).
+  {
+    CellCostModel own, table;
+    const std::size_t measured =
+        own.add_records(options.plan_only ? planned_records : results_file->records());
+    const std::string table_path = cell_cost_table_path(repo);
+    json table_meta;
+    if (fs::exists(table_path)) {
+      json t;
+      try {
+        std::ifstream in(table_path);
+        t = json::parse(in);
+      } catch (const json::exception& e) {
+        throw InputError(table_path + ": not valid JSON: " + e.what());
+      }
+      if (!t.is_object() || !t.contains("configs") || !t.at("configs").is_object())
+        throw InputError(table_path + ": $.configs: expected an object of config entries");
+      if (t.at("configs").contains(stem)) {
+        table.add_table_entry(t.at("configs").at(stem), table_path + " (configs." + stem + ")");
+        table_meta = t.at("configs").at(stem);
+        table_meta["machine"] = t.value("machine", "unknown machine");
+      }
+    }
+    double total = 0;
+    bool any = false;
+    for (const auto& g : groups)
+      for (std::size_t i = 0; i < g.cells.size(); ++i) {
+        double c = own.cell_seconds(g.method->label, g.params, threads_used);
+        if (std::isnan(c)) c = table.cell_seconds(g.method->label, g.params, threads_used);
+        if (std::isnan(c)) {
+          ++report.cells_unpriced;
+          c = own.empty() ? table.any_cell_seconds(threads_used) : own.any_cell_seconds(threads_used);
+        }
+        if (!std::isnan(c)) {
+          total += c;
+          any = true;
+        }
+      }
+    // A resumed run prepares again (data, cached exact answers): priced as last measured.
+    if (pending > 0) total += measured > 0 ? own.prepare_seconds(threads_used) : table.prepare_seconds(threads_used);
+    report.estimate_seconds = pending == 0 ? 0.0 : any ? total : NAN;
+    std::vector<std::string> basis;
+    if (measured > 0) basis.push_back(std::to_string(measured) + " cells timed in " + report.results_path);
+    if (!table.empty())
+      basis.push_back(table_path + " (" + table_meta.value("machine", "") + ", " +
+                      std::to_string(table_meta.value("threads", 0)) + " threads)");
+    if (basis.empty()) basis.push_back("no measurement of this config (scripts/measure_cell_costs.sh makes one)");
+    for (std::size_t i = 0; i < basis.size(); ++i) report.estimate_basis += (i ? "; " : "") + basis[i];
+  }
+  if (options.plan_only) return report;
   if (Progress::enabled() || report.cells_skipped > 0)
     std::cerr << cfg.name << ": " << report.cells_total << " cells, " << report.cells_skipped
-              << " already in " << report.results_path << ", " << pending << " to run\n";
+              << " already in " << report.results_path << ", " << pending << " to run"
+              << (pending > 0 ? ", estimated " + format_duration(report.estimate_seconds) : std::string()) << "\n";
+  ResultsFile& results = *results_file;
 
   json data_note;
   if (pending > 0) {
@@ -440,7 +527,10 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
     env.search.repo_root = repo;
     env.cache_dir = cache_dir;
     env.threads = threads_used;
+    const auto prepare_start = std::chrono::steady_clock::now();
     const auto context = task->prepare(cfg, env);
+    const double prepare_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - prepare_start).count();
     context->threads = threads_used;
     report.stand_in = context->data.stand_in;
     data_note = context->data_summary;
@@ -460,7 +550,13 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
     try {
       for (const auto& g : groups) {
         const Method* method = registry.method(g.method->name);
+        // A cell's wall time runs from the previous cell of its group (or the group's start), so
+        // the group's shared work is carried by its first cell and the mean per cell is exact.
+        auto last = std::chrono::steady_clock::now();
         method->run_group(*context, g, [&](std::size_t i, CellResult result) {
+          const auto now = std::chrono::steady_clock::now();
+          const double wall_seconds = std::chrono::duration<double>(now - last).count();
+          last = now;
           const PendingCell& cell = g.cells.at(i);
           json record = {
               {"config", cfg.name},
@@ -484,6 +580,8 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
               {"build_seconds", result.build_seconds},
               {"query_seconds_per_query", result.query_seconds_per_query},
               {"threads", threads_used},
+              {"wall_seconds", wall_seconds},
+              {"run_prepare_seconds", prepare_seconds},
               {"git_commit", git_commit()},
               {"quick", cfg.quick},
               {"finished_at", utc_now()},

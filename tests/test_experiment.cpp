@@ -6,12 +6,15 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "cost_estimate.hpp"
 #include "experiment.hpp"
 #include "kde_task.hpp"
 #include "privrace/core/version.hpp"
@@ -427,4 +430,90 @@ TEST(ExperimentRun, DamagedGroundTruthCacheIsRecomputed) {
   const auto after = read_records(again.results_path);
   ASSERT_EQ(after.size(), before.size());
   for (std::size_t i = 0; i < after.size(); ++i) EXPECT_EQ(after[i].at("metrics"), before[i].at("metrics"));
+}
+
+// ---- Planning: cell counts and the time estimate from measured wall time per cell ----
+
+TEST(CellCostModel, PricesExactParamsThenTheLabelsMeanInThreadSeconds) {
+  CellCostModel m;
+  m.add("RACE", {{"rows", 20}}, 2.0, 1);
+  m.add("RACE", {{"rows", 20}}, 4.0, 1);   // mean 3 thread-seconds
+  m.add("RACE", {{"rows", 50}}, 4.5, 2);   // 9 thread-seconds
+  EXPECT_DOUBLE_EQ(m.cell_seconds("RACE", {{"rows", 20}}, 1), 3.0);
+  EXPECT_DOUBLE_EQ(m.cell_seconds("RACE", {{"rows", 50}}, 3), 3.0);  // linear in threads
+  EXPECT_DOUBLE_EQ(m.cell_seconds("RACE", {{"rows", 99}}, 1), 6.0);  // mean of the two points
+  EXPECT_TRUE(std::isnan(m.cell_seconds("KME", {}, 1)));
+  EXPECT_DOUBLE_EQ(m.any_cell_seconds(1), 6.0);
+}
+
+TEST(CellCostModel, TableEntryErrorsNameTheField) {
+  CellCostModel m;
+  const json bad = {{"threads", 2}, {"cells", {{{"label", "RACE"}, {"params", json::object()}, {"seconds", "fast"}}}}};
+  try {
+    m.add_table_entry(bad, "costs.json (configs.x)");
+    FAIL() << "accepted a string for seconds";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("costs.json (configs.x): $.cells[0].seconds: expected a number"),
+              std::string::npos)
+        << e.what();
+  }
+  m.add_table_entry({{"threads", 2}, {"prepare_seconds", 3.0},
+                     {"cells", {{{"label", "RACE"}, {"params", {{"rows", 20}}}, {"seconds", 1.5}}}}},
+                    "costs.json");
+  EXPECT_DOUBLE_EQ(m.cell_seconds("RACE", {{"rows", 20}}, 1), 3.0);
+  EXPECT_DOUBLE_EQ(m.prepare_seconds(2), 3.0);
+  EXPECT_EQ(format_duration(3725), "1h02m");
+  EXPECT_EQ(format_duration(75), "1m15s");
+  EXPECT_EQ(format_duration(NAN), "?");
+}
+
+TEST(ExperimentRun, PlanCountsCellsWritesNothingAndPricesFromMeasuredCells) {
+  Repo repo;
+  const auto cfg = write_config(repo, base_config());
+  RunOptions plan = options(repo, cfg);
+  plan.plan_only = true;
+  const auto before = run_experiment(plan);
+  EXPECT_EQ(before.cells_total, 8u);
+  EXPECT_EQ(before.cells_skipped, 0u);
+  EXPECT_TRUE(std::isnan(before.estimate_seconds));  // nothing measured yet
+  EXPECT_EQ(before.cells_unpriced, 8u);
+  EXPECT_FALSE(fs::exists(repo.out()));  // a plan writes nothing
+
+  RunOptions part = options(repo, cfg);
+  part.stop_after = 4;  // both repetitions of rows=20 (2 epsilons each)
+  run_experiment(part);
+  const auto records = read_records(repo.out() / "t_kde.jsonl");
+  ASSERT_EQ(records.size(), 4u);
+  double rows20 = 0;
+  for (const auto& r : records) {
+    ASSERT_TRUE(r.at("wall_seconds").is_number());
+    EXPECT_GE(r.at("wall_seconds").get<double>(), 0.0);
+    EXPECT_GE(r.at("run_prepare_seconds").get<double>(), 0.0);
+    ASSERT_EQ(r.at("params").at("rows"), 20);
+    rows20 += r.at("wall_seconds").get<double>();
+  }
+  const auto after = run_experiment(plan);
+  EXPECT_EQ(after.cells_skipped, 4u);
+  EXPECT_EQ(after.cells_unpriced, 0u);
+  ASSERT_TRUE(std::isfinite(after.estimate_seconds));
+  // The 4 pending cells are rows=50, never measured: priced at the label's measured mean.
+  // Plus the set-up a resumed run repeats, as the records measured it.
+  EXPECT_NEAR(after.estimate_seconds, 4 * rows20 / 4.0 + records.back().at("run_prepare_seconds").get<double>(), 1e-9);
+  EXPECT_NE(after.estimate_basis.find("4 cells timed"), std::string::npos) << after.estimate_basis;
+}
+
+TEST(ExperimentRun, SampleRunsRepetitionZeroAtEvenlySpreadGridPoints) {
+  Repo repo;
+  json j = base_config();
+  j["methods"][0]["grid"]["rows"] = {10, 20, 30, 40, 50};
+  RunOptions o = options(repo, write_config(repo, j));
+  o.sample_grid_points = 2;
+  const auto report = run_experiment(o);
+  EXPECT_EQ(report.cells_total, 4u);  // rows 10 and 50, 2 epsilons, repetition 0
+  std::set<int> rows;
+  for (const auto& r : read_records(report.results_path)) {
+    rows.insert(r.at("params").at("rows").get<int>());
+    EXPECT_EQ(r.at("rep"), 0);
+  }
+  EXPECT_EQ(rows, (std::set<int>{10, 50}));
 }

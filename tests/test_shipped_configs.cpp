@@ -6,7 +6,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
 
+#include "cost_estimate.hpp"
 #include "experiment.hpp"
 #include "privrace/io/dataset.hpp"
 
@@ -17,8 +21,11 @@ namespace fs = std::filesystem;
 
 std::vector<std::string> shipped_configs() {
   std::vector<std::string> out;
-  for (const auto& entry : fs::recursive_directory_iterator(fs::path(PRIVRACE_SOURCE_DIR) / "configs"))
-    if (entry.is_regular_file() && entry.path().extension() == ".json") out.push_back(entry.path().string());
+  const fs::path root = fs::path(PRIVRACE_SOURCE_DIR) / "configs";
+  for (const auto& entry : fs::recursive_directory_iterator(root))
+    if (entry.is_regular_file() && entry.path().extension() == ".json" &&
+        entry.path().parent_path() != root / "calibration")  // measured costs, not a config
+      out.push_back(entry.path().string());
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -40,6 +47,34 @@ TEST(ShippedConfigs, EveryConfigValidates) {
     }
   for (const auto& f : failures) ADD_FAILURE() << f;
   std::cout << configs.size() << " configs checked, " << failures.size() << " failures" << std::endl;
+}
+
+// The calibration table (scripts/measure_cell_costs.sh) parses, and each entry prices a config
+// that is shipped, with labels that config has: a renamed config or method leaves no stale entry.
+TEST(ShippedConfigs, CellCostTableMatchesTheConfigs) {
+  const std::string path = cell_cost_table_path(PRIVRACE_SOURCE_DIR);
+  if (!fs::exists(path)) GTEST_SKIP() << "no " << path;
+  std::ifstream in(path);
+  const nlohmann::json table = nlohmann::json::parse(in);
+  ASSERT_TRUE(table.at("configs").is_object());
+  const auto datasets = DatasetRegistry::load_from_repo(PRIVRACE_SOURCE_DIR);
+  std::map<std::string, std::string> by_stem;  // "name" / "name-quick" -> path
+  for (const auto& p : shipped_configs()) {
+    const auto cfg = load_config(p, false, builtin_registry(), datasets);
+    by_stem[cfg.name] = by_stem[cfg.name + "-quick"] = p;
+  }
+  for (const auto& [stem, entry] : table.at("configs").items()) {
+    ASSERT_TRUE(by_stem.count(stem)) << path << ": configs." << stem << " names no shipped config";
+    CellCostModel model;
+    EXPECT_NO_THROW(model.add_table_entry(entry, path));
+    const bool quick = stem.size() > 6 && stem.substr(stem.size() - 6) == "-quick";
+    const auto cfg = load_config(by_stem.at(stem), quick, builtin_registry(), datasets);
+    std::set<std::string> labels;
+    for (const auto& m : cfg.methods) labels.insert(m.label);
+    for (const auto& cell : entry.at("cells"))
+      EXPECT_TRUE(labels.count(cell.at("label").get<std::string>()))
+          << path << ": configs." << stem << " prices method '" << cell.at("label") << "' that the config lacks";
+  }
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ class Progress {
  private:
   std::string label_;
   std::uint64_t total_, done_ = 0;
-  std::chrono::steady_clock::time_point last_draw_;
+  std::chrono::steady_clock::time_point start_, last_draw_;
   bool active_, finished_ = false;
 };
 

@@ -1,0 +1,96 @@
+#include "cost_estimate.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "privrace/core/error.hpp"
+
+namespace privrace::experiments {
+
+using nlohmann::json;
+
+void CellCostModel::add(const std::string& label, const json& params, double seconds, int threads) {
+  if (!(seconds >= 0) || !std::isfinite(seconds)) return;
+  Mean& m = by_label_[label][params.dump()];
+  m.thread_seconds += seconds * std::max(threads, 1);
+  ++m.n;
+}
+
+std::size_t CellCostModel::add_records(const std::vector<json>& records) {
+  std::size_t used = 0;
+  for (const auto& r : records) {
+    const auto w = r.find("wall_seconds");
+    if (w == r.end() || !w->is_number()) continue;
+    add(r.value("label", ""), r.value("params", json::object()), w->get<double>(), r.value("threads", 1));
+    const auto p = r.find("run_prepare_seconds");
+    if (p != r.end() && p->is_number()) prepare_thread_seconds_ = p->get<double>() * std::max(r.value("threads", 1), 1);
+    ++used;
+  }
+  return used;
+}
+
+void CellCostModel::add_table_entry(const json& entry, const std::string& where) {
+  const auto need = [&](const json& obj, const char* field, bool (json::*is)() const noexcept, const char* what,
+                        const std::string& at) -> const json& {
+    if (!obj.is_object() || !obj.contains(field) || !(obj.at(field).*is)())
+      throw InputError(where + ": " + at + "." + field + ": expected " + what);
+    return obj.at(field);
+  };
+  const int threads = need(entry, "threads", &json::is_number_integer, "an integer", "$").get<int>();
+  if (threads < 1) throw InputError(where + ": $.threads: expected an integer >= 1");
+  if (entry.contains("prepare_seconds")) {
+    const double p = need(entry, "prepare_seconds", &json::is_number, "a number", "$").get<double>();
+    prepare_thread_seconds_ = std::max(p, 0.0) * threads;
+  }
+  const json& cells = need(entry, "cells", &json::is_array, "an array", "$");
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const std::string at = "$.cells[" + std::to_string(i) + "]";
+    const std::string label = need(cells[i], "label", &json::is_string, "a string", at).get<std::string>();
+    const json& params = need(cells[i], "params", &json::is_object, "an object", at);
+    const double s = need(cells[i], "seconds", &json::is_number, "a number", at).get<double>();
+    add(label, params, s, threads);
+  }
+}
+
+double CellCostModel::cell_seconds(const std::string& label, const json& params, int threads) const {
+  const auto it = by_label_.find(label);
+  if (it == by_label_.end()) return NAN;
+  const double t = std::max(threads, 1);
+  const auto exact = it->second.find(params.dump());
+  if (exact != it->second.end()) return exact->second.value() / t;
+  // Unmeasured parameters: the mean over the measured ones (each parameter point counts once,
+  // so a point measured many times does not dominate).
+  double sum = 0;
+  for (const auto& [key, m] : it->second) sum += m.value();
+  return sum / static_cast<double>(it->second.size()) / t;
+}
+
+double CellCostModel::any_cell_seconds(int threads) const {
+  double sum = 0;
+  std::size_t n = 0;
+  for (const auto& [label, points] : by_label_)
+    for (const auto& [key, m] : points) {
+      sum += m.value();
+      ++n;
+    }
+  return n ? sum / static_cast<double>(n) / std::max(threads, 1) : NAN;
+}
+
+double CellCostModel::prepare_seconds(int threads) const { return prepare_thread_seconds_ / std::max(threads, 1); }
+
+std::string cell_cost_table_path(const std::string& repo_root) {
+  return (std::filesystem::path(repo_root) / "configs" / "calibration" / "cell_costs.json").string();
+}
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds)) return "?";
+  const long s = std::lround(std::max(seconds, 0.0));
+  char buf[32];
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
+  else if (s >= 60) std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  else std::snprintf(buf, sizeof buf, "%lds", s);
+  return buf;
+}
+
+}  // namespace privrace::experiments

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Measures the wall time per cell of every config on this machine and writes
+# configs/calibration/cell_costs.json, from which `privrace-experiment --plan` and run_all.sh
+# estimate how long a run will take. Each config runs a sample of its grid (repetition 0 and
+# K evenly spread grid points per method, first and last included) into a scratch directory:
+# the real results/ are never touched. Entries of configs not measured now are kept.
+#   scripts/measure_cell_costs.sh [--quick] [--sample K] [--threads T] [CONFIG.json ...]
+# Default: every configs/*.json but scaling*, full grids, K = 2, the configs' own threads.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+QUICK=()
+SAMPLE=2
+THREADS=()
+configs=()
+while (( $# )); do
+  case "$1" in
+    --quick) QUICK=(--quick) ;;
+    --sample) SAMPLE=${2:?--sample needs K}; shift ;;
+    --threads) THREADS=(--threads "${2:?--threads needs T}"); shift ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -*) echo "measure_cell_costs.sh: unknown option '$1'" >&2; exit 2 ;;
+    *) configs+=("$1") ;;
+  esac
+  shift
+done
+if (( ${#configs[@]} == 0 )); then
+  for c in configs/*.json; do
+    [[ $(basename "$c") == scaling* ]] || configs+=("$c")
+  done
+fi
+EXP=${PRIVRACE_BUILD_DIR:-build}/privrace-experiment
+[[ -x $EXP ]] || { echo "measure_cell_costs.sh: $EXP not built (cmake --build build --target privrace-experiment)" >&2; exit 1; }
+SCRATCH=$(mktemp -d)
+trap 'rm -rf "$SCRATCH"' EXIT
+TABLE=configs/calibration/cell_costs.json
+mkdir -p "$(dirname "$TABLE")"
+# Merges the sampled records in directory $1 into the table (written atomically).
+merge_into_table() {
+python3 - "$1" "$TABLE" "$SAMPLE" <<'PY'
+import glob, json, os, platform, subprocess, sys, datetime
+scratch, table_path, sample = sys.argv[1], sys.argv[2], int(sys.argv[3])
+table = {"configs": {}}
+if os.path.exists(table_path):
+    with open(table_path) as f:
+        table = json.load(f)
+model = "unknown CPU"
+try:
+    with open("/proc/cpuinfo") as f:
+        model = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+except (OSError, StopIteration):
+    pass
+table["machine"] = f"{os.cpu_count()}-core {platform.machine()} ({model})"
+table["how"] = ("scripts/measure_cell_costs.sh: per config, repetition 0 and at most "
+                f"{sample} grid points per method; seconds = mean wall time per cell")
+for path in sorted(glob.glob(os.path.join(scratch, "*.jsonl"))):
+    stem = os.path.basename(path)[:-len(".jsonl")]
+    cells, threads, prepare, commit = {}, 1, 0.0, ""
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line)
+            key = (r["label"], json.dumps(r["params"], sort_keys=True))
+            cells.setdefault(key, []).append(r["wall_seconds"])
+            threads, prepare, commit = r["threads"], r["run_prepare_seconds"], r["git_commit"]
+    table["configs"][stem] = {
+        "threads": threads,
+        "prepare_seconds": round(prepare, 3),
+        "measured_at": datetime.date.today().isoformat(),
+        "git_commit": commit,
+        "cells": [{"label": l, "params": json.loads(p), "seconds": round(sum(v) / len(v), 4)}
+                  for (l, p), v in sorted(cells.items())],
+    }
+# One line per measured cell keeps the table readable and its diffs small.
+with open(table_path + ".tmp", "w") as f:
+    head = {k: v for k, v in sorted(table.items()) if k != "configs"}
+    f.write("{\n" + "".join(f" {json.dumps(k)}: {json.dumps(v)},\n" for k, v in head.items()) + ' "configs": {\n')
+    entries = []
+    for name, e in sorted(table["configs"].items()):
+        fields = "".join(f"   {json.dumps(k)}: {json.dumps(v)},\n" for k, v in sorted(e.items()) if k != "cells")
+        cells = ",\n".join("    " + json.dumps(c, sort_keys=True) for c in e["cells"])
+        entries.append(f"  {json.dumps(name)}: {{\n{fields}   \"cells\": [\n{cells}\n   ]\n  }}")
+    f.write(",\n".join(entries) + "\n }\n}\n")
+os.replace(table_path + ".tmp", table_path)
+print(f"  -> {table_path}: {len(table['configs'])} configs")
+PY
+}
+failed=()
+for c in "${configs[@]}"; do
+  t0=$(date +%s)
+  dir=$SCRATCH/$(basename "$c" .json)
+  mkdir -p "$dir"
+  if "$EXP" "$c" "${QUICK[@]}" "${THREADS[@]}" --sample "$SAMPLE" --out "$dir" >/dev/null 2>"$dir/err"; then
+    echo "$c: sampled in $(( $(date +%s) - t0 )) s"
+    merge_into_table "$dir"
+  else
+    echo "$c: FAILED: $(tail -1 "$dir/err")" >&2
+    failed+=("$c")
+  fi
+done
+if (( ${#failed[@]} )); then
+  echo "not measured: ${failed[*]}" >&2
+  exit 1
+fi
