@@ -182,6 +182,14 @@ TEST(KmePrivatePoints, SummaryIsLaplaceAtSensitivityTwoDOverEpsilon) {
   EXPECT_NEAR(z1.col(0).mean(), sharp.mean[0], 0.02);
 }
 
+TEST(KmeRankCap, OnlyMemoryBoundsTheRankByDefault) {
+  const double gib2 = 2.0 * (1ULL << 30);
+  EXPECT_EQ(baselines::kme_rank_cap(5000, 0, gib2), 5000u);       // the full span fits
+  EXPECT_EQ(baselines::kme_rank_cap(100000, 0, gib2), 2684u);     // 2 GiB / (8 x 100k)
+  EXPECT_EQ(baselines::kme_rank_cap(100000, 1500, gib2), 1500u);  // an explicit cap
+  EXPECT_EQ(baselines::kme_rank_cap(10, 0, 1.0), 1u);             // never below 1
+}
+
 // ---------------------------------------------------------------- Bernstein refusal
 TEST(BernsteinRefusal, CarriesTimeAndMemoryEstimates) {
   DenseMatrix x(1000, 8);

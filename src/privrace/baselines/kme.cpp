@@ -11,7 +11,7 @@ namespace privrace::baselines {
 PivotedCholesky pivoted_cholesky(const DoubleMatrix& points, const KernelSpec& spec, double tol, std::size_t max_rank) {
   const auto M = static_cast<std::size_t>(points.rows());
   const auto d = static_cast<std::size_t>(points.cols());
-  const std::size_t cap = std::min(max_rank, M);
+  const std::size_t cap = max_rank == 0 ? M : std::min(max_rank, M);  // 0 = no cap
   // Row i of `rows` holds L(i, 0..t): the dot product of step t reads two contiguous rows.
   DoubleMatrix rows(static_cast<Eigen::Index>(M), static_cast<Eigen::Index>(cap));
   std::vector<double> resid(M);
@@ -50,6 +50,14 @@ PivotedCholesky pivoted_cholesky(const DoubleMatrix& points, const KernelSpec& s
   return out;
 }
 
+std::size_t kme_rank_cap(std::size_t points, std::size_t max_rank, double max_bytes) {
+  std::size_t cap = points;
+  if (max_rank > 0) cap = std::min(cap, max_rank);
+  const double by_memory = std::floor(max_bytes / (8.0 * static_cast<double>(std::max<std::size_t>(points, 1))));
+  if (by_memory < static_cast<double>(cap)) cap = static_cast<std::size_t>(std::max(by_memory, 1.0));
+  return std::max<std::size_t>(cap, 1);
+}
+
 double kme_sigma(double epsilon, double delta, double l2) {
   if (epsilon < 1.0) return l2 * std::sqrt(2.0 * std::log(1.25 / delta)) / epsilon;
   return analytic_gaussian_sigma(epsilon, delta, l2);
@@ -81,7 +89,8 @@ KmeRelease::KmeRelease(const DenseRef& train, const KernelSpec& spec, const Doma
 
 void KmeRelease::fit(const DenseRef& train, const KernelSpec& spec, const Domain& dom, const KmeOptions& opt) {
   const auto d = train.cols();
-  chol_ = pivoted_cholesky(z_, spec, opt.tol, opt.max_rank);
+  rank_cap_ = kme_rank_cap(static_cast<std::size_t>(z_.rows()), opt.max_rank, opt.max_bytes);
+  chol_ = pivoted_cholesky(z_, spec, opt.tol, rank_cap_);
   const std::size_t m = chol_.pivots.size();
   DoubleMatrix zp(static_cast<Eigen::Index>(m), d);
   for (std::size_t a = 0; a < m; ++a) zp.row(static_cast<Eigen::Index>(a)) = z_.row(static_cast<Eigen::Index>(chol_.pivots[a]));

@@ -37,18 +37,29 @@ struct KmeOptions {
   std::size_t points = 5000;         // M
   std::string synthetic = "uniform";  // uniform | normal (data-independent; see private_moments for the data-informed points)
   double tol = 1e-5;                  // pivoted Cholesky residual at which to stop
-  std::size_t max_rank = 1500;        // memory guard: M x max_rank doubles
+  // Basis size cap. 0 = none but memory: the factor holds M x rank doubles, so the rank stops
+  // at max_bytes / (8 M) (2 GiB: every rank up to M for M <= 33k, 2684 at M = 100k). A fixed
+  // cap is not justified by saturation: on covtype (8 principal components, bandwidth 0.5,
+  // M = 5000 uniform points) the noise-free error kept falling with the rank, 0.224 (250),
+  // 0.172 (500), 0.131 (1000), 0.115 (1500), 0.086 (3000), 0.073 (5000 = M, exact span);
+  // see configs/README.md.
+  std::size_t max_rank = 0;
+  double max_bytes = 2.0 * (1ULL << 30);
   std::uint64_t seed = 1;             // public points (data-independent)
 };
 
 // Pivoted (incomplete) Cholesky of the Gram matrix of `points` under `spec`: returns the pivot
-// indices (in order) and L restricted to them (m x m, lower triangular). Parallel per column.
+// indices (in order) and L restricted to them (m x m, lower triangular), at most max_rank of
+// them (0 = up to M). Parallel per column.
 struct PivotedCholesky {
   std::vector<std::size_t> pivots;
   Eigen::MatrixXd L;       // m x m lower triangular: K_PP = L L^T
   double max_residual = 0;  // largest k(z,z) - ||proj||^2 left when it stopped
 };
 PivotedCholesky pivoted_cholesky(const DoubleMatrix& points, const KernelSpec& spec, double tol, std::size_t max_rank);
+
+// The rank cap pivoted_cholesky gets: min(M, max_rank (0 = none), floor(max_bytes / (8 M))), at least 1.
+std::size_t kme_rank_cap(std::size_t points, std::size_t max_rank, double max_bytes);
 
 // Gaussian sigma for L2 sensitivity `l2` as Balog et al. (classic for eps < 1, analytic otherwise).
 double kme_sigma(double epsilon, double delta, double l2);
@@ -90,6 +101,7 @@ class KmeRelease {
   // Noise-free coordinates (the non-private limit) if rng == nullptr.
   WeightedPoints release(double epsilon, double delta, RandomSource* rng, double* sigma_out = nullptr) const;
   std::size_t rank() const { return chol_.pivots.size(); }
+  std::size_t rank_cap() const { return rank_cap_; }
   double max_residual() const { return chol_.max_residual; }
   const DoubleMatrix& public_points() const { return z_; }
   const std::vector<double>& alpha() const { return alpha_; }
@@ -100,6 +112,7 @@ class KmeRelease {
   PivotedCholesky chol_;
   std::vector<double> alpha_;
   double n_ = 0;
+  std::size_t rank_cap_ = 0;
 };
 
 }  // namespace privrace::baselines
