@@ -20,7 +20,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import best_over_grid, plt, result_sets, save, style  # noqa: E402
+from common import best_over_grid, plt, result_sets, save, style, substitute_label  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -34,8 +34,8 @@ def data_note(records):
     note = name
     if d.get("generated"):
         note = "generated mixture"
-    if common.substitute_label(records):
-        note += f" ({common.substitute_label(records)})"
+    if substitute_label(records):
+        note += f" ({substitute_label(records)})"
     elif name == "covtype":  # records written before the registry's substitute notes
         note += " (10k SAMPLE, not the 581k set)"
     if any(r.get("stand_in") for r in records):
