@@ -38,7 +38,7 @@ struct KmeOptions {
   std::string synthetic = "uniform";  // uniform | normal (data-independent; see private_moments for the data-informed points)
   double tol = 1e-5;                  // pivoted Cholesky residual at which to stop
   // Basis size cap. 0 = none but memory: the factor holds M x rank doubles, so the rank stops
-  // at max_bytes / (8 M) (2 GiB: every rank up to M for M <= 33k, 2684 at M = 100k). A fixed
+  // at max_bytes / (8 M) (2 GiB: every rank up to M for M <= 16,384; 2684 at M = 100k). A fixed
   // cap is not justified by saturation: on covtype (8 principal components, bandwidth 0.5,
   // M = 5000 uniform points) the noise-free error kept falling with the rank, 0.224 (250),
   // 0.172 (500), 0.131 (1000), 0.115 (1500), 0.086 (3000), 0.073 (5000 = M, exact span);
