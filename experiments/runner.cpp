@@ -516,7 +516,7 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
   if (Progress::enabled() || report.cells_skipped > 0)
     std::cerr << cfg.name << ": " << report.cells_total << " cells, " << report.cells_skipped
               << " already in " << report.results_path << ", " << pending << " to run"
-              << (pending > 0 ? ", estimated " + format_duration(report.estimate_seconds) : std::string()) << "\n";
+              << (pending > 0 && std::isfinite(report.estimate_seconds) ? ", estimated " + format_duration(report.estimate_seconds) : std::string()) << "\n";
   ResultsFile& results = *results_file;
 
   json data_note;
