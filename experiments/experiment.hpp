@@ -226,8 +226,8 @@ struct RunOptions {
   std::size_t stop_after = 0;
   // Count the cells and estimate the time, then return: no data is read, nothing is written.
   bool plan_only = false;
-  // Calibration (--sample K): repetition 0 only, and at most K grid points per method, evenly
-  // spread over its grid (first and last included); 0 = the whole grid.
+  // Calibration (--sample K): repetition 0 only, and at most K grid points per method and K
+  // epsilons, each evenly spread over its list (first and last included); 0 = the whole grid.
   std::size_t sample_grid_points = 0;
 };
 

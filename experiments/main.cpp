@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
         ("data-dir", po::value(&opts.data_dir), "look for data sets here first")
         ("repo", po::value(&repo), "directory holding datasets/registry.json (default: $PRIVRACE_HOME, the checkout, the install)")
         ("plan", po::bool_switch(&opts.plan_only), "count the cells and estimate the time; run nothing, write nothing")
-        ("sample", po::value(&sample), "calibration: repetition 0 and at most K evenly spread grid points per method")
+        ("sample", po::value(&sample), "calibration: repetition 0, at most K evenly spread grid points per method and K epsilons")
         ("which-registry", "print the registry file that would be used, and how it was found, and exit")
         ("config", po::value(&opts.config_path), "the experiment config (JSON)");
     po::positional_options_description pos;

@@ -444,7 +444,14 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
         g.params = params;
         g.rep = rep;
         g.seed = derive_seed(cfg.seed, text_hash(m.label + "|" + params.dump() + "|" + std::to_string(rep)));
-        const std::vector<double> eps = method->uses_epsilon() ? cfg.epsilons : std::vector<double>{NAN};
+        std::vector<double> eps = method->uses_epsilon() ? cfg.epsilons : std::vector<double>{NAN};
+        // Calibration prices a cell by method and parameters, whatever its epsilon: K evenly
+        // spread epsilons (the smallest and the largest included) measure it.
+        if (k > 0 && k < eps.size()) {
+          std::vector<double> spread;
+          for (std::size_t j = 0; j < k; ++j) spread.push_back(eps[k == 1 ? eps.size() / 2 : j * (eps.size() - 1) / (k - 1)]);
+          eps = spread;
+        }
         for (const double e : eps) {
           ++report.cells_total;
           PendingCell cell;

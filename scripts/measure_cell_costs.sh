@@ -2,7 +2,7 @@
 # Measures the wall time per cell of every config on this machine and writes
 # configs/calibration/cell_costs.json, from which `privrace-experiment --plan` and run_all.sh
 # estimate how long a run will take. Each config runs a sample of its grid (repetition 0 and
-# K evenly spread grid points per method, first and last included) into a scratch directory:
+# K evenly spread grid points per method and K epsilons, first and last included) into a scratch directory:
 # the real results/ are never touched. Entries of configs not measured now are kept.
 #   scripts/measure_cell_costs.sh [--quick] [--sample K] [--threads T] [CONFIG.json ...]
 # Default: every configs/*.json but scaling*, full grids, K = 2, the configs' own threads.
@@ -51,7 +51,7 @@ except (OSError, StopIteration):
     pass
 table["machine"] = f"{os.cpu_count()}-core {platform.machine()} ({model})"
 table["how"] = ("scripts/measure_cell_costs.sh: per config, repetition 0 and at most "
-                f"{sample} grid points per method; seconds = mean wall time per cell")
+                f"{sample} grid points per method and {sample} epsilons; seconds = mean wall time per cell")
 for path in sorted(glob.glob(os.path.join(scratch, "*.jsonl"))):
     stem = os.path.basename(path)[:-len(".jsonl")]
     cells, threads, prepare, commit = {}, 1, 0.0, ""

@@ -502,18 +502,22 @@ TEST(ExperimentRun, PlanCountsCellsWritesNothingAndPricesFromMeasuredCells) {
   EXPECT_NE(after.estimate_basis.find("4 cells timed"), std::string::npos) << after.estimate_basis;
 }
 
-TEST(ExperimentRun, SampleRunsRepetitionZeroAtEvenlySpreadGridPoints) {
+TEST(ExperimentRun, SampleRunsRepetitionZeroAtEvenlySpreadGridPointsAndEpsilons) {
   Repo repo;
   json j = base_config();
   j["methods"][0]["grid"]["rows"] = {10, 20, 30, 40, 50};
+  j["epsilons"] = {0.1, 1, 10};
   RunOptions o = options(repo, write_config(repo, j));
   o.sample_grid_points = 2;
   const auto report = run_experiment(o);
-  EXPECT_EQ(report.cells_total, 4u);  // rows 10 and 50, 2 epsilons, repetition 0
+  EXPECT_EQ(report.cells_total, 4u);  // rows 10 and 50, epsilons 0.1 and 10, repetition 0
   std::set<int> rows;
+  std::set<double> eps;
   for (const auto& r : read_records(report.results_path)) {
     rows.insert(r.at("params").at("rows").get<int>());
+    eps.insert(r.at("epsilon").get<double>());
     EXPECT_EQ(r.at("rep"), 0);
   }
   EXPECT_EQ(rows, (std::set<int>{10, 50}));
+  EXPECT_EQ(eps, (std::set<double>{0.1, 10}));
 }
