@@ -71,10 +71,10 @@ declare -A est_of pending_of
 est_total=0
 unmeasured=()
 echo
-printf '%-26s %8s %8s %10s\n' config cells "to run" estimate
+printf '%-30s %8s %8s %10s\n' config cells "to run" estimate
 for c in "${configs[@]}"; do
   if ! line=$("$EXP" "$c" "${QUICK[@]}" --plan 2>"$BUILD/plan.err"); then
-    printf '%-26s %s\n' "$(basename "$c" .json)" "cannot plan: $(tail -1 "$BUILD/plan.err")"
+    printf '%-30s %s\n' "$(basename "$c" .json)" "cannot plan: $(tail -1 "$BUILD/plan.err")"
     est_of[$c]=nan pending_of[$c]=?
     continue
   fi
@@ -87,7 +87,7 @@ for c in "${configs[@]}"; do
     note=" ($unpriced cells of unmeasured methods priced at the config's mean)"
   fi
   [[ $est == nan ]] || est_total=$(awk -v a="$est_total" -v b="$est" 'BEGIN { print a + b }')
-  printf '%-26s %8s %8s %10s%s\n' "$name" "$total" "$pending" "$(duration "$est")" "$note"
+  printf '%-30s %8s %8s %10s%s\n' "$name" "$total" "$pending" "$(duration "$est")" "$note"
 done
 threads_note=$("$EXP" "${configs[0]}" "${QUICK[@]}" --plan 2>/dev/null | awk -F'\t' '{ print $7 }' | sed 's/.*\[\(.*\)\]$/\1/')
 echo "estimated total: $(duration "$est_total") on ${threads_note:-this machine}, from measured time per cell"

@@ -10,11 +10,19 @@ namespace privrace::experiments {
 
 using nlohmann::json;
 
-void CellCostModel::add(const std::string& label, const json& params, double seconds, int threads) {
+void CellCostModel::add(const std::string& label, const json& params, double seconds, int threads,
+                        Position position) {
   if (!(seconds >= 0) || !std::isfinite(seconds)) return;
-  Mean& m = by_label_[label][params.dump()];
-  m.thread_seconds += seconds * std::max(threads, 1);
-  ++m.n;
+  Point& p = by_label_[label][params.dump()];
+  const double v = seconds * std::max(threads, 1);
+  if (position != Position::later) p.first.add(v);
+  if (position != Position::first) p.later.add(v);
+}
+
+double CellCostModel::Point::group(std::size_t n) const {
+  const double f = first.n ? first.value() : later.value();
+  const double l = later.n ? later.value() : first.value();
+  return n == 0 ? 0.0 : f + static_cast<double>(n - 1) * l;
 }
 
 std::size_t CellCostModel::add_records(const std::vector<json>& records) {
@@ -22,7 +30,11 @@ std::size_t CellCostModel::add_records(const std::vector<json>& records) {
   for (const auto& r : records) {
     const auto w = r.find("wall_seconds");
     if (w == r.end() || !w->is_number()) continue;
-    add(r.value("label", ""), r.value("params", json::object()), w->get<double>(), r.value("threads", 1));
+    const auto f = r.find("first_of_group");
+    const Position pos = f == r.end() || !f->is_boolean() ? Position::unknown
+                         : f->get<bool>()                 ? Position::first
+                                                          : Position::later;
+    add(r.value("label", ""), r.value("params", json::object()), w->get<double>(), r.value("threads", 1), pos);
     const auto p = r.find("run_prepare_seconds");
     if (p != r.end() && p->is_number()) prepare_thread_seconds_ = p->get<double>() * std::max(r.value("threads", 1), 1);
     ++used;
@@ -49,32 +61,38 @@ void CellCostModel::add_table_entry(const json& entry, const std::string& where)
     const std::string label = need(cells[i], "label", &json::is_string, "a string", at).get<std::string>();
     const json& params = need(cells[i], "params", &json::is_object, "an object", at);
     const double s = need(cells[i], "seconds", &json::is_number, "a number", at).get<double>();
-    add(label, params, s, threads);
+    if (cells[i].contains("first_seconds")) {
+      add(label, params, need(cells[i], "first_seconds", &json::is_number, "a number", at).get<double>(), threads,
+          Position::first);
+      add(label, params, s, threads, Position::later);
+    } else {
+      add(label, params, s, threads, Position::unknown);
+    }
   }
 }
 
-double CellCostModel::cell_seconds(const std::string& label, const json& params, int threads) const {
+double CellCostModel::group_seconds(const std::string& label, const json& params, std::size_t n, int threads) const {
   const auto it = by_label_.find(label);
   if (it == by_label_.end()) return NAN;
   const double t = std::max(threads, 1);
   const auto exact = it->second.find(params.dump());
-  if (exact != it->second.end()) return exact->second.value() / t;
+  if (exact != it->second.end()) return exact->second.group(n) / t;
   // Unmeasured parameters: the mean over the measured ones (each parameter point counts once,
   // so a point measured many times does not dominate).
   double sum = 0;
-  for (const auto& [key, m] : it->second) sum += m.value();
+  for (const auto& [key, p] : it->second) sum += p.group(n);
   return sum / static_cast<double>(it->second.size()) / t;
 }
 
-double CellCostModel::any_cell_seconds(int threads) const {
+double CellCostModel::any_group_seconds(std::size_t n, int threads) const {
   double sum = 0;
-  std::size_t n = 0;
+  std::size_t count = 0;
   for (const auto& [label, points] : by_label_)
-    for (const auto& [key, m] : points) {
-      sum += m.value();
-      ++n;
+    for (const auto& [key, p] : points) {
+      sum += p.group(n);
+      ++count;
     }
-  return n ? sum / static_cast<double>(n) / std::max(threads, 1) : NAN;
+  return count ? sum / static_cast<double>(count) / std::max(threads, 1) : NAN;
 }
 
 double CellCostModel::prepare_seconds(int threads) const { return prepare_thread_seconds_ / std::max(threads, 1); }

@@ -16,20 +16,28 @@ namespace privrace::experiments {
 class CellCostModel {
  public:
   // One measured cell: its method label, grid parameters, wall seconds and OpenMP threads.
-  void add(const std::string& label, const nlohmann::json& params, double seconds, int threads);
-  // Every record with "wall_seconds" (the caller passes only records of the right config).
-  // Returns how many were used.
+  // A group's first cell also carries the work its cells share (the build a method reuses
+  // for every epsilon), so first and later cells are priced apart: a group of n cells costs
+  // first + (n - 1) * later. A cell of unknown position counts as both.
+  enum class Position { first, later, unknown };
+  void add(const std::string& label, const nlohmann::json& params, double seconds, int threads,
+           Position position = Position::unknown);
+  // Every record with "wall_seconds" ("first_of_group" gives its position; the caller passes
+  // only records of the right config). Returns how many were used.
   std::size_t add_records(const std::vector<nlohmann::json>& records);
   // One config's entry of the calibration table:
-  //   {"threads": T, "prepare_seconds": P, "cells": [{"label", "params", "seconds"}, ...]}
-  // Throws privrace::Error naming `where` when a field is missing or of the wrong type.
+  //   {"threads": T, "prepare_seconds": P,
+  //    "cells": [{"label", "params", "first_seconds" (optional), "seconds"}, ...]}
+  // where "seconds" is a later cell's (or, without "first_seconds", any cell's) mean.
+  // Throws privrace::InputError naming `where` and the field when one is missing or mistyped.
   void add_table_entry(const nlohmann::json& entry, const std::string& where);
-  // Seconds one cell of label/params is expected to take at `threads`: the mean of its exact
-  // parameters if measured, else the mean over the label's measured parameters; NaN when
-  // nothing of the label was measured.
-  double cell_seconds(const std::string& label, const nlohmann::json& params, int threads) const;
-  // Mean over every measured cell of the config (prices methods never measured); NaN if none.
-  double any_cell_seconds(int threads) const;
+  // Seconds a group of n cells of label/params is expected to take at `threads`: from its
+  // exact parameters if measured, else from the mean over the label's measured parameters;
+  // NaN when nothing of the label was measured.
+  double group_seconds(const std::string& label, const nlohmann::json& params, std::size_t n, int threads) const;
+  // The same from the mean over every measured point of the config (prices methods never
+  // measured); NaN if none.
+  double any_group_seconds(std::size_t n, int threads) const;
   // The run's set-up (data, exact answers) before its first cell; 0 when unknown.
   double prepare_seconds(int threads) const;
   bool empty() const { return by_label_.empty(); }
@@ -38,9 +46,15 @@ class CellCostModel {
   struct Mean {
     double thread_seconds = 0;
     std::size_t n = 0;
+    void add(double v) { thread_seconds += v, ++n; }
     double value() const { return thread_seconds / static_cast<double>(n); }
   };
-  std::map<std::string, std::map<std::string, Mean>> by_label_;  // label -> params dump -> mean
+  struct Point {
+    Mean first, later;
+    // Thread-seconds of a group of n cells; a position never measured takes the other's.
+    double group(std::size_t n) const;
+  };
+  std::map<std::string, std::map<std::string, Point>> by_label_;  // label -> params dump -> point
   double prepare_thread_seconds_ = 0;
 };
 

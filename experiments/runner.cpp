@@ -495,19 +495,19 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
     }
     double total = 0;
     bool any = false;
-    for (const auto& g : groups)
-      for (std::size_t i = 0; i < g.cells.size(); ++i) {
-        double c = own.cell_seconds(g.method->label, g.params, threads_used);
-        if (std::isnan(c)) c = table.cell_seconds(g.method->label, g.params, threads_used);
-        if (std::isnan(c)) {
-          ++report.cells_unpriced;
-          c = own.empty() ? table.any_cell_seconds(threads_used) : own.any_cell_seconds(threads_used);
-        }
-        if (!std::isnan(c)) {
-          total += c;
-          any = true;
-        }
+    for (const auto& g : groups) {
+      const std::size_t n = g.cells.size();
+      double c = own.group_seconds(g.method->label, g.params, n, threads_used);
+      if (std::isnan(c)) c = table.group_seconds(g.method->label, g.params, n, threads_used);
+      if (std::isnan(c)) {
+        report.cells_unpriced += n;
+        c = own.empty() ? table.any_group_seconds(n, threads_used) : own.any_group_seconds(n, threads_used);
       }
+      if (!std::isnan(c)) {
+        total += c;
+        any = true;
+      }
+    }
     // A resumed run prepares again (data, cached exact answers): priced as last measured.
     if (pending > 0) total += measured > 0 ? own.prepare_seconds(threads_used) : table.prepare_seconds(threads_used);
     report.estimate_seconds = pending == 0 ? 0.0 : any ? total : NAN;
@@ -558,8 +558,9 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
       for (const auto& g : groups) {
         const Method* method = registry.method(g.method->name);
         // A cell's wall time runs from the previous cell of its group (or the group's start), so
-        // the group's shared work is carried by its first cell and the mean per cell is exact.
+        // the group's shared work is carried by its first cell, which the record marks.
         auto last = std::chrono::steady_clock::now();
+        bool first_of_group = true;
         method->run_group(*context, g, [&](std::size_t i, CellResult result) {
           const auto now = std::chrono::steady_clock::now();
           const double wall_seconds = std::chrono::duration<double>(now - last).count();
@@ -588,12 +589,14 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
               {"query_seconds_per_query", result.query_seconds_per_query},
               {"threads", threads_used},
               {"wall_seconds", wall_seconds},
+              {"first_of_group", first_of_group},
               {"run_prepare_seconds", prepare_seconds},
               {"git_commit", git_commit()},
               {"quick", cfg.quick},
               {"finished_at", utc_now()},
               {"details", result.details}};
           results.append(record);
+          first_of_group = false;
           progress.advance();
           ++report.cells_run;
           if (options.stop_after && ++written >= options.stop_after) throw Stop{};

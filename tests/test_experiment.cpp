@@ -434,16 +434,21 @@ TEST(ExperimentRun, DamagedGroundTruthCacheIsRecomputed) {
 
 // ---- Planning: cell counts and the time estimate from measured wall time per cell ----
 
-TEST(CellCostModel, PricesExactParamsThenTheLabelsMeanInThreadSeconds) {
+TEST(CellCostModel, PricesGroupsFromFirstAndLaterCellsInThreadSeconds) {
+  using P = CellCostModel::Position;
   CellCostModel m;
-  m.add("RACE", {{"rows", 20}}, 2.0, 1);
-  m.add("RACE", {{"rows", 20}}, 4.0, 1);   // mean 3 thread-seconds
-  m.add("RACE", {{"rows", 50}}, 4.5, 2);   // 9 thread-seconds
-  EXPECT_DOUBLE_EQ(m.cell_seconds("RACE", {{"rows", 20}}, 1), 3.0);
-  EXPECT_DOUBLE_EQ(m.cell_seconds("RACE", {{"rows", 50}}, 3), 3.0);  // linear in threads
-  EXPECT_DOUBLE_EQ(m.cell_seconds("RACE", {{"rows", 99}}, 1), 6.0);  // mean of the two points
-  EXPECT_TRUE(std::isnan(m.cell_seconds("KME", {}, 1)));
-  EXPECT_DOUBLE_EQ(m.any_cell_seconds(1), 6.0);
+  m.add("RACE", {{"rows", 20}}, 10.0, 1, P::first);  // the group's shared build
+  m.add("RACE", {{"rows", 20}}, 1.0, 1, P::later);
+  m.add("RACE", {{"rows", 20}}, 3.0, 1, P::later);  // later mean 2
+  m.add("RACE", {{"rows", 50}}, 3.0, 2, P::unknown);  // 6 thread-seconds, first and later alike
+  EXPECT_DOUBLE_EQ(m.group_seconds("RACE", {{"rows", 20}}, 1, 1), 10.0);
+  EXPECT_DOUBLE_EQ(m.group_seconds("RACE", {{"rows", 20}}, 5, 1), 10.0 + 4 * 2.0);
+  EXPECT_DOUBLE_EQ(m.group_seconds("RACE", {{"rows", 20}}, 5, 2), 9.0);  // linear in threads
+  EXPECT_DOUBLE_EQ(m.group_seconds("RACE", {{"rows", 50}}, 3, 3), 6.0);
+  // Unmeasured parameters: the mean of the measured points' group costs.
+  EXPECT_DOUBLE_EQ(m.group_seconds("RACE", {{"rows", 99}}, 2, 1), ((10.0 + 2.0) + (6.0 + 6.0)) / 2);
+  EXPECT_TRUE(std::isnan(m.group_seconds("KME", {}, 1, 1)));
+  EXPECT_DOUBLE_EQ(m.any_group_seconds(2, 1), 12.0);
 }
 
 TEST(CellCostModel, TableEntryErrorsNameTheField) {
@@ -458,9 +463,11 @@ TEST(CellCostModel, TableEntryErrorsNameTheField) {
         << e.what();
   }
   m.add_table_entry({{"threads", 2}, {"prepare_seconds", 3.0},
-                     {"cells", {{{"label", "RACE"}, {"params", {{"rows", 20}}}, {"seconds", 1.5}}}}},
+                     {"cells", {{{"label", "RACE"}, {"params", {{"rows", 20}}}, {"first_seconds", 4.0}, {"seconds", 1.5}},
+                                {{"label", "KME"}, {"params", json::object()}, {"seconds", 1.0}}}}},
                     "costs.json");
-  EXPECT_DOUBLE_EQ(m.cell_seconds("RACE", {{"rows", 20}}, 1), 3.0);
+  EXPECT_DOUBLE_EQ(m.group_seconds("RACE", {{"rows", 20}}, 3, 1), 8.0 + 2 * 3.0);
+  EXPECT_DOUBLE_EQ(m.group_seconds("KME", json::object(), 3, 2), 3.0);
   EXPECT_DOUBLE_EQ(m.prepare_seconds(2), 3.0);
   EXPECT_EQ(format_duration(3725), "1h02m");
   EXPECT_EQ(format_duration(75), "1m15s");
@@ -496,9 +503,15 @@ TEST(ExperimentRun, PlanCountsCellsWritesNothingAndPricesFromMeasuredCells) {
   EXPECT_EQ(after.cells_skipped, 4u);
   EXPECT_EQ(after.cells_unpriced, 0u);
   ASSERT_TRUE(std::isfinite(after.estimate_seconds));
-  // The 4 pending cells are rows=50, never measured: priced at the label's measured mean.
-  // Plus the set-up a resumed run repeats, as the records measured it.
-  EXPECT_NEAR(after.estimate_seconds, 4 * rows20 / 4.0 + records.back().at("run_prepare_seconds").get<double>(), 1e-9);
+  // The 4 pending cells are rows=50 (2 groups of 2), never measured: each group priced as a
+  // measured rows=20 group (its first cell plus a later one), plus the set-up a resumed run
+  // repeats, as the records measured it.
+  double first = 0, later = 0;
+  for (const auto& r : records) (r.at("first_of_group").get<bool>() ? first : later) += r.at("wall_seconds").get<double>();
+  EXPECT_EQ(std::count_if(records.begin(), records.end(), [](const json& r) { return r.at("first_of_group").get<bool>(); }), 2);
+  EXPECT_NEAR(rows20, first + later, 1e-12);
+  EXPECT_NEAR(after.estimate_seconds, 2 * (first / 2 + later / 2) + records.back().at("run_prepare_seconds").get<double>(),
+              1e-9);
   EXPECT_NE(after.estimate_basis.find("4 cells timed"), std::string::npos) << after.estimate_basis;
 }
 
