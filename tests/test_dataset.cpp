@@ -22,19 +22,8 @@ using nlohmann::json;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "privrace-ds-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
-void write(const fs::path& p, const std::string& bytes) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << bytes;
-}
+using privrace::testing::TempDir;
+using privrace::testing::write;
 
 void write_gz(const fs::path& p, const std::string& bytes) {
   fs::create_directories(p.parent_path());

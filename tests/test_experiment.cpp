@@ -19,6 +19,7 @@
 #include "kde_task.hpp"
 #include "privrace/core/version.hpp"
 #include "privrace/core/error.hpp"
+#include "test_util.hpp"
 
 namespace fs = std::filesystem;
 using namespace privrace;
@@ -27,19 +28,8 @@ using nlohmann::json;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "privrace-exp-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
-void write(const fs::path& p, const std::string& bytes) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << bytes;
-}
+using privrace::testing::TempDir;
+using privrace::testing::write;
 
 std::string read(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

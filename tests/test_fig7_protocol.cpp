@@ -18,6 +18,7 @@
 #include "privrace/core/random.hpp"
 #include "privrace/io/dataset.hpp"
 #include "privrace/privacy/mechanisms.hpp"
+#include "test_util.hpp"
 
 namespace fs = std::filesystem;
 using namespace privrace;
@@ -25,19 +26,8 @@ using nlohmann::json;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "privrace-fig7-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
-void write(const fs::path& p, const std::string& bytes) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << bytes;
-}
+using privrace::testing::TempDir;
+using privrace::testing::write;
 
 // n rows in d columns with a few strong directions of unequal variance (seeded).
 DenseMatrix correlated(std::size_t n, std::size_t d, std::uint64_t seed) {

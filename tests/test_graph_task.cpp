@@ -12,6 +12,7 @@
 #include "experiment.hpp"
 #include "graph_task.hpp"
 #include "privrace/core/error.hpp"
+#include "test_util.hpp"
 
 namespace fs = std::filesystem;
 using namespace privrace;
@@ -20,19 +21,8 @@ using nlohmann::json;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "privrace-graph-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
-void write(const fs::path& p, const std::string& bytes) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << bytes;
-}
+using privrace::testing::TempDir;
+using privrace::testing::write;
 
 // A small directed graph with communities, a self-loop, a duplicate and comment lines.
 std::vector<std::pair<int, int>> tiny_edges() {

@@ -1,9 +1,13 @@
 #pragma once
-// Shared helpers for the tests: seeded data generators and a chi-square goodness-of-fit check.
+// Shared helpers for the tests: seeded data generators, a chi-square goodness-of-fit check,
+// and scratch directories and files.
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <string>
@@ -63,6 +67,24 @@ inline std::pair<double, double> chi_square(const std::map<long long, long long>
 inline double chi_square_critical(double df) {
   const double z = 3.719, a = 2.0 / (9.0 * df);
   return df * std::pow(1.0 - a + z * std::sqrt(a), 3.0);
+}
+
+// A fresh directory under the system temp directory, removed with everything in it at scope end.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string t = (std::filesystem::temp_directory_path() / "privrace-test-XXXXXX").string();
+    path = ::mkdtemp(t.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+// Writes bytes to p, creating its parent directories.
+inline void write(const std::filesystem::path& p, const std::string& bytes) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << bytes;
 }
 
 inline std::filesystem::path temp_dir(const std::string& name) {
