@@ -1,17 +1,21 @@
 # `cmake --install BUILD --prefix P` lays out:
 #   P/bin/privrace, privrace-experiment, privrace-audit
-#   P/lib/libprivrace.a, P/include/privrace/**.hpp
-#   P/lib/cmake/privrace/   find_package(privrace) -> imported target privrace::privrace
+#   P/lib/libprivrace_{engine,ldp,tasks,baselines,audit}.a, P/include/privrace/**.hpp
+#   P/lib/cmake/privrace/   find_package(privrace) -> imported targets privrace::engine, ::ldp,
+#                           ::tasks, ::baselines (links libtorch), ::audit
 #   P/<PRIVRACE_PYTHON_INSTALL_DIR>/privrace/   the Python package (python/CMakeLists.txt)
 #   P/share/privrace/datasets/registry.json, P/share/privrace/configs/   what the commands look up
 include(CMakePackageConfigHelpers)
 
-install(TARGETS privrace EXPORT privraceTargets
+foreach(layer engine ldp tasks baselines audit)
+  set_target_properties(privrace_${layer} PROPERTIES EXPORT_NAME ${layer})
+endforeach()
+install(TARGETS privrace_engine privrace_ldp privrace_tasks privrace_baselines privrace_audit EXPORT privraceTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/src/privrace DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.hpp")
-install(TARGETS privrace_cli privrace_audit RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS privrace_cli privrace_audit_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET privrace_experiment)
   install(TARGETS privrace_experiment RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()

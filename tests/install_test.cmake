@@ -14,7 +14,7 @@ set(prefix ${WORK}/prefix)
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK}/elsewhere)
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
-foreach(f bin/privrace bin/privrace-experiment bin/privrace-audit lib/libprivrace.a
+foreach(f bin/privrace bin/privrace-experiment bin/privrace-audit lib/libprivrace_engine.a
           include/privrace/sketch/race_sketch.hpp lib/cmake/privrace/privraceConfig.cmake
           share/privrace/datasets/registry.json share/privrace/configs/kde_skin.json)
   if(NOT EXISTS ${prefix}/${f})

@@ -11,7 +11,7 @@
 
 #include "privrace/baselines/objective_perturbation.hpp"
 #include "privrace/core/error.hpp"
-#include "privrace/io/dataset.hpp"
+#include "data/dataset.hpp"
 
 namespace fs = std::filesystem;
 

@@ -16,7 +16,7 @@
 #include "privrace/baselines/kme.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
-#include "privrace/io/dataset.hpp"
+#include "data/dataset.hpp"
 #include "privrace/privacy/mechanisms.hpp"
 #include "test_util.hpp"
 

@@ -12,7 +12,7 @@
 
 #include "cost_estimate.hpp"
 #include "experiment.hpp"
-#include "privrace/io/dataset.hpp"
+#include "data/dataset.hpp"
 
 namespace privrace::experiments {
 namespace {

@@ -11,7 +11,7 @@
 #include <set>
 
 #include "privrace/core/error.hpp"
-#include "privrace/io/dataset.hpp"
+#include "data/dataset.hpp"
 #include "privrace/lsh/family.hpp"
 #include "privrace/tasks/kde.hpp"
 #include "test_util.hpp"

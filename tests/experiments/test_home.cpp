@@ -1,4 +1,4 @@
-// Registry lookup (io/home.hpp): --repo, then PRIVRACE_HOME, then the checkout around the
+// Registry lookup (experiments/data/home.hpp): --repo, then PRIVRACE_HOME, then the checkout around the
 // working directory, then the install's share/privrace next to the executable, then the
 // checkout holding the executable, then the compiled-in source directory; and --version.
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 
 #include "privrace/core/error.hpp"
 #include "privrace/core/version.hpp"
-#include "privrace/io/home.hpp"
+#include "data/home.hpp"
 #include "test_util.hpp"
 
 namespace fs = std::filesystem;

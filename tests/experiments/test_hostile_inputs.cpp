@@ -10,7 +10,7 @@
 #include "experiment.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/io/sketch_file.hpp"
-#include "privrace/io/dataset.hpp"
+#include "data/dataset.hpp"
 #include "privrace/io/edge_list.hpp"
 #include "privrace/sketch/sketch_io.hpp"
 #include "test_util.hpp"
