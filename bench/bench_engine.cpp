@@ -24,7 +24,7 @@ DenseMatrix cube_points(std::size_t n, std::size_t d, std::uint64_t seed) {
 }
 
 std::shared_ptr<const LshFamily> family_for(const std::string& kernel, std::size_t rows, std::size_t dim) {
-  return make_family(FamilySpec{.kernel = kernel, .bandwidth = 5.0, .power = kernel == "angular" ? 4u : 1u, .rows = rows, .dim = dim, .seed = 1});
+  return make_family(FamilySpec{.kernel = parse_kernel(kernel), .bandwidth = 5.0, .power = kernel == "angular" ? 4u : 1u, .rows = rows, .dim = dim, .seed = 1});
 }
 }  // namespace
 
@@ -44,7 +44,7 @@ BENCHMARK_CAPTURE(BM_Hash, l2, std::string("l2"))->Arg(3)->Arg(8)->Arg(128)->Uni
 BENCHMARK_CAPTURE(BM_Hash, angular, std::string("angular"))->Arg(3)->Arg(8)->Arg(128)->Unit(benchmark::kMicrosecond);
 
 static void BM_HashMinHash(benchmark::State& state) {
-  const auto family = make_family(FamilySpec{.kernel = "jaccard", .rows = 1000, .seed = 1});
+  const auto family = make_family(FamilySpec{.kernel = Kernel::Jaccard, .rows = 1000, .seed = 1});
   SetCollection sets;
   SeededRandom rng(3);
   for (int i = 0; i < 64; ++i) {

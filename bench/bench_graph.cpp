@@ -51,7 +51,7 @@ const SetCollection& rmat(unsigned scale, double edge_factor, bool undirected) {
 }
 
 std::shared_ptr<const LshFamily> jaccard(std::size_t rows) {
-  return std::shared_ptr<const LshFamily>(make_family(FamilySpec{.kernel = "jaccard", .rows = rows, .seed = 1}));
+  return std::shared_ptr<const LshFamily>(make_family(FamilySpec{.kernel = Kernel::Jaccard, .rows = rows, .seed = 1}));
 }
 
 const char* kStrategies[] = {"two_phase", "replicate", "split_rows"};

@@ -56,7 +56,7 @@ BENCHMARK(BM_DophPath)
 
 static void BM_ClassicMinHash(benchmark::State& state) {
   const auto size = static_cast<std::size_t>(state.range(0));
-  const auto family = make_family(FamilySpec{.kernel = "jaccard_classic", .rows = kRows, .seed = 42});
+  const auto family = make_family(FamilySpec{.kernel = Kernel::JaccardClassic, .rows = kRows, .seed = 42});
   const SetCollection sets = random_sets(64, size, 3);
   CodeMatrix codes;
   std::size_t i = 0;

@@ -28,7 +28,7 @@ DenseMatrix cube_points(std::size_t n, std::size_t d, std::uint64_t seed) {
   return x;
 }
 std::shared_ptr<const LshFamily> l2_family(std::size_t rows, std::size_t dim) {
-  return make_family(FamilySpec{.kernel = "l2", .bandwidth = 5.0, .rows = rows, .dim = dim, .seed = 1});
+  return make_family(FamilySpec{.kernel = Kernel::L2, .bandwidth = 5.0, .rows = rows, .dim = dim, .seed = 1});
 }
 void thread_grid(benchmark::internal::Benchmark* b, bool with_variant) {
   for (int t = 1; t <= omp_get_num_procs(); ++t) {

@@ -1,6 +1,7 @@
 // privrace._core: the Python face of the engine. Every computation is the library's own
-// (make_family, SketchBuilder, build_set_sketch, privatize, save_sketch/load_sketch,
-// RaceSketch::query_*); this file only converts arguments, releases the GIL and maps errors.
+// (the release API of sketch/release.hpp: build_exact, release, ReleaseMerge; save_sketch /
+// load_sketch, RaceSketch::query_*); this file only converts arguments, releases the GIL and
+// maps errors.
 //
 // Data: the engine stores records as float32 rows (core/types.hpp). A float32 array whose
 // rows are contiguous (C order, or a row slice of one) is read in place, without a copy; any
@@ -21,17 +22,14 @@
 #include <vector>
 
 #include "privrace/core/error.hpp"
-#include "privrace/core/random.hpp"
 #include "privrace/core/types.hpp"
 #include "privrace/core/version.hpp"
 #include "privrace/lsh/family.hpp"
 #include "privrace/privacy/budget.hpp"
-#include "privrace/sketch/builder.hpp"
 #include "privrace/sketch/feature_sketch.hpp"
-#include "privrace/sketch/privatize.hpp"
 #include "privrace/sketch/race_sketch.hpp"
+#include "privrace/sketch/release.hpp"
 #include "privrace/sketch/sketch_io.hpp"
-#include "privrace/tasks/graph.hpp"
 #include "privrace/tasks/m2m.hpp"
 
 namespace py = pybind11;
@@ -188,86 +186,77 @@ struct FitArgs {
   std::string strategy = "auto";
 };
 
+// The RACE kernels a RaceSketch builds (the feature maps rff and hist are the CLI's).
+Kernel race_kernel(const std::string& name) {
+  for (const Kernel k : {Kernel::L2, Kernel::Angular, Kernel::AngularPair, Kernel::Jaccard, Kernel::JaccardClassic})
+    if (name == to_string(k)) return k;
+  throw UsageError("kernel must be l2, angular, angular_pair, jaccard or jaccard_classic, got '" + name +
+                   "' (the rff and hist feature maps are built with the privrace command)");
+}
+
 class PyRaceSketch {
  public:
-  PyRaceSketch(std::string kernel, std::size_t rows, std::size_t width, double bandwidth, std::size_t power,
-               std::optional<std::uint64_t> seed, std::string pair_mode)
-      : seed_(seed), width_(width) {
-    spec_.kernel = std::move(kernel);
-    spec_.rows = rows;
-    spec_.bandwidth = bandwidth;
-    spec_.power = power;
-    spec_.pair_mode = std::move(pair_mode);
-    if (spec_.kernel != "l2" && spec_.kernel != "angular" && spec_.kernel != "angular_pair" && !set_kernel())
-      throw UsageError("kernel must be l2, angular, angular_pair, jaccard or jaccard_classic, got '" + spec_.kernel +
-                       "' (the rff and hist feature maps are built with the privrace command)");
-    if (rows == 0) throw UsageError("rows must be at least 1");
-    if (width == 0) throw UsageError("width must be at least 1");
-    check_sketch_fits(rows, width, 1);
+  PyRaceSketch(const std::string& kernel, std::size_t rows, std::size_t width, double bandwidth, std::size_t power,
+               std::optional<std::uint64_t> seed, std::string pair_mode) {
+    params_.family.kernel = race_kernel(kernel);
+    params_.family.rows = rows;
+    params_.family.bandwidth = bandwidth;
+    params_.family.power = power;
+    params_.family.pair_mode = std::move(pair_mode);
+    params_.width = width;
+    params_.seed = seed;
+    params_.validate("");  // "rows must be at least 1", ..., the memory bound
   }
   explicit PyRaceSketch(RaceSketch loaded, nlohmann::json header) : sketch_(std::move(loaded)), header_(std::move(header)) {
-    width_ = sketch_->width();
-    spec_.kernel = sketch_->family().kernel_name();
-    spec_.rows = sketch_->rows();
+    params_.width = sketch_->width();
+    params_.family.kernel = parse_kernel(sketch_->family().kernel_name());
+    params_.family.rows = sketch_->rows();
   }
 
-  bool set_kernel() const { return spec_.kernel == "jaccard" || spec_.kernel == "jaccard_classic"; }
+  bool set_kernel() const { return is_set_kernel(params_.family.kernel); }
 
   // X: records x attributes. Builds a new sketch (any previous one is replaced).
   PyRaceSketch& fit(const py::handle& x, const FitArgs& args) {
-    if (set_kernel()) throw UsageError("the " + spec_.kernel + " kernel sketches sets: use fit_sets(list_of_arrays)");
-    const PrivacySpec privacy = privacy_spec(args);
+    if (set_kernel())
+      throw UsageError("the " + to_string(params_.family.kernel) + " kernel sketches sets: use fit_sets(list_of_arrays)");
+    const ReleaseParams params = fit_params(args);
     DenseInput input(x, "X");
     if (input.rows() == 0) throw UsageError("X has no rows (shape (0, " + std::to_string(input.cols()) + "))");
-    const std::uint64_t master = master_seed();
-    FamilySpec fam = spec_;
-    fam.dim = input.cols();
-    fam.seed = derive_seed(master, 101);  // the CLI's derivation: a seeded sketch equals `privrace sketch --seed`
-    RaceSketch sketch(std::shared_ptr<const LshFamily>(make_family(fam)), width_);
-    BuildOptions build;
-    build.threads = args.threads;
-    build.strategy = args.strategy;
-    BuildReport report;
+    // The CLI's seeds: a seeded sketch equals `privrace sketch --seed`.
+    const MasterSeed seed = MasterSeed::resolve(params.seed);
+    std::optional<Release> release;
     {
       py::gil_scoped_release unlocked;
       if (input.in_place()) {
         const auto view = input.view();
         input.check_finite(view, 0);
-        report = build_dense(sketch, view, build);
+        release.emplace(build_exact(params, seed, view).release());
       } else {
         std::size_t next = 0;
-        report = build_dense_stream(
-            sketch,
-            [&](DenseMatrix& chunk) {
-              const std::size_t n = std::min(kBlockRows, input.rows() - next);
-              if (n > 0) input.convert(next, n, chunk);
-              next += n;
-              return n;
-            },
-            build);
+        release.emplace(build_exact(params, seed, input.cols(), [&](DenseMatrix& chunk) {
+                          const std::size_t n = std::min(kBlockRows, input.rows() - next);
+                          if (n > 0) input.convert(next, n, chunk);
+                          next += n;
+                          return n;
+                        }).release());
       }
-      if (args.epsilon) privatize(sketch, privacy, NoiseSource{seed_.has_value(), derive_seed(master, 202)});
     }
-    install(std::move(sketch), report, input.in_place() ? "in place" : "converted to float32 in blocks",
-            input.address());
+    install(std::move(*release), input.in_place() ? "in place" : "converted to float32 in blocks", input.address());
     return *this;
   }
 
   PyRaceSketch& fit_sets(const py::handle& sets_obj, const FitArgs& args) {
-    if (!set_kernel()) throw UsageError("fit_sets needs kernel='jaccard' (this sketch's kernel is " + spec_.kernel + ")");
-    const PrivacySpec privacy = privacy_spec(args);
+    if (!set_kernel())
+      throw UsageError("fit_sets needs kernel='jaccard' (this sketch's kernel is " + to_string(params_.family.kernel) + ")");
+    const ReleaseParams params = fit_params(args);
     const SetCollection sets = to_sets(sets_obj, "sets");
-    const std::uint64_t master = master_seed();
-    FamilySpec fam = spec_;
-    fam.seed = derive_seed(master, 101);
-    RaceSketch sketch(std::shared_ptr<const LshFamily>(make_family(fam)), width_);
-    BuildReport report;
+    const MasterSeed seed = MasterSeed::resolve(params.seed);
+    std::optional<Release> release;
     {
       py::gil_scoped_release unlocked;
-      report = build_set_sketch(sketch, sets, SetBuildOptions{.threads = args.threads, .strategy = args.strategy});
-      if (args.epsilon) privatize(sketch, privacy, NoiseSource{seed_.has_value(), derive_seed(master, 202)});
+      release.emplace(build_exact(params, seed, sets).release());
     }
-    install(std::move(sketch), report, "sets", 0);
+    install(std::move(*release), "sets", 0);
     return *this;
   }
 
@@ -337,12 +326,9 @@ class PyRaceSketch {
 
   PyRaceSketch& merge(const PyRaceSketch& other) {
     RaceSketch& s = fitted_mutable();
-    const RaceSketch& o = other.fitted();
-    const std::string diff = s.incompatibility(o);
-    if (!diff.empty()) throw UsageError("cannot merge: different " + diff);
-    const nlohmann::json privacy = merged_privacy({s.privacy(), o.privacy()});  // refuses private + exact
-    s.merge(o);
-    s.set_privacy(privacy);
+    ReleaseMerge merge(s);
+    merge.add(other.fitted());  // refuses different parameters and private + exact; s unchanged then
+    merge.finish();
     header_.erase("build");
     return *this;
   }
@@ -370,7 +356,8 @@ class PyRaceSketch {
   }
   std::string repr() const {
     std::ostringstream s;
-    s << "RaceSketch(kernel='" << spec_.kernel << "', rows=" << spec_.rows << ", width=" << width_;
+    s << "RaceSketch(kernel='" << to_string(params_.family.kernel) << "', rows=" << params_.family.rows
+      << ", width=" << params_.width;
     if (sketch_) s << ", fitted, " << (sketch_->is_private() ? "private" : "NOT private");
     s << ")";
     return s.str();
@@ -382,12 +369,22 @@ class PyRaceSketch {
     return *sketch_;
   }
 
-  PrivacySpec privacy_spec(const FitArgs& args) const {
+  // The sketch's parameters with this fit's privacy, threads and strategy, validated.
+  ReleaseParams fit_params(const FitArgs& args) const {
+    ReleaseParams params = params_;
+    params.privacy = privacy_spec(args);
+    params.threads = args.threads;
+    params.strategy = args.strategy;
+    params.validate("");
+    return params;
+  }
+
+  std::optional<PrivacySpec> privacy_spec(const FitArgs& args) const {
     PrivacySpec spec;
     if (!args.epsilon) {
       if (!args.allow_non_private)
         throw UsageError("epsilon is required (or epsilon=None, allow_non_private=True for an exact, non-releasable sketch)");
-      return spec;
+      return std::nullopt;
     }
     if (args.allow_non_private) throw UsageError("epsilon and allow_non_private=True exclude each other");
     spec.epsilon = *args.epsilon;
@@ -403,21 +400,17 @@ class PyRaceSketch {
     return spec;
   }
 
-  // The CLI's: the given seed (reproducible, recorded as not fit for release) or the OS's.
-  std::uint64_t master_seed() const { return seed_ ? *seed_ : os_random_seed(); }
-
-  void install(RaceSketch sketch, const BuildReport& report, const std::string& input, std::uintptr_t address) {
+  void install(Release release, const std::string& input, std::uintptr_t address) {
+    const BuildReport report = release.build();
     fit_report_ = {{"points", report.points}, {"threads", report.threads}, {"strategy", report.strategy},
                    {"seconds", report.seconds}, {"input", input}, {"data_address", address}};
     header_ = nlohmann::json::object();
     header_["build"] = {{"points", report.points}, {"threads", report.threads}, {"strategy", report.strategy},
                         {"input", "numpy"}};
-    sketch_.emplace(std::move(sketch));
+    sketch_.emplace(std::move(release).take_sketch());
   }
 
-  FamilySpec spec_;
-  std::optional<std::uint64_t> seed_;
-  std::size_t width_ = 0;
+  ReleaseParams params_;  // kernel, R, W, bandwidth, p, pair mode, master seed
   std::optional<RaceSketch> sketch_;
   nlohmann::json header_ = nlohmann::json::object();
   nlohmann::json fit_report_;

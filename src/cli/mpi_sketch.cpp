@@ -16,6 +16,10 @@
 // Parameters must agree across ranks: each rank's canonical parameter string is hashed and the
 // hashes compared before anything is read. Without --seed, rank 0 draws the master seed from
 // the OS and broadcasts it (every rank must hash with the same LSH functions).
+//
+// The release goes through the library's release API (sketch/release.hpp) as in `privrace
+// sketch`: validated parameters, seeds derived from the master there, the exact build of this
+// rank's share, the reduction on its exact partial counts, one release at rank 0.
 #include <mpi.h>
 #include <omp.h>
 
@@ -30,14 +34,10 @@
 #include <vector>
 
 #include "privrace/core/error.hpp"
-#include "privrace/core/random.hpp"
 #include "privrace/io/table_reader.hpp"
 #include "privrace/lsh/family.hpp"
 #include "privrace/privacy/budget.hpp"
-#include "privrace/sketch/builder.hpp"
-#include "privrace/sketch/privatize.hpp"
-#include "privrace/sketch/race_sketch.hpp"
-#include "privrace/sketch/sketch_io.hpp"
+#include "privrace/sketch/release.hpp"
 
 namespace po = boost::program_options;
 using namespace privrace;
@@ -139,8 +139,22 @@ PrivacySpec privacy_spec(const Options& o) {
   spec.delta = o.delta;
   spec.mechanism = parse_mechanism(o.mechanism);
   spec.neighbors = parse_neighbors(o.neighbors);
-  spec.validate();
   return spec;
+}
+
+// The options as the release API's parameters (the dense kernels, replicated per-thread sketches).
+ReleaseParams release_params(const Options& o) {
+  ReleaseParams params;
+  params.family.kernel = parse_kernel(o.kernel);
+  params.family.bandwidth = o.bandwidth;
+  params.family.power = o.power;
+  params.family.rows = o.rows;
+  params.width = o.width;
+  if (o.seeded) params.seed = o.seed;
+  if (!o.no_privacy) params.privacy = privacy_spec(o);
+  params.threads = o.threads;
+  params.strategy = "replicate";
+  return params;
 }
 
 // Every rank learns whether any rank failed; the failing ranks have printed their message.
@@ -153,14 +167,19 @@ bool all_ok(bool ok) {
 int run(int argc, char** argv, int rank, int ranks) {
   const double t0 = now_seconds();
   Options o;
+  ReleaseParams params;
   std::string failure;
   int code = 0;
   try {
     o = parse_options(argc, argv);
-    if (!o.no_privacy) privacy_spec(o);
+    params = release_params(o);
+    params.validate();  // every parameter and the memory bound, before anything is read
   } catch (const UsageError& e) {
     failure = e.what();
     code = 2;
+  } catch (const std::exception& e) {
+    failure = std::string("error: ") + e.what();
+    code = 1;
   }
   // Every rank's parameters (or its failure to parse them) are compared before any reading.
   const std::uint64_t hash = failure.empty() ? fnv1a(o.canonical()) : 0;
@@ -177,12 +196,12 @@ int run(int argc, char** argv, int rank, int ranks) {
 
   if (o.threads > 0) omp_set_num_threads(o.threads);  // the noise and the encoder too
   // One master seed for every rank: the LSH functions must be the same everywhere.
-  std::uint64_t master = o.seed;
-  if (!o.seeded && rank == 0) master = os_random_seed();
+  std::uint64_t master = 0;
+  if (rank == 0) master = MasterSeed::resolve(params.seed).value();
   MPI_Bcast(&master, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  const MasterSeed seed = MasterSeed::of(master, params.seed.has_value());
 
-  std::optional<RaceSketch> sketch;
-  BuildReport report;
+  std::optional<ExactSketch> exact;
   std::uint64_t local_rows = 0, total_rows = 0;
   double read_seconds = 0.0;
   try {
@@ -191,38 +210,28 @@ int run(int argc, char** argv, int rank, int ranks) {
     if (topts.format == TableFormat::Libsvm) throw UsageError("privrace-mpi reads CSV or whitespace tables");
     topts.label_column = o.label_column;
     TableReader reader(o.input, topts);
-    FamilySpec fam;
-    fam.kernel = o.kernel;
-    fam.bandwidth = o.bandwidth;
-    fam.power = o.power;
-    fam.rows = o.rows;
-    fam.dim = reader.dim();
-    fam.seed = derive_seed(master, 101);  // as in `privrace sketch`
-    sketch.emplace(std::shared_ptr<const LshFamily>(make_family(fam)), o.width);
-    BuildOptions build;
-    build.threads = o.threads;
-    build.strategy = "replicate";
-    SketchBuilder builder(*sketch, build);
-    // Chunk c: K x chunk_rows rows; this rank's share is a run of whole 4096-row batches.
+    // Chunk c: K x chunk_rows rows; this rank's share is a run of whole 4096-row batches, so
+    // each batch is hashed by exactly the GEMM a single process would use.
     const std::size_t chunk = o.chunk_rows * static_cast<std::size_t>(ranks);
     const std::size_t batches_per_chunk = chunk / kBatch;
     const std::size_t b0 = batches_per_chunk * static_cast<std::size_t>(rank) / static_cast<std::size_t>(ranks);
     const std::size_t b1 = batches_per_chunk * static_cast<std::size_t>(rank + 1) / static_cast<std::size_t>(ranks);
     DenseMatrix rows;
-    for (;;) {
-      const double tr = now_seconds();
-      const std::size_t n = reader.next_chunk(rows, chunk);
-      read_seconds += now_seconds() - tr;
-      if (n == 0) break;
-      total_rows += n;
-      const std::size_t first = std::min(n, b0 * kBatch), last = std::min(n, b1 * kBatch);
-      if (last > first) {
-        builder.add_dense(rows.middleRows(static_cast<Eigen::Index>(first), static_cast<Eigen::Index>(last - first)));
-        local_rows += last - first;
+    exact.emplace(build_exact(params, seed, reader.dim(), [&](DenseMatrix& share) -> std::size_t {
+      for (;;) {  // the next chunk with a share for this rank, or the end
+        const double tr = now_seconds();
+        const std::size_t n = reader.next_chunk(rows, chunk);
+        read_seconds += now_seconds() - tr;
+        if (n == 0) return 0;
+        total_rows += n;
+        const std::size_t first = std::min(n, b0 * kBatch), last = std::min(n, b1 * kBatch);
+        if (last > first) {
+          share = rows.middleRows(static_cast<Eigen::Index>(first), static_cast<Eigen::Index>(last - first));
+          local_rows += last - first;
+          return last - first;
+        }
       }
-    }
-    builder.add_read_seconds(read_seconds);
-    report = builder.finish();
+    }));
     if (total_rows < static_cast<std::uint64_t>(ranks))
       throw InputError(o.input + ": " + std::to_string(total_rows) + " records for " + std::to_string(ranks) +
                        " ranks: run at most as many ranks as there are records");
@@ -241,7 +250,7 @@ int run(int argc, char** argv, int rank, int ranks) {
 
   // Exact integer sums at rank 0, in pieces MPI's int counts can address.
   const double t_reduce = now_seconds();
-  auto counts = sketch->mutable_counts();
+  auto counts = exact->partial_counts();
   for (std::size_t off = 0; off < counts.size(); off += kMaxReduceCounts) {
     const int len = static_cast<int>(std::min(kMaxReduceCounts, counts.size() - off));
     if (rank == 0) MPI_Reduce(MPI_IN_PLACE, counts.data() + off, len, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -255,19 +264,16 @@ int run(int argc, char** argv, int rank, int ranks) {
   if (rank == 0) {
     try {
       if (all_rows != total_rows) throw Error("the ranks' shares add up to " + std::to_string(all_rows) + " rows, not " + std::to_string(total_rows));
-      sketch->add_records(static_cast<std::int64_t>(all_rows - local_rows));
-      const double t_noise = now_seconds();
-      if (!o.no_privacy) privatize(*sketch, privacy_spec(o), NoiseSource{o.seeded, derive_seed(master, 202)});
-      const double noise_seconds = now_seconds() - t_noise;
+      exact->add_reduced_records(static_cast<std::int64_t>(all_rows - local_rows));
+      const Release release = std::move(*exact).release();  // noise once, after the reduction
+      const BuildReport& report = release.build();
       // The header of `privrace sketch` (same fields, same order): the files can be compared byte for byte.
-      const nlohmann::json extra = {{"build", {{"points", all_rows}, {"threads", report.threads}, {"strategy", report.strategy},
-                                               {"input", std::filesystem::path(o.input).filename().string()}}}};
       SketchWriteTimings w;
-      save_sketch(o.output, *sketch, o.no_privacy, extra, &w);
+      save_release(o.output, release, {{"build", release.build_record(o.input)}}, &w);
       if (o.timings) {
         const nlohmann::json t = {{"ranks", ranks}, {"threads", report.threads}, {"points", all_rows}, {"total", now_seconds() - t0},
                                   {"read", read_seconds}, {"fill", report.stages.fill}, {"merge", report.stages.merge},
-                                  {"reduce", reduce_seconds}, {"noise", noise_seconds}, {"encode", w.encode_seconds},
+                                  {"reduce", reduce_seconds}, {"noise", release.noise_seconds()}, {"encode", w.encode_seconds},
                                   {"write", w.write_seconds}, {"fsync", w.sync_seconds}};
         std::fprintf(stderr, "privrace-mpi: timings %s\n", t.dump().c_str());
       }

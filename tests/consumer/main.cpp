@@ -16,7 +16,7 @@ int main() {
   for (Eigen::Index i = 0; i < x.rows(); ++i)
     for (Eigen::Index j = 0; j < x.cols(); ++j) x(i, j) = static_cast<Real>(rng.unit());
   FamilySpec spec;
-  spec.kernel = "l2";
+  spec.kernel = privrace::Kernel::L2;
   spec.rows = 20;
   spec.dim = 3;
   spec.seed = 11;

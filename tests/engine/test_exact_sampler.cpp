@@ -183,7 +183,7 @@ TEST(DiscreteLaplace, BulkSamplerMatchesPmfAndVariance) {
 
 TEST(Privatize, LargeSketchesUseTheTableSamplerWithTheSameDistribution) {
   // 4 x 65536 = 2^18 counts: the bulk path. Scale R / eps = 4 / 0.5 = 8.
-  RaceSketch sketch(make_family(FamilySpec{.kernel = "l2", .bandwidth = 1.0, .rows = 4, .dim = 2, .seed = 3}), 65536);
+  RaceSketch sketch(make_family(FamilySpec{.kernel = Kernel::L2, .bandwidth = 1.0, .rows = 4, .dim = 2, .seed = 3}), 65536);
   privatize(sketch, {.epsilon = 0.5}, {.seeded = true, .seed = 77});
   EXPECT_EQ(sketch.privacy().at("noise_sampler"), "exact_geometric_table");
   const DiscreteLaplace expected(8.0);

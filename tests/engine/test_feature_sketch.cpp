@@ -328,7 +328,7 @@ TEST(FeatureSketch, KdeRaceSketchFileIsReadByM2M) {
   // A RACE sketch written for KDE (no count released) is usable as is: count = N-hat.
   const DenseMatrix x = uniform_points(3000, 3, 12);
   auto family = std::shared_ptr<const LshFamily>(
-      make_family(FamilySpec{.kernel = "l2", .bandwidth = 0.5, .rows = 20, .dim = 3, .seed = 4}));
+      make_family(FamilySpec{.kernel = Kernel::L2, .bandwidth = 0.5, .rows = 20, .dim = 3, .seed = 4}));
   RaceSketch sketch(family, 32);
   build_dense(sketch, x);
   PrivacySpec spec;

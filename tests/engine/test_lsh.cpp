@@ -52,7 +52,7 @@ TEST(PStable, CollisionProbabilityFormula) {
 TEST(PStable, EmpiricalCollisionMatchesKernel) {
   const std::size_t rows = 40000;
   for (const std::size_t power : {1, 2}) {
-    FamilySpec spec{.kernel = "l2", .bandwidth = 2.0, .power = power, .rows = rows, .dim = 4, .seed = 42 + power};
+    FamilySpec spec{.kernel = Kernel::L2, .bandwidth = 2.0, .power = power, .rows = rows, .dim = 4, .seed = 42 + power};
     const auto f = make_family(spec);
     for (const double dist : {0.3, 1.0, 2.5, 6.0}) {
       DenseMatrix pair = DenseMatrix::Zero(2, 4);
@@ -70,7 +70,7 @@ TEST(PStable, EmpiricalCollisionMatchesKernel) {
 TEST(SignedRandomProjection, EmpiricalCollisionMatchesKernel) {
   const std::size_t rows = 40000;
   for (const std::size_t power : {1, 3}) {
-    const auto f = make_family(FamilySpec{.kernel = "angular", .power = power, .rows = rows, .dim = 2, .seed = 7});
+    const auto f = make_family(FamilySpec{.kernel = Kernel::Angular, .power = power, .rows = rows, .dim = 2, .seed = 7});
     for (const double angle : {0.2, 1.0, 2.0, 3.0}) {
       DenseMatrix pair(2, 2);
       pair << 1.0f, 0.0f, static_cast<float>(2 * std::cos(angle)), static_cast<float>(2 * std::sin(angle));
@@ -84,7 +84,7 @@ TEST(SignedRandomProjection, EmpiricalCollisionMatchesKernel) {
 TEST(SrpPair, MirroredCodesGiveTheTwoSidedKernel) {
   const std::size_t rows = 40000, power = 2;
   for (const std::string mode : {"insert", "query"}) {
-    const auto f = make_family(FamilySpec{.kernel = "angular_pair", .power = power, .rows = rows, .dim = 2, .seed = 3, .pair_mode = mode});
+    const auto f = make_family(FamilySpec{.kernel = Kernel::AngularPair, .power = power, .rows = rows, .dim = 2, .seed = 3, .pair_mode = mode});
     EXPECT_EQ(f->cells_per_record(), mode == "insert" ? 2u : 1u);
     for (const double angle : {0.3, 1.5, 2.8}) {
       DenseMatrix pair(2, 2);
@@ -111,7 +111,7 @@ TEST(MinHash, EmpiricalCollisionMatchesJaccard) {
   sets.push_back(c);
   EXPECT_DOUBLE_EQ(MinHash::jaccard(sets.set(0), sets.set(1)), 0.4);
   for (const std::size_t power : {1, 2}) {
-    const auto f = make_family(FamilySpec{.kernel = "jaccard", .power = power, .rows = rows, .seed = 99});
+    const auto f = make_family(FamilySpec{.kernel = Kernel::Jaccard, .power = power, .rows = rows, .seed = 99});
     CodeMatrix codes;
     f->hash_sets(SetBatch{&sets, 0, 3}, codes);
     std::size_t ab = 0, ac = 0;
@@ -129,7 +129,7 @@ TEST(MinHash, EmpiricalCollisionMatchesJaccard) {
 TEST(Families, BatchHashingEqualsOneByOneAndRowRanges) {
   const DenseMatrix x = privrace::testing::clustered_points(300, 5, 1);
   for (const std::string kernel : {"l2", "angular"}) {
-    const auto f = make_family(FamilySpec{.kernel = kernel, .bandwidth = 1.5, .power = 2, .rows = 64, .dim = 5, .seed = 5});
+    const auto f = make_family(FamilySpec{.kernel = parse_kernel(kernel), .bandwidth = 1.5, .power = 2, .rows = 64, .dim = 5, .seed = 5});
     CodeMatrix all, one, part;
     f->hash_dense(x, all);
     for (Eigen::Index i = 0; i < x.rows(); i += 37) {
@@ -143,9 +143,9 @@ TEST(Families, BatchHashingEqualsOneByOneAndRowRanges) {
 
 TEST(Families, SeedDeterminesTheFunctionsAndParamsRebuildThem) {
   const DenseMatrix x = privrace::testing::clustered_points(50, 3, 2);
-  const auto a = make_family(FamilySpec{.kernel = "l2", .bandwidth = 1.0, .rows = 32, .dim = 3, .seed = 1});
+  const auto a = make_family(FamilySpec{.kernel = Kernel::L2, .bandwidth = 1.0, .rows = 32, .dim = 3, .seed = 1});
   const auto b = make_family(a->params());
-  const auto c = make_family(FamilySpec{.kernel = "l2", .bandwidth = 1.0, .rows = 32, .dim = 3, .seed = 2});
+  const auto c = make_family(FamilySpec{.kernel = Kernel::L2, .bandwidth = 1.0, .rows = 32, .dim = 3, .seed = 2});
   CodeMatrix ca, cb, cc;
   a->hash_dense(x, ca);
   b->hash_dense(x, cb);
@@ -155,8 +155,8 @@ TEST(Families, SeedDeterminesTheFunctionsAndParamsRebuildThem) {
 }
 
 TEST(Families, BadSpecsAreRejected) {
-  EXPECT_THROW(make_family(FamilySpec{.kernel = "gaussian", .dim = 2}), UsageError);
-  EXPECT_THROW(make_family(FamilySpec{.kernel = "l2", .bandwidth = 0.0, .dim = 2}), UsageError);
-  EXPECT_THROW(make_family(FamilySpec{.kernel = "l2", .rows = 0, .dim = 2}), UsageError);
+  EXPECT_THROW(parse_kernel("gaussian"), UsageError);
+  EXPECT_THROW(make_family(FamilySpec{.kernel = Kernel::L2, .bandwidth = 0.0, .dim = 2}), UsageError);
+  EXPECT_THROW(make_family(FamilySpec{.kernel = Kernel::L2, .rows = 0, .dim = 2}), UsageError);
   EXPECT_THROW(make_family(nlohmann::json{{"kernel", "l2"}, {"rows", 4}}), InputError);
 }

@@ -73,7 +73,7 @@ TEST(DensifiedMinHash, BatchHashingEqualsOneByOne) {
   SeededRandom rng(5);
   SetCollection sets;
   for (const std::size_t size : {0, 3, 12, 150, 400, 2500, 1, 30}) sets.push_back(random_set(rng, size, 1u << 16));
-  const auto f = make_family(FamilySpec{.kernel = "jaccard", .rows = 500, .seed = 8});
+  const auto f = make_family(FamilySpec{.kernel = Kernel::Jaccard, .rows = 500, .seed = 8});
   const auto& d = dynamic_cast<const DensifiedMinHash&>(*f);
   CodeMatrix codes;
   f->hash_sets(SetBatch{&sets, 0, sets.size()}, codes);
@@ -164,7 +164,7 @@ TEST(DensifiedMinHash, EmptySetsCollideOnlyWithEmptySets) {
 }
 
 TEST(DensifiedMinHash, HeaderRoundTripAndLegacyClassic) {
-  const auto f = make_family(FamilySpec{.kernel = "jaccard", .power = 2, .rows = 30, .seed = 77});
+  const auto f = make_family(FamilySpec{.kernel = Kernel::Jaccard, .power = 2, .rows = 30, .seed = 77});
   EXPECT_EQ(f->params().at("scheme"), "doph");
   const auto g = make_family(f->params());
   EXPECT_EQ(g->params(), f->params());

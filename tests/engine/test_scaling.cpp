@@ -23,7 +23,7 @@ using namespace privrace;
 
 namespace {
 std::shared_ptr<const LshFamily> l2_family(std::size_t rows, std::size_t dim, double bandwidth, std::uint64_t seed = 11) {
-  return make_family(FamilySpec{.kernel = "l2", .bandwidth = bandwidth, .rows = rows, .dim = dim, .seed = seed});
+  return make_family(FamilySpec{.kernel = Kernel::L2, .bandwidth = bandwidth, .rows = rows, .dim = dim, .seed = seed});
 }
 
 std::string slurp(const std::string& path) {

@@ -424,7 +424,7 @@ SetCollection with_set(const SetCollection& d, const SetCollection& candidates, 
 
 std::shared_ptr<const LshFamily> audit_family(const std::string& kernel, const PathOptions& o, const std::string& pair_mode) {
   FamilySpec spec;
-  spec.kernel = kernel;
+  spec.kernel = parse_kernel(kernel);
   spec.rows = o.rows;
   spec.dim = kernel == "jaccard" ? 0 : kDim;
   spec.bandwidth = 1.0;

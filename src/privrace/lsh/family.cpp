@@ -34,9 +34,28 @@ double pstable_collision(double distance, double width) {
   return std::max(0.0, p);
 }
 
+namespace {
+constexpr std::pair<Kernel, const char*> kKernelNames[] = {
+    {Kernel::L2, "l2"},           {Kernel::Angular, "angular"}, {Kernel::AngularPair, "angular_pair"},
+    {Kernel::Jaccard, "jaccard"}, {Kernel::JaccardClassic, "jaccard_classic"}, {Kernel::Rff, "rff"},
+    {Kernel::Hist, "hist"}};
+}  // namespace
+
+Kernel parse_kernel(const std::string& name) {
+  for (const auto& [kernel, text] : kKernelNames)
+    if (name == text) return kernel;
+  throw UsageError("unknown kernel '" + name + "' (expected l2, angular, angular_pair, jaccard, jaccard_classic, rff or hist)");
+}
+
+std::string to_string(Kernel kernel) {
+  for (const auto& [k, text] : kKernelNames)
+    if (k == kernel) return text;
+  return "?";
+}
+
 std::unique_ptr<LshFamily> make_family(const FamilySpec& spec) {
   // Feature maps: their rows are fixed by the map (rff: cos and sin; hist: one per attribute).
-  if (spec.kernel == "rff") {
+  if (spec.kernel == Kernel::Rff) {
     if (spec.features == 0 || spec.features % 2 != 0)
       throw UsageError("rff needs an even, positive number of features m = 2 m', got " + std::to_string(spec.features));
     if (!(spec.sigma > 0.0) || !std::isfinite(spec.sigma))
@@ -44,31 +63,30 @@ std::unique_ptr<LshFamily> make_family(const FamilySpec& spec) {
     if (spec.dim == 0) throw UsageError("the rff kernel needs the input dimension");
     return std::make_unique<RandomFourierFeatures>(spec.dim, spec.features / 2, spec.sigma, spec.seed);
   }
-  if (spec.kernel == "hist") {
+  if (spec.kernel == Kernel::Hist) {
     if (spec.bins == 0) throw UsageError("hist needs at least 1 bin per attribute, got 0");
     if (spec.dim == 0) throw UsageError("the hist kernel needs the input dimension");
     return std::make_unique<MarginalHistograms>(spec.dim, spec.bins, expand_domain(spec.lo, spec.hi, spec.dim), spec.seed);
   }
   if (spec.rows == 0) throw UsageError("rows (R) must be at least 1");
   if (spec.power == 0 || spec.power > 64) throw UsageError("power (p) must be in 1..64");
-  if (spec.kernel == "l2") {
+  if (spec.kernel == Kernel::L2) {
     if (!(spec.bandwidth > 0.0) || !std::isfinite(spec.bandwidth))
       throw UsageError("bandwidth must be a positive finite number for the l2 kernel");
     if (spec.dim == 0) throw UsageError("the l2 kernel needs the input dimension");
     return std::make_unique<PStableL2>(spec.rows, spec.dim, spec.bandwidth, spec.power, spec.seed);
   }
-  if (spec.kernel == "angular" || spec.kernel == "angular_pair") {
-    if (spec.dim == 0) throw UsageError("the " + spec.kernel + " kernel needs the input dimension");
-    if (spec.kernel == "angular") return std::make_unique<SignedRandomProjection>(spec.rows, spec.dim, spec.power, spec.seed);
+  if (spec.kernel == Kernel::Angular || spec.kernel == Kernel::AngularPair) {
+    if (spec.dim == 0) throw UsageError("the " + to_string(spec.kernel) + " kernel needs the input dimension");
+    if (spec.kernel == Kernel::Angular) return std::make_unique<SignedRandomProjection>(spec.rows, spec.dim, spec.power, spec.seed);
     if (spec.pair_mode != "insert" && spec.pair_mode != "query")
       throw UsageError("pair mode must be 'insert' or 'query', got '" + spec.pair_mode + "'");
     return std::make_unique<SrpPair>(spec.rows, spec.dim, spec.power, spec.seed, spec.pair_mode == "insert");
   }
   // "jaccard": the densified one-permutation family (fast for every set size, exact J^p);
   // "jaccard_classic": R p independent MinHash permutations (the reference, O(R p |S|)).
-  if (spec.kernel == "jaccard") return std::make_unique<DensifiedMinHash>(spec.rows, spec.power, spec.seed);
-  if (spec.kernel == "jaccard_classic") return std::make_unique<MinHash>(spec.rows, spec.power, spec.seed);
-  throw UsageError("unknown kernel '" + spec.kernel + "' (expected l2, angular, angular_pair, jaccard, jaccard_classic, rff or hist)");
+  if (spec.kernel == Kernel::Jaccard) return std::make_unique<DensifiedMinHash>(spec.rows, spec.power, spec.seed);
+  return std::make_unique<MinHash>(spec.rows, spec.power, spec.seed);  // Kernel::JaccardClassic
 }
 
 std::unique_ptr<LshFamily> make_family(const nlohmann::json& params) {
@@ -78,9 +96,13 @@ std::unique_ptr<LshFamily> make_family(const nlohmann::json& params) {
   };
   try {
     FamilySpec spec;
-    spec.kernel = field("kernel").get<std::string>();
+    const std::string kernel = field("kernel").get<std::string>();
+    // A header names the classic MinHash "jaccard" without a scheme (below), never "jaccard_classic".
+    if (kernel == "jaccard_classic")
+      throw InputError("family header: kernel 'jaccard_classic' is written as kernel 'jaccard' without a scheme");
+    spec.kernel = parse_kernel(kernel);
     spec.rows = field("rows").get<std::size_t>();
-    if (spec.kernel == "rff") {
+    if (spec.kernel == Kernel::Rff) {
       spec.dim = field("dim").get<std::size_t>();
       spec.features = field("features").get<std::size_t>();
       spec.sigma = field("sigma").get<double>();
@@ -89,7 +111,7 @@ std::unique_ptr<LshFamily> make_family(const nlohmann::json& params) {
       if (family->params() != params) throw InputError("family header: rff fields differ from what they rebuild (grid or rows)");
       return family;
     }
-    if (spec.kernel == "hist") {
+    if (spec.kernel == Kernel::Hist) {
       spec.dim = field("dim").get<std::size_t>();
       spec.bins = field("bins").get<std::size_t>();
       spec.lo = field("lo").get<std::vector<double>>();
@@ -101,18 +123,16 @@ std::unique_ptr<LshFamily> make_family(const nlohmann::json& params) {
     }
     spec.power = field("power").get<std::size_t>();
     spec.seed = field("seed").get<std::uint64_t>();
-    if (spec.kernel == "jaccard") {
+    if (spec.kernel == Kernel::Jaccard) {
       // Headers without a scheme predate the densified family: they were classic MinHash.
       const std::string scheme = params.contains("scheme") ? params.at("scheme").get<std::string>() : "classic";
-      if (scheme == "classic") spec.kernel = "jaccard_classic";
+      if (scheme == "classic") spec.kernel = Kernel::JaccardClassic;
       else if (scheme != "doph") throw InputError("family header: unknown jaccard scheme '" + scheme + "' (expected doph or classic)");
-    } else if (spec.kernel == "jaccard_classic") {
-      throw InputError("family header: kernel 'jaccard_classic' is written as kernel 'jaccard' without a scheme");
     } else {
       spec.dim = field("dim").get<std::size_t>();
     }
-    if (spec.kernel == "l2") spec.bandwidth = field("bandwidth").get<double>();
-    if (spec.kernel == "angular_pair") spec.pair_mode = field("pair_mode").get<std::string>();
+    if (spec.kernel == Kernel::L2) spec.bandwidth = field("bandwidth").get<double>();
+    if (spec.kernel == Kernel::AngularPair) spec.pair_mode = field("pair_mode").get<std::string>();
     return make_family(spec);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("family header: wrong field type: ") + e.what());

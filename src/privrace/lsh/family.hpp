@@ -15,6 +15,25 @@ namespace privrace {
 
 enum class InputKind { Dense, Sets };
 
+// The kernels a sketch can be built for: the LSH families (RACE) and the feature maps (M2M).
+enum class Kernel {
+  L2,              // p-stable (Datar et al.), bucket width w
+  Angular,         // signed random projection
+  AngularPair,     // the asymmetric SRP pair of the regression surrogate
+  Jaccard,         // densified one-permutation MinHash (sets)
+  JaccardClassic,  // R p independent MinHash permutations (sets; the reference)
+  Rff,             // random Fourier features (a value family, M2M)
+  Hist,            // one histogram per attribute (M2M)
+};
+// "l2" | "angular" | "angular_pair" | "jaccard" | "jaccard_classic" | "rff" | "hist";
+// UsageError "unknown kernel 'NAME' (expected ...)" otherwise.
+Kernel parse_kernel(const std::string& name);
+std::string to_string(Kernel kernel);
+inline bool is_set_kernel(Kernel k) { return k == Kernel::Jaccard || k == Kernel::JaccardClassic; }
+// Feature-map sketches: their shape comes from the map (rff: features, hist: bins and the data)
+// and they release the record count with a share of epsilon.
+inline bool is_feature_kernel(Kernel k) { return k == Kernel::Rff || k == Kernel::Hist; }
+
 class LshFamily {
  public:
   LshFamily(std::size_t rows, std::uint64_t seed) : rows_(rows), seed_(seed) {}
@@ -84,10 +103,10 @@ class LshFamily {
 
 // Family settings as the user gives them (the CLI flags / a config's "sketch" object).
 struct FamilySpec {
-  std::string kernel = "l2";       // l2 | angular | angular_pair | jaccard
+  Kernel kernel = Kernel::L2;
   double bandwidth = 1.0;          // p-stable bucket width w (l2 only)
   std::size_t power = 1;           // concatenation p
-  std::size_t rows = 100;          // R
+  std::size_t rows = 100;          // R: the one definition of the sketch's rows and their default
   std::size_t dim = 0;             // dense input dimension
   std::uint64_t seed = 0;
   std::string pair_mode = "query";  // angular_pair: "insert" (x and -x) or "query" (q and -q)

@@ -120,11 +120,11 @@ std::shared_ptr<const LshFamily> make_feature_family(const FeatureSketchSpec& sp
   f.dim = dim;
   f.seed = spec.seed;
   if (spec.kind == "rff") {
-    f.kernel = "rff";
+    f.kernel = Kernel::Rff;
     f.features = spec.features;
     f.sigma = spec.sigma;
   } else if (spec.kind == "hist") {
-    f.kernel = "hist";
+    f.kernel = Kernel::Hist;
     f.bins = spec.bins;
     if (spec.lo.empty() || spec.hi.empty()) throw UsageError("a hist sketch needs a declared domain (lo and hi)");
     f.lo = spec.lo;
@@ -132,7 +132,7 @@ std::shared_ptr<const LshFamily> make_feature_family(const FeatureSketchSpec& sp
   } else if (spec.kind == "race") {
     if (spec.lsh_kernel != "l2" && spec.lsh_kernel != "angular")
       throw UsageError("a race feature sketch uses the l2 or angular kernel, got '" + spec.lsh_kernel + "'");
-    f.kernel = spec.lsh_kernel;
+    f.kernel = parse_kernel(spec.lsh_kernel);
     f.rows = spec.rows;
     f.power = spec.power;
     f.bandwidth = spec.bandwidth;

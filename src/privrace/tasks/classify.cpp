@@ -18,7 +18,7 @@ DecisionRule parse_decision_rule(const std::string& name) {
 RaceClassifier::RaceClassifier(const RaceClassifierSpec& spec, std::size_t dim, std::size_t classes) : spec_(spec) {
   if (classes < 2) throw UsageError("a classifier needs at least 2 classes");
   FamilySpec fs;
-  fs.kernel = "l2";
+  fs.kernel = Kernel::L2;
   fs.bandwidth = spec.bandwidth;
   fs.power = spec.power;
   fs.rows = spec.rows;

@@ -3,7 +3,7 @@
 // (out-)neighbours; f(q) = sum over nodes u of J(N(u), N(q)).
 //  - exact ground truth by common-neighbour counting over q's two-hop neighbourhood;
 //  - a seeded choice of query nodes and the mean relative error;
-//  - a parallel sketch builder for set collections that needs no per-thread sketch copies;
+//  - (the parallel sketch builder for set collections is sketch/set_builder.hpp, included here);
 //  - an R-MAT (Graph500-style) power-law generator.
 #include <cstdint>
 #include <span>
@@ -14,6 +14,7 @@
 #include "privrace/io/edge_list.hpp"
 #include "privrace/sketch/builder.hpp"
 #include "privrace/sketch/race_sketch.hpp"
+#include "privrace/sketch/set_builder.hpp"
 
 namespace privrace {
 
@@ -35,25 +36,6 @@ SetCollection sets_of_nodes(const SetCollection& sets, std::span<const std::uint
 // returned in increasing order (all nodes if count >= nodes).
 std::vector<std::uint32_t> choose_query_nodes(std::uint64_t nodes, std::size_t count, std::uint64_t seed);
 
-// mean_i |estimate_i - truth_i| / |truth_i|; InputError if sizes differ or a truth is 0 (never
-// for query nodes of the graph: f(q) >= J(N(q), N(q)) = 1). tasks/kde.hpp's mean_relative_error
-// instead skips zero truths.
-double graph_mean_relative_error(std::span<const double> estimate, std::span<const double> truth);
-
-// Parallel sketch of a set collection. Strategies:
-//  - "two_phase" (for sets): for a chunk of points, threads hash disjoint points into a shared
-//    R x chunk matrix of column indices; then threads increment disjoint rows of the ONE sketch.
-//    No sub-sketch copies, no merge, hashing is not repeated; counts are bit-identical for any
-//    thread count. The chunk matrix is bounded by `chunk_bytes`.
-//  - "replicate" / "split_rows": SketchBuilder (per-thread copies + merge, or rows split).
-//  - "auto": two_phase (measured faster for Jaccard sketches of graphs: see bench/bench_graph.cpp).
-struct SetBuildOptions {
-  int threads = 0;
-  std::string strategy = "auto";
-  std::size_t chunk_bytes = std::size_t{1} << 30;  // Slashdot at R = 2000 fits one chunk: the sketch is streamed once
-  std::size_t mini_batch = 32;  // points hashed together in phase 1
-};
-BuildReport build_set_sketch(RaceSketch& sketch, const SetCollection& sets, const SetBuildOptions& opts = {});
 
 // R-MAT (Chakrabarti et al. 2004) as in Graph500: 2^scale nodes, edge_factor x 2^scale edges,
 // quadrant probabilities a, b, c (d = 1 - a - b - c), node ids scrambled by a seeded bijection.

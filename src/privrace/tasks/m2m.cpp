@@ -538,11 +538,6 @@ Eigen::VectorXd weighted_counts(const WeightedRows& x, const Eigen::VectorXd& om
   return out;
 }
 
-double mean_relative_error(const Eigen::VectorXd& estimate, const Eigen::VectorXd& truth) {
-  if (estimate.size() != truth.size() || truth.size() == 0) throw UsageError("mean_relative_error: sizes differ or empty");
-  return ((estimate - truth).array().abs() / truth.array().abs()).mean();
-}
-
 double mean_cdf_emd(const DoubleMatrix& estimate, const DoubleMatrix& truth) {
   if (estimate.rows() != truth.rows() || estimate.cols() != truth.cols() || truth.size() == 0)
     throw UsageError("mean_cdf_emd: shapes differ or empty");
@@ -555,33 +550,6 @@ double frobenius_distance(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) { 
 double mean_absolute_error(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
   if (a.size() != b.size() || a.size() == 0) throw UsageError("mean_absolute_error: sizes differ or empty");
   return (a - b).cwiseAbs().mean();
-}
-
-double roc_auc(const Eigen::VectorXd& scores, const std::vector<int>& labels) {
-  if (static_cast<std::size_t>(scores.size()) != labels.size()) throw UsageError("roc_auc: one label per score is needed");
-  std::vector<std::size_t> order(labels.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return scores(static_cast<Eigen::Index>(a)) < scores(static_cast<Eigen::Index>(b));
-  });
-  // Sum of the positives' mid-ranks (ties share the average rank).
-  double rank_sum = 0;
-  std::size_t pos = 0;
-  for (std::size_t i = 0; i < order.size();) {
-    std::size_t j = i;
-    while (j < order.size() && scores(static_cast<Eigen::Index>(order[j])) == scores(static_cast<Eigen::Index>(order[i]))) ++j;
-    const double mid = 0.5 * static_cast<double>(i + 1 + j);
-    for (std::size_t t = i; t < j; ++t)
-      if (labels[order[t]] == 1) {
-        rank_sum += mid;
-        ++pos;
-      }
-    i = j;
-  }
-  const std::size_t neg = labels.size() - pos;
-  if (pos == 0 || neg == 0) return 0.5;
-  const double p = static_cast<double>(pos), q = static_cast<double>(neg);
-  return (rank_sum - p * (p + 1) / 2) / (p * q);
 }
 
 // --------------------------------------------------------------------------------------
@@ -681,87 +649,48 @@ Eigen::VectorXd logistic_scores(const WeightedRows& features, const Eigen::Vecto
 }
 
 // --------------------------------------------------------------------------------------
-// CLI
+// One task against a release
 
-std::pair<double, double> parse_domain(const std::string& text) {
-  const auto colon = text.find(':');
-  auto number = [&](const std::string& part, double& out) {
-    std::size_t used = 0;
-    try {
-      out = std::stod(part, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    return used == part.size() && !part.empty() && std::isfinite(out);
-  };
-  double lo = 0, hi = 0;
-  if (colon == std::string::npos || !number(text.substr(0, colon), lo) || !number(text.substr(colon + 1), hi))
-    throw UsageError("--domain '" + text + "': expected LO:HI with two finite numbers");
-  if (!(lo < hi)) throw UsageError("--domain '" + text + "': LO = " + number_text(lo) + " is not below HI = " + number_text(hi));
-  return {lo, hi};
+std::string to_string(M2mTask task) {
+  switch (task) {
+    case M2mTask::Mean: return "mean";
+    case M2mTask::Moment2: return "moment2";
+    case M2mTask::Cdf: return "cdf";
+    case M2mTask::Cov: return "cov";
+    case M2mTask::Count: return "count";
+  }
+  return "?";
 }
 
-std::string answer_m2m(const FeatureSketchRelease& release, const M2mRequest& request) {
-  static const std::vector<std::string> tasks = {"mean", "moment2", "cdf", "cov", "count"};
-  if (std::find(tasks.begin(), tasks.end(), request.task) == tasks.end())
-    throw UsageError("--task '" + request.task + "': expected mean, moment2, cdf, cov or count");
+std::size_t m2m_min_attributes(M2mTask task) {
+  return task == M2mTask::Count ? 3 : task == M2mTask::Cov ? 2 : 1;
+}
+
+M2mAnswer answer_m2m(const FeatureSketchRelease& release, M2mTask task, const M2mOptions& options,
+                     const std::vector<CountingQuery>& queries, std::size_t cdf_points_per_attribute) {
   if (!release.map) throw InputError("the sketch has no feature map");
   const std::size_t d = release.map->input_dim();
-  const std::size_t needed = request.task == "count" ? 3 : request.task == "cov" ? 2 : 1;
-  if (d < needed)
-    throw UsageError("--task " + request.task + " needs at least " + std::to_string(needed) +
+  if (d < m2m_min_attributes(task))
+    throw UsageError(to_string(task) + " needs at least " + std::to_string(m2m_min_attributes(task)) +
                      " attributes; the sketch has " + std::to_string(d));
-  std::vector<CountingQuery> queries;
-  if (request.task == "count") {
-    if (request.queries_path.empty()) throw UsageError("--task count needs --queries FILE");
-    queries = parse_counting_queries(request.queries_path, d);
-  } else if (!request.queries_path.empty()) {
-    throw UsageError("--queries is only read by --task count");
-  }
-  M2mOptions opt;
-  opt.domain = BoxDomain::uniform(d, request.lo, request.hi);
-  opt.samples = request.samples;
-  opt.seed = request.seed;
-  const M2mModel model(release, opt);
+  if (task == M2mTask::Count && queries.empty()) throw UsageError("count needs counting queries");
+  const M2mModel model(release, options);
   const DoubleMatrix x = model.synthetic().cast<double>();
   const Eigen::VectorXd omega = model.average_weights();
-  std::string out;
-  char buf[96];
-  auto line = [&](const Eigen::VectorXd& v) {
-    for (Eigen::Index i = 0; i < v.size(); ++i) {
-      std::snprintf(buf, sizeof buf, "%.9g\n", v(i));
-      out += buf;
-    }
-  };
-  if (request.task == "mean") {
-    line(weighted_means(x, omega));
-  } else if (request.task == "moment2") {
-    line(weighted_second_moments(x, omega));
-  } else if (request.task == "cdf") {
-    const DoubleMatrix points = cdf_points(opt.domain, request.cdf_points);
-    const DoubleMatrix cdf = weighted_cdfs(x, omega, points);
-    for (Eigen::Index j = 0; j < cdf.rows(); ++j)
-      for (Eigen::Index t = 0; t < cdf.cols(); ++t) {
-        std::snprintf(buf, sizeof buf, "%lld %.9g %.9g\n", static_cast<long long>(j), points(j, t), cdf(j, t));
-        out += buf;
-      }
-  } else if (request.task == "cov") {
-    const Eigen::MatrixXd cov = weighted_covariance(x, omega, weighted_means(x, omega));
-    for (Eigen::Index j = 0; j < cov.rows(); ++j) {
-      for (Eigen::Index k = 0; k < cov.cols(); ++k) {
-        std::snprintf(buf, sizeof buf, k ? " %.9g" : "%.9g", cov(j, k));
-        out += buf;
-      }
-      out += '\n';
-    }
-  } else {
-    const Eigen::VectorXd frac = weighted_counts(x, omega, queries);
-    for (Eigen::Index q = 0; q < frac.size(); ++q) {
-      std::snprintf(buf, sizeof buf, "%.9g %.9g\n", frac(q), frac(q) * model.count_used());
-      out += buf;
-    }
+  M2mAnswer a;
+  a.task = task;
+  a.count_used = model.count_used();
+  switch (task) {
+    case M2mTask::Mean: a.values = weighted_means(x, omega); break;
+    case M2mTask::Moment2: a.values = weighted_second_moments(x, omega); break;
+    case M2mTask::Cdf:
+      a.cdf_points = cdf_points(options.domain, cdf_points_per_attribute);
+      a.cdf = weighted_cdfs(x, omega, a.cdf_points);
+      break;
+    case M2mTask::Cov: a.cov = weighted_covariance(x, omega, weighted_means(x, omega)); break;
+    case M2mTask::Count: a.values = weighted_counts(x, omega, queries); break;
   }
-  return out;
+  return a;
 }
 
 }  // namespace privrace

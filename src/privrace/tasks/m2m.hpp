@@ -189,8 +189,7 @@ Eigen::VectorXd weighted_counts(const WeightedRows& x, const Eigen::VectorXd& om
                                 const std::vector<CountingQuery>& queries);
 
 // Metrics of section 4.
-// Mean relative error over attributes: mean_j |est_j - true_j| / |true_j|.
-double mean_relative_error(const Eigen::VectorXd& estimate, const Eigen::VectorXd& truth);
+// (The mean relative error and the ROC AUC of the experiments are in experiments/metrics.hpp.)
 // Earth-mover distance between two CDFs sampled at `points` equispaced points on an attribute's
 // domain, in units of the domain width: (1/points) sum_t |F-hat(S_t) - F(S_t)| (the W1 distance
 // between the two histograms of bin masses F(S_t) - F(S_{t-1}) when both have total mass 1),
@@ -198,9 +197,6 @@ double mean_relative_error(const Eigen::VectorXd& estimate, const Eigen::VectorX
 double mean_cdf_emd(const DoubleMatrix& estimate, const DoubleMatrix& truth);
 double frobenius_distance(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b);
 double mean_absolute_error(const Eigen::VectorXd& a, const Eigen::VectorXd& b);
-// Area under the ROC curve of scores against labels in {0, 1} (Mann-Whitney, ties count 1/2);
-// 0.5 when one class is absent.
-double roc_auc(const Eigen::VectorXd& scores, const std::vector<int>& labels);
 
 // --------------------------------------------------------------------------------------
 // Implicit M2M (section 3.5): logistic regression with the weighted loss
@@ -220,22 +216,24 @@ WeightedLogisticResult weighted_logistic_regression(const WeightedRows& rows, co
 Eigen::VectorXd logistic_scores(const WeightedRows& features, const Eigen::VectorXd& theta);
 
 // --------------------------------------------------------------------------------------
-// `privrace m2m`: one task against a released sketch, the whole answer as text (nothing is
-// printed when any check fails).
-struct M2mRequest {
-  std::string task;            // mean | moment2 | cdf | cov | count
-  double lo = 0, hi = 1;       // the box [lo, hi]^d
-  std::size_t samples = 100000;
-  std::uint64_t seed = 0x4d324d;
-  std::string queries_path;    // count: the query file
-  std::size_t cdf_points = 10;
+// One task of section 4 against a released sketch, as numbers (`privrace m2m` parses its
+// command line and prints them: src/cli/m2m_command.cpp).
+enum class M2mTask { Mean, Moment2, Cdf, Cov, Count };
+std::string to_string(M2mTask task);  // "mean" | "moment2" | "cdf" | "cov" | "count"
+// The attributes a task needs: cov 2, count 3, the others 1.
+std::size_t m2m_min_attributes(M2mTask task);
+
+struct M2mAnswer {
+  M2mTask task = M2mTask::Mean;
+  Eigen::VectorXd values;       // mean, moment2: one per attribute; count: the fraction of records per query
+  DoubleMatrix cdf_points, cdf;  // cdf: attributes x points, F_j(S_t) at S_t = cdf_points(j, t)
+  Eigen::MatrixXd cov;           // cov: with the M2M means
+  double count_used = 0;         // n + zeta as the model used it (count = fraction * count_used)
 };
-// "LO:HI" -> (lo, hi); UsageError naming the text unless both are finite numbers with LO < HI.
-std::pair<double, double> parse_domain(const std::string& text);
-// Lines: mean / moment2: one value per attribute; cdf: "attribute point value" per CDF point;
-// cov: one row of the covariance matrix per line (with the M2M means); count: "fraction count"
-// per query, count = fraction * (n + zeta). UsageError for an unknown task or one that needs
-// more attributes than the sketch has (cov: 2, count: 3); InputError for a bad query file.
-std::string answer_m2m(const FeatureSketchRelease& release, const M2mRequest& request);
+// Fits the M2M model of `release` on options.domain and answers `task`. InputError when the
+// release has no feature map; UsageError when the sketch has fewer attributes than the task
+// needs, or (count) there are no queries.
+M2mAnswer answer_m2m(const FeatureSketchRelease& release, M2mTask task, const M2mOptions& options,
+                     const std::vector<CountingQuery>& queries = {}, std::size_t cdf_points = 10);
 
 }  // namespace privrace

@@ -23,7 +23,7 @@ RaceSketch build_surrogate_sketch(const DenseRef& z, const SurrogateSpec& spec) 
   if (spec.pair_mode != "insert" && spec.pair_mode != "query")
     throw UsageError("pair_mode must be insert or query, not '" + spec.pair_mode + "'");
   FamilySpec fs;
-  fs.kernel = "angular_pair";
+  fs.kernel = Kernel::AngularPair;
   fs.power = spec.power;
   fs.rows = spec.rows;
   fs.dim = static_cast<std::size_t>(z.cols());

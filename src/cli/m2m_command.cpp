@@ -1,0 +1,134 @@
+// `privrace m2m` (Houssiau et al.): post-processing of a released feature sketch, no budget
+// spent. The command line and the text output live here; the numbers are tasks/m2m.hpp's
+// answer_m2m. Nothing is printed when any check fails.
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "commands.hpp"
+#include "privrace/sketch/feature_sketch.hpp"
+#include "privrace/tasks/m2m.hpp"
+
+namespace privrace::cli {
+
+namespace {
+
+std::string number_text(double v) {
+  std::ostringstream s;
+  s.precision(17);
+  s << v;
+  return s.str();
+}
+
+// "LO:HI" -> (lo, hi); UsageError naming the text unless both are finite numbers with LO < HI.
+std::pair<double, double> parse_domain(const std::string& text) {
+  const auto colon = text.find(':');
+  auto number = [&](const std::string& part, double& out) {
+    std::size_t used = 0;
+    try {
+      out = std::stod(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    return used == part.size() && !part.empty() && std::isfinite(out);
+  };
+  double lo = 0, hi = 0;
+  if (colon == std::string::npos || !number(text.substr(0, colon), lo) || !number(text.substr(colon + 1), hi))
+    throw UsageError("--domain '" + text + "': expected LO:HI with two finite numbers");
+  if (!(lo < hi)) throw UsageError("--domain '" + text + "': LO = " + number_text(lo) + " is not below HI = " + number_text(hi));
+  return {lo, hi};
+}
+
+M2mTask parse_task(const std::string& name) {
+  for (const M2mTask t : {M2mTask::Mean, M2mTask::Moment2, M2mTask::Cdf, M2mTask::Cov, M2mTask::Count})
+    if (name == to_string(t)) return t;
+  throw UsageError("--task '" + name + "': expected mean, moment2, cdf, cov or count");
+}
+
+// Lines: mean / moment2: one value per attribute; cdf: "attribute point value" per CDF point;
+// cov: one row of the covariance matrix per line (with the M2M means); count: "fraction count"
+// per query, count = fraction * (n + zeta).
+std::string format_answer(const M2mAnswer& a) {
+  std::string out;
+  char buf[96];
+  switch (a.task) {
+    case M2mTask::Mean:
+    case M2mTask::Moment2:
+      for (Eigen::Index i = 0; i < a.values.size(); ++i) {
+        std::snprintf(buf, sizeof buf, "%.9g\n", a.values(i));
+        out += buf;
+      }
+      break;
+    case M2mTask::Cdf:
+      for (Eigen::Index j = 0; j < a.cdf.rows(); ++j)
+        for (Eigen::Index t = 0; t < a.cdf.cols(); ++t) {
+          std::snprintf(buf, sizeof buf, "%lld %.9g %.9g\n", static_cast<long long>(j), a.cdf_points(j, t), a.cdf(j, t));
+          out += buf;
+        }
+      break;
+    case M2mTask::Cov:
+      for (Eigen::Index j = 0; j < a.cov.rows(); ++j) {
+        for (Eigen::Index k = 0; k < a.cov.cols(); ++k) {
+          std::snprintf(buf, sizeof buf, k ? " %.9g" : "%.9g", a.cov(j, k));
+          out += buf;
+        }
+        out += '\n';
+      }
+      break;
+    case M2mTask::Count:
+      for (Eigen::Index q = 0; q < a.values.size(); ++q) {
+        std::snprintf(buf, sizeof buf, "%.9g %.9g\n", a.values(q), a.values(q) * a.count_used);
+        out += buf;
+      }
+      break;
+  }
+  return out;
+}
+
+}  // namespace
+
+int cmd_m2m(int argc, char** argv) {
+  po::options_description desc("options");
+  std::string sketch_path, domain, task_name, queries_path;
+  std::size_t samples = 100000;
+  std::uint64_t seed = 0x4d324d;
+  desc.add_options()("help,h", "show this help")
+      ("sketch", po::value(&sketch_path)->required(), "feature sketch file: rff, hist, or a RACE sketch (positional)")
+      ("task", po::value(&task_name)->required(), "mean | moment2 | cdf | cov | count")
+      ("domain", po::value(&domain)->required(), "LO:HI, the box [LO, HI]^d every record lies in (M2M's psi is uniform on it)")
+      ("samples", po::value(&samples)->default_value(100000), "n_s synthetic points")
+      ("seed", po::value(&seed)->default_value(0x4d324d), "seed of the synthetic points (public)")
+      ("queries", po::value(&queries_path), "count: one query per line, 'i op value; j op value; k op value', op <= or >=, attributes from 0");
+  po::positional_options_description pos;
+  pos.add("sketch", 1);
+  parse("usage: privrace m2m SKETCH --task mean|moment2|cdf|cov|count --domain LO:HI [--samples N] [--queries FILE]", desc,
+        argc, argv, &pos);
+  const auto [lo, hi] = parse_domain(domain);
+  if (samples == 0) throw UsageError("--samples must be positive");
+  const FeatureSketchRelease release = load_feature_release(sketch_path);
+  const M2mTask task = parse_task(task_name);
+  if (!release.map) throw InputError("the sketch has no feature map");
+  const std::size_t d = release.map->input_dim();
+  if (d < m2m_min_attributes(task))
+    throw UsageError("--task " + task_name + " needs at least " + std::to_string(m2m_min_attributes(task)) +
+                     " attributes; the sketch has " + std::to_string(d));
+  std::vector<CountingQuery> queries;
+  if (task == M2mTask::Count) {
+    if (queries_path.empty()) throw UsageError("--task count needs --queries FILE");
+    queries = parse_counting_queries(queries_path, d);
+  } else if (!queries_path.empty()) {
+    throw UsageError("--queries is only read by --task count");
+  }
+  M2mOptions options;
+  options.domain = BoxDomain::uniform(d, lo, hi);
+  options.samples = samples;
+  options.seed = seed;
+  const std::string out = format_answer(answer_m2m(release, task, options, queries));  // complete before anything is printed
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+}  // namespace privrace::cli

@@ -1,0 +1,243 @@
+// `privrace sketch` and `privrace merge`: options -> the release API (sketch/release.hpp) -> a file.
+#include <omp.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "privrace/io/edge_list.hpp"
+#include "privrace/io/table_reader.hpp"
+#include "privrace/sketch/feature_sketch.hpp"
+#include "privrace/sketch/release.hpp"
+#include "privrace/sketch/sketch_io.hpp"
+
+namespace privrace::cli {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The records of a set kernel: one set per line, or a graph's out-neighbourhoods. `info` gets
+// the graph summary for the header.
+SetCollection read_set_input(const std::string& input, const std::string& format, bool graph_input,
+                             const po::variables_map& vm, nlohmann::json& info) {
+  if (!graph_input) return read_sets(input);
+  EdgeListOptions eopts;
+  eopts.format = parse_edge_list_format(format);
+  eopts.symmetrise = vm.count("undirected") > 0;
+  eopts.keep_self_loops = vm.count("drop-self-loops") == 0;
+  if (vm.count("nodes")) eopts.declared_nodes = vm["nodes"].as<std::uint64_t>();
+  EdgeListReport g;
+  bool cached = false;
+  SetCollection sets = vm.count("graph-cache")
+                           ? read_edge_list_cached(input, vm["graph-cache"].as<std::string>(), eopts, &g, &cached)
+                           : read_edge_list(input, eopts, &g);
+  info = {{"nodes", g.nodes}, {"edge_lines", g.lines}, {"stored_edges", g.edges}, {"self_loops", g.self_loops},
+          {"self_loops_kept", eopts.keep_self_loops}, {"duplicates", g.duplicates}, {"max_degree", g.max_degree},
+          {"empty_sets", g.empty_sets}, {"symmetrised", g.symmetrised}, {"from_cache", cached}};
+  return sets;
+}
+
+}  // namespace
+
+int cmd_sketch(int argc, char** argv) {
+  po::options_description desc("options");
+  std::string input, output, kernel, format, mechanism, neighbors, pair_mode, strategy, domain;
+  double bandwidth = 1.0, delta = 0.0, sigma = 1.0, num_share = 0.98;
+  std::size_t power = 1, rows = 0, width = 0, dim = 0, chunk_rows = 0, features = 0, bins = 0;
+  int threads = 0, label_column = 0;
+  desc.add_options()("help,h", "show this help")
+      ("input,i", po::value(&input)->required(), "data file: CSV (header optional), whitespace, libsvm or sets; .gz allowed; - = stdin")
+      ("output,o", po::value(&output)->required(), "sketch file to write (written atomically)")
+      ("kernel,k", po::value(&kernel)->default_value("l2"), "l2 (p-stable) | angular (SRP) | angular_pair (regression surrogate) | jaccard (densified MinHash) | jaccard_classic (independent MinHashes) | rff (random Fourier features, for M2M) | hist (per-attribute histograms, for M2M)")
+      ("bandwidth", po::value(&bandwidth)->default_value(1.0), "p-stable bucket width w (l2)")
+      ("power,p", po::value(&power)->default_value(1), "concatenated hashes per row (p)")
+      ("rows,R", po::value(&rows), "sketch rows R (LSH kernels)")
+      ("width,W", po::value(&width), "sketch columns W (LSH kernels)")
+      ("features", po::value(&features)->default_value(0), "rff: number of features m = 2 m' (even)")
+      ("sigma", po::value(&sigma)->default_value(1.0), "rff: Gaussian kernel bandwidth sigma")
+      ("bins", po::value(&bins)->default_value(0), "hist: equal bins per attribute")
+      ("domain", po::value(&domain), "hist: LO:HI for every attribute, or LO1:HI1,LO2:HI2,... one per attribute; records outside are refused")
+      ("num-share", po::value(&num_share)->default_value(0.98), "rff/hist: share of epsilon for the feature sums (epsilon_num); the released record count gets the rest (epsilon_den)")
+      ("epsilon,e", po::value<std::string>(), "privacy budget epsilon > 0")
+      ("delta", po::value(&delta)->default_value(0.0), "delta for --mechanism gaussian")
+      ("mechanism", po::value(&mechanism)->default_value("discrete_laplace"), "discrete_laplace | floored_laplace (the paper's floor(S + Lap(R/eps))) | gaussian")
+      ("neighbors", po::value(&neighbors)->default_value("add-remove"), "add-remove (unbounded DP) | replace (doubles the sensitivity)")
+      ("seed", po::value<std::uint64_t>(), "fix the LSH seed and the noise (reproducible; the file is marked NOT fit for release)")
+      ("threads,t", po::value(&threads)->default_value(0), "OpenMP threads (0 = all)")
+      ("no-privacy", "write the exact counts without noise (never for release)")
+      ("label-column", po::value(&label_column)->default_value(0), "1-based column to drop from the features (CSV/whitespace)")
+      ("format", po::value(&format)->default_value("auto"), "auto | csv | whitespace | libsvm | sets (one set of ids per line) | edgelist (SNAP 'u v' lines, .gz ok: node u's set = its out-neighbours) | jlg")
+      ("dim", po::value(&dim)->default_value(0), "libsvm: number of features (needed when reading stdin)")
+      ("pair-mode", po::value(&pair_mode)->default_value("query"), "angular_pair: insert (x and -x, sensitivity 2R) | query (q and -q, sensitivity R)")
+      ("strategy", po::value(&strategy)->default_value("auto"), "parallel build: auto | replicate (per-thread sketches) | split_rows | two_phase (sets: the default)")
+      ("undirected", "edgelist: add every edge in both directions (an undirected graph listed once or twice)")
+      ("drop-self-loops", "edgelist: drop u-u edges (they are counted in the summary either way)")
+      ("nodes", po::value<std::uint64_t>(), "edgelist: declared node count; ids must be below it")
+      ("graph-cache", po::value<std::string>(), "edgelist: binary CSR cache file, reused while the input is unchanged")
+      ("chunk-rows", po::value(&chunk_rows)->default_value(65536), "rows read per chunk (bounds memory)")
+      ("quiet,q", "no summary on stderr")
+      ("timings", "print the stage timings as one JSON line on stderr (read, allocate, fill, merge, noise, encode, write, fsync)");
+  const auto vm = parse("usage: privrace sketch --input FILE --rows R --width W (--epsilon E | --no-privacy) -o OUT.rsk [options]\n"
+                        "       privrace sketch --input FILE --kernel rff --features M --sigma S (--epsilon E | --no-privacy) -o OUT.rsk\n"
+                        "       privrace sketch --input FILE --kernel hist --bins B --domain LO:HI (--epsilon E | --no-privacy) -o OUT.rsk",
+                        desc, argc, argv);
+  ReleaseParams params;
+  params.family.kernel = parse_kernel(kernel);
+  params.family.bandwidth = bandwidth;
+  params.family.power = power;
+  params.family.pair_mode = pair_mode;
+  params.family.features = features;
+  params.family.sigma = sigma;
+  params.family.bins = bins;
+  params.num_share = num_share;
+  params.threads = threads;
+  params.strategy = strategy;
+  // rff and hist are feature-map sketches (M2M): their shape comes from --features / --bins and
+  // the data, and they release the record count with a share of epsilon.
+  const Kernel k = params.kernel();
+  if (is_feature_kernel(k)) {
+    if (vm.count("rows") || vm.count("width"))
+      throw UsageError("--rows and --width do not apply to --kernel " + kernel + " (its shape comes from " +
+                       (k == Kernel::Rff ? "--features" : "--bins and the data") + ")");
+    // The rff features are bounded for any record, so the sketch has no domain; M2M's is
+    // declared when answering. Refused rather than silently ignored.
+    if (k == Kernel::Rff && vm.count("domain"))
+      throw UsageError("--domain does not apply to --kernel rff (its features are bounded for every record); "
+                       "declare M2M's domain with privrace m2m --domain");
+    if (k == Kernel::Hist && vm.count("domain")) std::tie(params.family.lo, params.family.hi) = parse_box_domain(domain);
+  } else {
+    if (!vm.count("rows")) throw UsageError("the option '--rows' is required but missing");
+    if (!vm.count("width")) throw UsageError("the option '--width' is required but missing");
+    params.family.rows = rows;
+    params.width = width;
+  }
+  const bool no_privacy = vm.count("no-privacy") > 0;
+  if (no_privacy) {
+    if (vm.count("epsilon")) throw UsageError("--epsilon and --no-privacy exclude each other");
+  } else {
+    if (!vm.count("epsilon")) throw UsageError("--epsilon is required (or --no-privacy for an exact, non-releasable sketch)");
+    PrivacySpec spec;
+    const std::string text = vm["epsilon"].as<std::string>();
+    std::size_t used = 0;
+    try {
+      spec.epsilon = std::stod(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != text.size() || !(spec.epsilon > 0.0) || !std::isfinite(spec.epsilon))
+      throw UsageError("--epsilon must be a positive number, got '" + text + "'");
+    spec.delta = delta;
+    spec.mechanism = parse_mechanism(mechanism);
+    spec.neighbors = parse_neighbors(neighbors);
+    params.privacy = spec;
+  }
+  if (vm.count("seed")) params.seed = vm["seed"].as<std::uint64_t>();
+  params.validate();  // every parameter and the memory bound, before any data is read
+  if (chunk_rows == 0) throw UsageError("--chunk-rows must be at least 1");
+  if (threads > 0) omp_set_num_threads(threads);  // the noise, the encoder and the checksum too
+
+  const bool set_kernel = is_set_kernel(k);
+  const bool graph_input = format == "edgelist" || format == "snap" || format == "jlg";
+  if (graph_input && !set_kernel) throw UsageError("--format " + format + " needs --kernel jaccard");
+  if (!graph_input && (vm.count("undirected") || vm.count("drop-self-loops") || vm.count("nodes") || vm.count("graph-cache")))
+    throw UsageError("--undirected, --drop-self-loops, --nodes and --graph-cache apply to --format edgelist or jlg");
+  const MasterSeed seed = MasterSeed::resolve(params.seed);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  std::optional<ExactSketch> exact;
+  double read_seconds = 0.0;  // graphs are read before the build; tables stream into it
+  nlohmann::json graph_info;
+  if (set_kernel) {
+    if (format != "auto" && format != "sets" && !graph_input)
+      throw UsageError("the " + kernel + " kernel reads --format sets (one set of ids per line), edgelist or jlg");
+    const SetCollection sets = read_set_input(input, format, graph_input, vm, graph_info);
+    if (sets.size() == 0) throw InputError(input + ": no sets");
+    read_seconds = seconds_since(t0);
+    exact.emplace(build_exact(params, seed, sets));
+  } else {
+    if (format == "sets") throw UsageError("--format sets needs --kernel jaccard");
+    TableOptions topts;
+    topts.format = parse_table_format(format);
+    topts.label_column = label_column;
+    topts.dim = dim;
+    TableReader reader(input, topts);
+    try {
+      exact.emplace(build_exact(params, seed, reader.dim(),
+                                [&](DenseMatrix& chunk) { return reader.next_chunk(chunk, chunk_rows); }));
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      if (what.rfind("record ", 0) == 0) throw InputError(input + ": " + what);  // a record the family refused
+      throw;
+    }
+  }
+  const double build_seconds = seconds_since(t0) - read_seconds;
+  const Release release = std::move(*exact).release();  // noise once (or, --no-privacy, the exact counts)
+  const double noise_seconds = seconds_since(t0) - read_seconds - build_seconds;
+  const BuildReport& report = release.build();
+  nlohmann::json extra = {{"build", release.build_record(input)}};
+  if (!graph_info.is_null()) extra["graph"] = graph_info;
+  const double before_write = seconds_since(t0);
+  SketchWriteTimings write_timings;
+  save_release(output, release, extra, &write_timings);
+  if (vm.count("timings")) {
+    // Wall seconds per stage. Tables stream: "read" is the time the build waited for the
+    // (serial) reader, inside "build". fill_thread_max / fill_thread_mean shows imbalance.
+    const auto& st = report.stages;
+    const NoiseReport& noise_report = release.noise();
+    const nlohmann::json timings = {
+        {"threads", report.threads}, {"strategy", report.strategy}, {"points", report.points},
+        {"rows", release.sketch().rows()}, {"width", release.sketch().width()}, {"total", seconds_since(t0)},
+        {"graph_read", read_seconds}, {"build", build_seconds}, {"read", st.read}, {"allocate", st.allocate},
+        {"validate", st.validate}, {"fill", st.fill}, {"fill_thread_max", st.fill_thread_max},
+        {"fill_thread_mean", st.fill_thread_mean}, {"merge", st.merge}, {"noise", noise_seconds},
+        {"noise_setup", noise_report.setup_seconds}, {"noise_draw", noise_report.draw_seconds},
+        {"noise_blocks", noise_report.blocks}, {"encode", write_timings.encode_seconds},
+        {"write", write_timings.write_seconds}, {"fsync", write_timings.sync_seconds}, {"file_bytes", write_timings.bytes}};
+    std::fprintf(stderr, "privrace: timings %s\n", timings.dump().c_str());
+  }
+  if (!vm.count("quiet")) {
+    const double total = seconds_since(t0);
+    std::fprintf(stderr, "privrace: sketched %zu records (%s, R=%zu, W=%zu) on %d thread(s), %s, in %.3f s "
+                 "(%sbuild %.3f s, noise %.3f s, write %.3f s)%s -> %s\n",
+                 report.points, kernel.c_str(), params.rows(), params.columns(), report.threads, report.strategy.c_str(), total,
+                 read_seconds > 0 ? ("read " + std::to_string(read_seconds).substr(0, 5) + " s, ").c_str() : "",
+                 build_seconds, noise_seconds, total - before_write,
+                 no_privacy ? " WITHOUT NOISE" : (seed.fixed() ? " (seeded noise: NOT fit for release)" : ""), output.c_str());
+    if (!graph_info.is_null())
+      std::fprintf(stderr, "privrace: graph: %s nodes, %s neighbours stored from %s edge lines%s; %s self-loops (%s), %s duplicate edges removed; max degree %s\n",
+                   graph_info["nodes"].dump().c_str(), graph_info["stored_edges"].dump().c_str(), graph_info["edge_lines"].dump().c_str(),
+                   graph_info["symmetrised"].get<bool>() ? " (symmetrised)" : "", graph_info["self_loops"].dump().c_str(),
+                   graph_info["self_loops_kept"].get<bool>() ? "kept" : "dropped", graph_info["duplicates"].dump().c_str(),
+                   graph_info["max_degree"].dump().c_str());
+  }
+  return 0;
+}
+
+int cmd_merge(int argc, char** argv) {
+  po::options_description desc("options");
+  std::vector<std::string> inputs;
+  std::string output;
+  desc.add_options()("help,h", "show this help")
+      ("inputs", po::value(&inputs)->multitoken(), "sketch files (positional)")
+      ("output,o", po::value(&output)->required(), "merged sketch file")
+      ("no-privacy", "allow writing the merge of non-private sketches");
+  po::positional_options_description pos;
+  pos.add("inputs", -1);
+  const auto vm = parse("usage: privrace merge A.rsk B.rsk ... -o C.rsk", desc, argc, argv, &pos);
+  if (inputs.size() < 2) throw UsageError("merge needs at least two sketch files");
+  RaceSketch merged = load_sketch(inputs[0]);
+  ReleaseMerge merge(merged, inputs[0]);
+  for (std::size_t i = 1; i < inputs.size(); ++i) merge.add(load_sketch(inputs[i]), inputs[i]);
+  merge.finish();
+  save_sketch(output, merged, vm.count("no-privacy") > 0, {{"merged_inputs", inputs}});
+  return 0;
+}
+
+}  // namespace privrace::cli

@@ -1,0 +1,221 @@
+#include "privrace/sketch/release.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+
+#include "privrace/core/error.hpp"
+#include "privrace/core/random.hpp"
+#include "privrace/sketch/set_builder.hpp"
+#include "privrace/sketch/sketch_io.hpp"
+
+namespace privrace {
+
+namespace {
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Parameters
+
+std::size_t ReleaseParams::rows() const {
+  if (family.kernel == Kernel::Rff) return 2;  // cos, sin
+  if (family.kernel == Kernel::Hist) return 0;  // one per attribute: known from the data
+  return family.rows;
+}
+
+std::size_t ReleaseParams::columns() const {
+  if (family.kernel == Kernel::Rff) return family.features / 2;  // m'
+  if (family.kernel == Kernel::Hist) return family.bins;
+  return width;
+}
+
+void ReleaseParams::validate(std::string_view option_prefix) const {
+  const std::string p(option_prefix);
+  const Kernel k = family.kernel;
+  if (k == Kernel::Rff) {
+    if (family.features == 0 || family.features % 2 != 0)
+      throw UsageError(p + "features must be a positive even number (m = 2 m' random Fourier features), got " +
+                       std::to_string(family.features));
+    if (!(family.sigma > 0.0) || !std::isfinite(family.sigma))
+      throw UsageError(p + "sigma must be a positive number, got " + std::to_string(family.sigma));
+    if (privacy && privacy->mechanism == NoiseMechanism::FlooredLaplace)
+      throw UsageError(p + "mechanism floored_laplace adds floating-point Laplace noise; the rff sums get exact discrete Laplace on their grid (or gaussian)");
+  } else if (k == Kernel::Hist) {
+    if (family.bins == 0) throw UsageError(p + "bins must be at least 1, got 0");
+    if (family.lo.empty() || family.hi.empty())
+      throw UsageError(p + "kernel hist needs " + p + "domain LO:HI (or one LO:HI per attribute, comma-separated)");
+  }
+  if (is_feature_kernel(k) && !(num_share > 0.0 && num_share < 1.0))
+    throw UsageError(p + "num-share must be in (0, 1) (the record count needs a share of epsilon), got " +
+                     std::to_string(num_share));
+  if (privacy) noise_spec().validate();
+  if (!is_feature_kernel(k)) {
+    if (family.rows == 0) throw UsageError(p + "rows must be at least 1");
+    if (width == 0) throw UsageError(p + "width must be at least 1");
+    if (family.power == 0 || family.power > 64) throw UsageError("power (p) must be in 1..64");
+    if (k == Kernel::L2 && (!(family.bandwidth > 0.0) || !std::isfinite(family.bandwidth)))
+      throw UsageError("bandwidth must be a positive finite number for the l2 kernel");
+    if (k == Kernel::AngularPair && family.pair_mode != "insert" && family.pair_mode != "query")
+      throw UsageError("pair mode must be 'insert' or 'query', got '" + family.pair_mode + "'");
+  }
+  if (threads < 0) throw UsageError(p + "threads must be 0 (all) or positive, got " + std::to_string(threads));
+  // Refuse before reading any data (hist: its rows are the attributes, checked when known).
+  if (rows() > 0) check_sketch_fits(rows(), columns(), 1);
+}
+
+PrivacySpec ReleaseParams::noise_spec() const {
+  if (!privacy) throw UsageError("no privacy parameters: this release keeps exact counts");
+  PrivacySpec spec = *privacy;
+  if (is_feature_kernel(family.kernel)) spec.count_share = 1.0 - num_share;
+  return spec;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Seeds
+
+MasterSeed MasterSeed::resolve(const std::optional<std::uint64_t>& seed) {
+  return seed ? MasterSeed(*seed, true) : MasterSeed(os_random_seed(), false);
+}
+
+std::uint64_t MasterSeed::hash_seed() const { return derive_seed(value_, 101); }
+
+NoiseSource MasterSeed::noise() const { return NoiseSource{fixed_, derive_seed(value_, 202)}; }
+
+// ---------------------------------------------------------------------------------------------
+// Release
+
+nlohmann::json Release::build_record(const std::string& input) const {
+  return {{"points", build_.points}, {"threads", build_.threads}, {"strategy", build_.strategy},
+          {"input", std::filesystem::path(input).filename().string()}};
+}
+
+void save_release(const std::string& path, const Release& release, const nlohmann::json& extra, SketchWriteTimings* timings) {
+  save_sketch(path, release.sketch_, release.exact_by_request_, extra, timings);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exact sketch
+
+ExactSketch::ExactSketch(RaceSketch counts, BuildReport report, std::optional<ReleaseParams> params,
+                         std::optional<MasterSeed> seed)
+    : sketch_(std::move(counts)), report_(std::move(report)), params_(std::move(params)), seed_(seed) {
+  if (sketch_.is_private()) throw UsageError("an exact sketch holds counts without noise; this one already carries noise");
+}
+
+void ExactSketch::merge(const ExactSketch& other) {
+  sketch_.merge(other.sketch_);  // checks the parameters and seeds, adds the record counts
+  report_.points += other.report_.points;
+}
+
+void ExactSketch::add_reduced_records(std::int64_t n) {
+  sketch_.add_records(n);
+  report_.points += static_cast<std::size_t>(n);
+}
+
+Release ExactSketch::privatized(RaceSketch sketch, const BuildReport& report, const PrivacySpec& spec,
+                                const NoiseSource& noise) {
+  spec.validate();
+  if (sketch_kind(sketch.family()) != "race" && !(spec.count_share > 0.0))
+    throw UsageError("a feature sketch releases its record count: the privacy spec needs count_share > 0 (feature_privacy_spec)");
+  Release r(std::move(sketch), report);
+  const double t0 = now_seconds();
+  r.noise_ = privatize(r.sketch_, spec, noise);
+  r.noise_seconds_ = now_seconds() - t0;
+  return r;
+}
+
+Release ExactSketch::release(const PrivacySpec& spec, const NoiseSource& noise) const& {
+  return privatized(sketch_, report_, spec, noise);
+}
+
+Release ExactSketch::release(const PrivacySpec& spec, const NoiseSource& noise) && {
+  return privatized(std::move(sketch_), report_, spec, noise);
+}
+
+Release ExactSketch::release() && {
+  if (!params_ || !seed_) throw UsageError("this exact sketch was adopted without release parameters: call release(spec, noise)");
+  if (params_->privacy) return privatized(std::move(sketch_), report_, params_->noise_spec(), seed_->noise());
+  Release r(std::move(sketch_), report_);
+  if (is_feature_kernel(params_->family.kernel)) record_exact_count(r.sketch_);
+  r.exact_by_request_ = true;
+  return r;
+}
+
+namespace {
+
+RaceSketch empty_sketch(const ReleaseParams& params, const MasterSeed& seed, std::size_t dim) {
+  FamilySpec fam = params.family;
+  fam.dim = dim;
+  fam.seed = seed.hash_seed();
+  std::shared_ptr<const LshFamily> family(make_family(fam));
+  // hist: one row per attribute, known now.
+  if (params.family.kernel == Kernel::Hist) check_sketch_fits(family->rows(), params.columns(), 1);
+  return RaceSketch(std::move(family), params.columns());
+}
+
+BuildOptions dense_options(const ReleaseParams& params) {
+  BuildOptions b;
+  b.threads = params.threads;
+  b.strategy = params.strategy;
+  return b;
+}
+
+void check_dense(const ReleaseParams& params) {
+  if (is_set_kernel(params.family.kernel))
+    throw UsageError("the " + to_string(params.family.kernel) + " kernel sketches sets, not dense records");
+}
+
+}  // namespace
+
+ExactSketch build_exact(const ReleaseParams& params, const MasterSeed& seed, std::size_t dim, const DenseChunkReader& next) {
+  params.validate("");
+  check_dense(params);
+  RaceSketch sketch = empty_sketch(params, seed, dim);
+  BuildReport report = build_dense_stream(sketch, next, dense_options(params));
+  return ExactSketch(std::move(sketch), std::move(report), params, seed);
+}
+
+ExactSketch build_exact(const ReleaseParams& params, const MasterSeed& seed, const DenseRef& data) {
+  params.validate("");
+  check_dense(params);
+  RaceSketch sketch = empty_sketch(params, seed, static_cast<std::size_t>(data.cols()));
+  BuildReport report = build_dense(sketch, data, dense_options(params));
+  return ExactSketch(std::move(sketch), std::move(report), params, seed);
+}
+
+ExactSketch build_exact(const ReleaseParams& params, const MasterSeed& seed, const SetCollection& sets) {
+  params.validate("");
+  if (!is_set_kernel(params.family.kernel))
+    throw UsageError("the " + to_string(params.family.kernel) + " kernel sketches dense records, not sets");
+  RaceSketch sketch = empty_sketch(params, seed, 0);
+  // Sets go through the two-phase builder (no per-thread sketch copies, no merge) unless the
+  // strategy names another.
+  BuildReport report = build_set_sketch(sketch, sets, SetBuildOptions{.threads = params.threads, .strategy = params.strategy});
+  return ExactSketch(std::move(sketch), std::move(report), params, seed);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Merge
+
+ReleaseMerge::ReleaseMerge(RaceSketch& target, std::string name) : target_(target), name_(std::move(name)) {
+  parts_.push_back(target_.privacy());
+}
+
+void ReleaseMerge::add(const RaceSketch& part, const std::string& name) {
+  const std::string diff = target_.incompatibility(part);
+  if (!diff.empty()) {
+    if (name.empty() && name_.empty()) throw InputError("cannot merge: different " + diff);
+    throw InputError("cannot merge '" + name + "' into '" + name_ + "': different " + diff);
+  }
+  merged_privacy({parts_.front(), part.privacy()});  // refuses private + exact before any count changes
+  target_.merge(part);
+  parts_.push_back(part.privacy());
+}
+
+void ReleaseMerge::finish() { target_.set_privacy(merged_privacy(parts_)); }
+
+}  // namespace privrace

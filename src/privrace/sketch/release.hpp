@@ -1,0 +1,181 @@
+#pragma once
+// THE release API. Every front end (privrace sketch, privrace-mpi, the Python module, the
+// experiment tasks) releases a sketch through it:
+//
+//   ReleaseParams p;  ...;  p.validate();                       typed parameters, checked once
+//   const MasterSeed seed = MasterSeed::resolve(p.seed);         hash and noise seeds, derived here only
+//   ExactSketch exact = build_exact(p, seed, records);           exact counts (threads merged inside)
+//   ... exact.partial_counts() / exact.merge(...)                combine exact partial counts (MPI, Dask)
+//   Release r = std::move(exact).release();                      noise ONCE, after the merge
+//   save_release(path, r, extra);                                or return r.sketch
+//
+// Seeds: hash seed = derive_seed(master, 101), noise seed = derive_seed(master, 202), so a
+// seeded release is byte-identical whichever front end built it. Experiments that sweep
+// epsilon build the exact sketch once and call exact.release(spec, noise) per epsilon: each
+// call privatizes a new copy; the exact counts stay in memory and have no save function.
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "privrace/core/types.hpp"
+#include "privrace/io/sketch_file.hpp"
+#include "privrace/lsh/family.hpp"
+#include "privrace/privacy/budget.hpp"
+#include "privrace/sketch/builder.hpp"
+#include "privrace/sketch/privatize.hpp"
+#include "privrace/sketch/race_sketch.hpp"
+
+namespace privrace {
+
+// What a data owner asks for. The family's fields are the sketch's parameters:
+//   family.kernel                  the kernel (an enum; parse_kernel reads its name)
+//   family.rows, family.power      R and p (LSH kernels)
+//   family.bandwidth               p-stable bucket width w (l2)
+//   family.pair_mode               angular_pair: "insert" (x and -x, sensitivity 2R) | "query"
+//   family.features, family.sigma  rff: m = 2 m' features, Gaussian kernel bandwidth
+//   family.bins, family.lo/hi      hist: bins per attribute, the declared box domain
+// family.dim and family.seed are set by the build (from the records and the master seed).
+struct ReleaseParams {
+  FamilySpec family;
+  std::size_t width = 0;               // W (LSH kernels; rff and hist derive theirs)
+  std::optional<std::uint64_t> seed;   // master seed: reproducible, NOT fit for release; none = OS randomness
+  std::optional<PrivacySpec> privacy;  // none = exact counts, written only deliberately (--no-privacy)
+  double num_share = 0.98;             // rff/hist: share of epsilon for the feature sums (the count gets the rest)
+  int threads = 0;                     // OpenMP threads (0 = all); the counts do not depend on it
+  std::string strategy = "auto";       // dense: auto | replicate | split_rows; sets: auto | two_phase | replicate | split_rows
+
+  Kernel kernel() const { return family.kernel; }
+  // The container's shape as far as the parameters fix it: rff 2 x m', hist ? x bins (its rows
+  // are the data's attributes: 0 here), else R x W.
+  std::size_t rows() const;
+  std::size_t columns() const;
+  // Throws naming the field, as `option_prefix` + name ("--rows must be at least 1"; the Python
+  // module passes "" for "rows must be at least 1"): the rff/hist parameters and num-share, the
+  // privacy spec, R, W, p, the bandwidth, the pair mode, threads, and the memory bound
+  // (ResourceError from check_sketch_fits, before anything is allocated or read).
+  void validate(std::string_view option_prefix = "--") const;
+  // The privacy spec the noise uses: `privacy` with count_share = 1 - num_share for rff/hist.
+  // UsageError when there is none.
+  PrivacySpec noise_spec() const;
+};
+
+// The master seed of one release, and the only place where the hash and noise seeds are derived.
+class MasterSeed {
+ public:
+  // A given seed (reproducible, recorded as NOT fit for release) or, without one, the OS's CSPRNG.
+  static MasterSeed resolve(const std::optional<std::uint64_t>& seed);
+  // A master drawn elsewhere (privrace-mpi: rank 0 resolves and broadcasts); `fixed` = the user gave it.
+  static MasterSeed of(std::uint64_t value, bool fixed) { return MasterSeed(value, fixed); }
+
+  std::uint64_t value() const { return value_; }
+  bool fixed() const { return fixed_; }
+  std::uint64_t hash_seed() const;  // the LSH functions' seed (published in the header)
+  NoiseSource noise() const;        // fixed: the seeded stream; else the OS CSPRNG
+
+ private:
+  MasterSeed(std::uint64_t value, bool fixed) : value_(value), fixed_(fixed) {}
+  std::uint64_t value_;
+  bool fixed_;
+};
+
+// A released sketch: noisy counts and their privacy record (or, when the parameters asked for
+// no privacy, the exact counts marked so), with what the front ends report.
+class Release {
+ public:
+  const RaceSketch& sketch() const { return sketch_; }
+  RaceSketch take_sketch() && { return std::move(sketch_); }
+  bool is_private() const { return sketch_.is_private(); }
+  const BuildReport& build() const { return build_; }
+  const NoiseReport& noise() const { return noise_; }
+  double noise_seconds() const { return noise_seconds_; }
+  // The header's "build" record: {"points", "threads", "strategy", "input"}.
+  nlohmann::json build_record(const std::string& input) const;
+
+ private:
+  friend class ExactSketch;
+  Release(RaceSketch sketch, BuildReport build) : sketch_(std::move(sketch)), build_(std::move(build)) {}
+  RaceSketch sketch_;
+  BuildReport build_;
+  NoiseReport noise_;
+  double noise_seconds_ = 0.0;
+  bool exact_by_request_ = false;  // released without privacy because the parameters said so
+  friend void save_release(const std::string&, const Release&, const nlohmann::json&, SketchWriteTimings*);
+};
+
+// Writes the release atomically (nothing is left at `path` on failure); `extra` adds header
+// fields (the "build" record, a graph summary). Exact counts are written only when the release
+// was made from parameters without privacy.
+void save_release(const std::string& path, const Release& release, const nlohmann::json& extra = nlohmann::json::object(),
+                  SketchWriteTimings* timings = nullptr);
+
+// The exact counts of a build, in memory only: there is no function that writes them. Combine
+// exact partial counts here (merge, or MPI's reduce on partial_counts()), then release once.
+class ExactSketch {
+ public:
+  // Adopts counts built elsewhere (an experiment's own build); UsageError if they carry noise.
+  ExactSketch(RaceSketch counts, BuildReport report, std::optional<ReleaseParams> params = std::nullopt,
+              std::optional<MasterSeed> seed = std::nullopt);
+
+  const RaceSketch& counts() const { return sketch_; }
+  const BuildReport& report() const { return report_; }
+
+  // Adds another share's exact counts (same parameters and seeds: InputError naming the field).
+  void merge(const ExactSketch& other);
+  // Exact partial counts, as a reduction's buffer (MPI_Reduce in place at the root).
+  std::span<std::int64_t> partial_counts() { return sketch_.mutable_counts(); }
+  // Records counted by the other shares (after a reduction): the record count and the report's points.
+  void add_reduced_records(std::int64_t n);
+
+  // Noise once, on a new copy: the exact counts stay (sweep epsilon with one build). For rff and
+  // hist the spec must release the count (count_share > 0: feature_privacy_spec).
+  Release release(const PrivacySpec& spec, const NoiseSource& noise) const&;
+  // The same without the copy.
+  Release release(const PrivacySpec& spec, const NoiseSource& noise) &&;
+  // What the parameters ask for: their privacy with the master seed's noise, or (no privacy)
+  // the exact counts (rff/hist: with their exact record count), writable by save_release.
+  Release release() &&;
+
+ private:
+  friend ExactSketch build_exact(const ReleaseParams&, const MasterSeed&, std::size_t, const DenseChunkReader&);
+  friend ExactSketch build_exact(const ReleaseParams&, const MasterSeed&, const DenseRef&);
+  friend ExactSketch build_exact(const ReleaseParams&, const MasterSeed&, const SetCollection&);
+  static Release privatized(RaceSketch sketch, const BuildReport& report, const PrivacySpec& spec, const NoiseSource& noise);
+
+  RaceSketch sketch_;
+  BuildReport report_;
+  std::optional<ReleaseParams> params_;
+  std::optional<MasterSeed> seed_;
+};
+
+// The exact sketch of a record source, built with the strategy the parameters name. The family
+// is seeded with seed.hash_seed(). Validates the parameters first (field names without "--").
+// Dense records streamed in chunks (a table reader): `dim` attributes, `next` as in build_dense_stream.
+ExactSketch build_exact(const ReleaseParams& params, const MasterSeed& seed, std::size_t dim, const DenseChunkReader& next);
+// Dense records in memory (a row-major view, read in place).
+ExactSketch build_exact(const ReleaseParams& params, const MasterSeed& seed, const DenseRef& data);
+// Sets (jaccard kernels): the two-phase set builder unless the strategy names another.
+ExactSketch build_exact(const ReleaseParams& params, const MasterSeed& seed, const SetCollection& sets);
+
+// The sum of released sketches of disjoint data (privrace merge, RaceSketch.merge in Python):
+// the parameters and seeds must agree (InputError "cannot merge 'B' into 'A': different FIELD",
+// or "cannot merge: different FIELD" without names) and the parts must be all private or all
+// exact (UsageError from merged_privacy). The target is unchanged when a part is refused.
+class ReleaseMerge {
+ public:
+  explicit ReleaseMerge(RaceSketch& target, std::string name = {});
+  void add(const RaceSketch& part, const std::string& name = {});
+  // Sets the merged privacy record (parallel composition; see merged_privacy).
+  void finish();
+
+ private:
+  RaceSketch& target_;
+  std::string name_;
+  std::vector<nlohmann::json> parts_;
+};
+
+}  // namespace privrace

@@ -1,0 +1,365 @@
+// The release API (sketch/release.hpp): a seeded release equals the pre-API path (make_family +
+// build + privatize with the seeds derived from the master) byte for byte, the counts do not
+// depend on the thread count, validation names the field, exact counts cannot be written as a
+// release, merges refuse private + exact and different parameters, and feature sketches
+// (rff, hist) go through the same calls.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "privrace/core/error.hpp"
+#include "privrace/core/random.hpp"
+#include "privrace/sketch/feature_sketch.hpp"
+#include "privrace/sketch/release.hpp"
+#include "privrace/sketch/set_builder.hpp"
+#include "privrace/sketch/sketch_io.hpp"
+#include "test_util.hpp"
+
+namespace fs = std::filesystem;
+using namespace privrace;
+
+namespace {
+
+std::vector<std::int64_t> counts_of(const RaceSketch& s) { return {s.counts().begin(), s.counts().end()}; }
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
+
+ReleaseParams l2_params(std::size_t rows = 40, std::size_t width = 64) {
+  ReleaseParams p;
+  p.family.kernel = Kernel::L2;
+  p.family.bandwidth = 1.5;
+  p.family.rows = rows;
+  p.width = width;
+  p.seed = 7;
+  p.privacy = PrivacySpec{.epsilon = 1.0};
+  return p;
+}
+
+SetCollection some_sets(std::size_t n, std::uint64_t seed) {
+  SeededRandom rng(seed);
+  SetCollection sets;
+  std::vector<std::uint32_t> cur;
+  for (std::size_t i = 0; i < n; ++i) {
+    cur.clear();
+    const std::size_t k = rng.below(20);  // some empty sets too
+    for (std::size_t j = 0; j < k; ++j) cur.push_back(static_cast<std::uint32_t>(rng.below(500)));
+    std::sort(cur.begin(), cur.end());
+    cur.erase(std::unique(cur.begin(), cur.end()), cur.end());
+    sets.push_back(cur);
+  }
+  return sets;
+}
+
+// Uniform points in [0, 1)^d.
+DenseMatrix unit_points(std::size_t n, std::size_t d, std::uint64_t seed) {
+  SeededRandom rng(seed);
+  DenseMatrix x(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(d));
+  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(rng.unit());
+  return x;
+}
+
+// No function writes an ExactSketch: only a Release (or, deliberately, a RaceSketch with the flag).
+template <class T>
+concept Saveable = requires(const T& t) { save_release(std::string{}, t); };
+static_assert(Saveable<Release>);
+static_assert(!Saveable<ExactSketch>);
+
+}  // namespace
+
+TEST(Release, SeedsAreDerivedFromTheMaster) {
+  const MasterSeed s = MasterSeed::resolve(7);
+  EXPECT_TRUE(s.fixed());
+  EXPECT_EQ(s.hash_seed(), derive_seed(7, 101));
+  EXPECT_TRUE(s.noise().seeded);
+  EXPECT_EQ(s.noise().seed, derive_seed(7, 202));
+  EXPECT_FALSE(MasterSeed::resolve(std::nullopt).fixed());
+  EXPECT_FALSE(MasterSeed::resolve(std::nullopt).noise().seeded);  // the OS CSPRNG
+}
+
+TEST(Release, SeededDenseReleaseEqualsThePreviousPath) {
+  const DenseMatrix x = privrace::testing::clustered_points(9000, 3, 21);
+  for (const Kernel kernel : {Kernel::L2, Kernel::Angular, Kernel::AngularPair}) {
+    ReleaseParams p = l2_params();
+    p.family.kernel = kernel;
+    p.family.power = kernel == Kernel::L2 ? 1 : 3;
+    p.family.pair_mode = "insert";
+    p.threads = 2;
+    const Release r = build_exact(p, MasterSeed::resolve(p.seed), x).release();
+
+    // By hand, as `privrace sketch --seed 7` did before the API.
+    FamilySpec fam = p.family;
+    fam.dim = 3;
+    fam.seed = derive_seed(7, 101);
+    RaceSketch old(std::shared_ptr<const LshFamily>(make_family(fam)), p.width);
+    build_dense(old, x, BuildOptions{.threads = 2});
+    privatize(old, *p.privacy, NoiseSource{true, derive_seed(7, 202)});
+
+    EXPECT_EQ(counts_of(r.sketch()), counts_of(old)) << to_string(kernel);
+    EXPECT_EQ(sketch_header(r.sketch()), sketch_header(old)) << to_string(kernel);
+    EXPECT_TRUE(r.is_private());
+    EXPECT_EQ(r.build().points, 9000u);
+  }
+}
+
+TEST(Release, StreamedAndInMemoryBuildsAgree) {
+  const DenseMatrix x = privrace::testing::clustered_points(10000, 4, 3);
+  const ReleaseParams p = l2_params();
+  const MasterSeed seed = MasterSeed::resolve(p.seed);
+  std::size_t next = 0;
+  const Release streamed = build_exact(p, seed, 4, [&](DenseMatrix& chunk) {
+                             const std::size_t n = std::min<std::size_t>(4096, 10000 - next);
+                             chunk = x.middleRows(static_cast<Eigen::Index>(next), static_cast<Eigen::Index>(n));
+                             next += n;
+                             return n;
+                           }).release();
+  const Release whole = build_exact(p, seed, x).release();
+  EXPECT_EQ(counts_of(streamed.sketch()), counts_of(whole.sketch()));
+}
+
+TEST(Release, SeededSetReleaseEqualsThePreviousPath) {
+  const SetCollection sets = some_sets(3000, 5);
+  ReleaseParams p = l2_params(30, 50);
+  p.family.kernel = Kernel::Jaccard;
+  const Release r = build_exact(p, MasterSeed::resolve(p.seed), sets).release();
+  FamilySpec fam = p.family;
+  fam.seed = derive_seed(7, 101);
+  RaceSketch old(std::shared_ptr<const LshFamily>(make_family(fam)), p.width);
+  build_set_sketch(old, sets, SetBuildOptions{.threads = 1});
+  privatize(old, *p.privacy, NoiseSource{true, derive_seed(7, 202)});
+  EXPECT_EQ(counts_of(r.sketch()), counts_of(old));
+  EXPECT_EQ(r.build().strategy, "two_phase");
+  EXPECT_THROW(build_exact(p, MasterSeed::resolve(1), privrace::testing::clustered_points(10, 2, 1)), UsageError);
+  EXPECT_THROW(build_exact(l2_params(), MasterSeed::resolve(1), sets), UsageError);
+}
+
+TEST(Release, CountsDoNotDependOnTheThreadCount) {
+  const DenseMatrix x = privrace::testing::clustered_points(20000, 3, 8);
+  const SetCollection sets = some_sets(4000, 9);
+  for (const std::string strategy : {"auto", "replicate", "split_rows"}) {
+    std::vector<std::vector<std::int64_t>> dense, set;
+    for (const int threads : {1, 2}) {
+      ReleaseParams p = l2_params();
+      p.threads = threads;
+      p.strategy = strategy;
+      dense.push_back(counts_of(build_exact(p, MasterSeed::resolve(p.seed), x).release().sketch()));
+      p.family.kernel = Kernel::Jaccard;
+      set.push_back(counts_of(build_exact(p, MasterSeed::resolve(p.seed), sets).release().sketch()));
+    }
+    EXPECT_EQ(dense[0], dense[1]) << strategy;
+    EXPECT_EQ(set[0], set[1]) << strategy;
+  }
+}
+
+TEST(Release, ValidationNamesTheField) {
+  auto msg = [](ReleaseParams p, std::string_view prefix = "--") { return message_of([&] { p.validate(prefix); }); };
+  ReleaseParams p = l2_params();
+  EXPECT_EQ(msg(p), "(no exception)");
+  p.family.rows = 0;
+  EXPECT_EQ(msg(p), "--rows must be at least 1");
+  EXPECT_EQ(msg(p, ""), "rows must be at least 1");
+  p = l2_params();
+  p.width = 0;
+  EXPECT_EQ(msg(p), "--width must be at least 1");
+  p = l2_params();
+  p.family.power = 65;
+  EXPECT_NE(msg(p).find("power (p)"), std::string::npos);
+  p = l2_params();
+  p.family.bandwidth = -1;
+  EXPECT_NE(msg(p).find("bandwidth"), std::string::npos);
+  p = l2_params();
+  p.family.kernel = Kernel::AngularPair;
+  p.family.pair_mode = "both";
+  EXPECT_NE(msg(p).find("pair mode"), std::string::npos);
+  p = l2_params();
+  p.threads = -2;
+  EXPECT_EQ(msg(p), "--threads must be 0 (all) or positive, got -2");
+  p = l2_params();
+  p.privacy->epsilon = 0;
+  EXPECT_NE(msg(p).find("epsilon must be a positive finite number"), std::string::npos);
+  p = l2_params();
+  p.privacy->delta = 0.1;
+  EXPECT_NE(msg(p).find("delta"), std::string::npos);
+  p = l2_params(1000000, 4000000000);
+  EXPECT_THROW(p.validate(), ResourceError);
+  EXPECT_NE(msg(p).find("MiB"), std::string::npos);
+
+  ReleaseParams f;
+  f.family.kernel = Kernel::Rff;
+  f.family.features = 7;
+  EXPECT_EQ(msg(f), "--features must be a positive even number (m = 2 m' random Fourier features), got 7");
+  f.family.features = 8;
+  f.family.sigma = 0;
+  EXPECT_NE(msg(f).find("--sigma must be a positive number"), std::string::npos);
+  f.family.sigma = 1;
+  f.privacy = PrivacySpec{.epsilon = 1.0, .mechanism = NoiseMechanism::FlooredLaplace};
+  EXPECT_NE(msg(f).find("--mechanism floored_laplace"), std::string::npos);
+  f.privacy->mechanism = NoiseMechanism::DiscreteLaplace;
+  f.num_share = 1.0;
+  EXPECT_NE(msg(f).find("--num-share must be in (0, 1)"), std::string::npos);
+  f.num_share = 0.98;
+  EXPECT_EQ(msg(f), "(no exception)");
+  EXPECT_DOUBLE_EQ(f.noise_spec().count_share, 1.0 - 0.98);
+  EXPECT_EQ(f.rows(), 2u);
+  EXPECT_EQ(f.columns(), 4u);
+  ReleaseParams h;
+  h.family.kernel = Kernel::Hist;
+  EXPECT_EQ(msg(h), "--bins must be at least 1, got 0");
+  h.family.bins = 4;
+  EXPECT_NE(msg(h).find("--kernel hist needs --domain LO:HI"), std::string::npos);
+
+  EXPECT_EQ(parse_kernel("jaccard_classic"), Kernel::JaccardClassic);
+  EXPECT_EQ(to_string(Kernel::AngularPair), "angular_pair");
+  EXPECT_EQ(message_of([] { parse_kernel("gaussian"); }),
+            "unknown kernel 'gaussian' (expected l2, angular, angular_pair, jaccard, jaccard_classic, rff or hist)");
+}
+
+TEST(Release, ExactCountsAreNeverWrittenAsARelease) {
+  const fs::path dir = privrace::testing::temp_dir("release_exact");
+  const DenseMatrix x = privrace::testing::clustered_points(500, 2, 4);
+  const ReleaseParams p = l2_params(10, 16);
+  const ExactSketch exact = build_exact(p, MasterSeed::resolve(p.seed), x);
+  EXPECT_FALSE(exact.counts().is_private());
+  // The exact counts in memory are no release: refused without the explicit flag, nothing left.
+  EXPECT_THROW(save_sketch((dir / "e.rsk").string(), exact.counts()), UsageError);
+  EXPECT_FALSE(fs::exists(dir / "e.rsk"));
+  // Noise once: a released copy cannot be privatized again, nor adopted as exact.
+  Release r = exact.release(*p.privacy, MasterSeed::resolve(3).noise());
+  EXPECT_TRUE(r.is_private());
+  RaceSketch noisy = std::move(r).take_sketch();
+  EXPECT_THROW(privatize(noisy, *p.privacy, NoiseSource{true, 1}), UsageError);
+  EXPECT_THROW(ExactSketch(noisy, BuildReport{}), UsageError);
+  // An exact sketch adopted without release parameters has no default release.
+  ExactSketch adopted(exact.counts(), exact.report());
+  EXPECT_THROW(std::move(adopted).release(), UsageError);
+  // Parameters without privacy: the exact counts, written because they were asked for.
+  ReleaseParams none = p;
+  none.privacy.reset();
+  const Release exact_release = build_exact(none, MasterSeed::resolve(none.seed), x).release();
+  EXPECT_FALSE(exact_release.is_private());
+  save_release((dir / "n.rsk").string(), exact_release);
+  EXPECT_FALSE(load_sketch((dir / "n.rsk").string()).is_private());
+  fs::remove_all(dir);
+}
+
+TEST(Release, SweepPrivatizesACopyPerEpsilon) {
+  const DenseMatrix x = privrace::testing::clustered_points(3000, 3, 6);
+  const ReleaseParams p = l2_params(20, 32);
+  const ExactSketch exact = build_exact(p, MasterSeed::resolve(p.seed), x);
+  const auto before = counts_of(exact.counts());
+  const Release a = exact.release(PrivacySpec{.epsilon = 0.5}, NoiseSource{true, 11});
+  const Release a2 = exact.release(PrivacySpec{.epsilon = 0.5}, NoiseSource{true, 11});
+  const Release b = exact.release(PrivacySpec{.epsilon = 4.0}, NoiseSource{true, 11});
+  EXPECT_EQ(counts_of(exact.counts()), before) << "the exact counts stay exact";
+  EXPECT_EQ(counts_of(a.sketch()), counts_of(a2.sketch()));
+  EXPECT_NE(counts_of(a.sketch()), counts_of(b.sketch()));
+  EXPECT_EQ(a.sketch().privacy().at("epsilon"), 0.5);
+  EXPECT_EQ(b.sketch().privacy().at("epsilon"), 4.0);
+  // The same as the single release of the parameters when given their noise.
+  const Release once = build_exact(p, MasterSeed::resolve(p.seed), x).release();
+  EXPECT_EQ(counts_of(exact.release(*p.privacy, MasterSeed::resolve(p.seed).noise()).sketch()), counts_of(once.sketch()));
+}
+
+TEST(Release, ExactSharesCombineBeforeTheRelease) {
+  // Two shares (MPI ranks, Dask partitions) merged exactly, then released once, equal one build.
+  const DenseMatrix x = privrace::testing::clustered_points(8192, 3, 12);
+  const ReleaseParams p = l2_params(16, 32);
+  const MasterSeed seed = MasterSeed::resolve(p.seed);
+  ExactSketch first = build_exact(p, seed, DenseMatrix(x.topRows(4096)));
+  first.merge(build_exact(p, seed, DenseMatrix(x.bottomRows(4096))));
+  EXPECT_EQ(first.report().points, 8192u);
+  const Release merged = std::move(first).release();
+  const Release whole = build_exact(p, seed, x).release();
+  EXPECT_EQ(counts_of(merged.sketch()), counts_of(whole.sketch()));
+  EXPECT_EQ(merged.build_record("dir/in.csv").at("input"), "in.csv");
+  EXPECT_THROW(build_exact(p, MasterSeed::resolve(8), x).merge(build_exact(p, seed, x)), InputError);
+}
+
+TEST(Release, MergeChecksParametersAndPrivacy) {
+  const DenseMatrix x = privrace::testing::clustered_points(2000, 2, 14);
+  ReleaseParams p = l2_params(8, 16);
+  const RaceSketch a = build_exact(p, MasterSeed::resolve(p.seed), DenseMatrix(x.topRows(1000))).release().sketch();
+  const RaceSketch b = build_exact(p, MasterSeed::resolve(p.seed), DenseMatrix(x.bottomRows(1000))).release().sketch();
+  ReleaseParams none = p;
+  none.privacy.reset();
+  const RaceSketch exact = build_exact(none, MasterSeed::resolve(p.seed), x).release().sketch();
+  const RaceSketch other_seed = build_exact(p, MasterSeed::resolve(99), x).release().sketch();
+
+  RaceSketch target = a;
+  {
+    ReleaseMerge m(target, "a.rsk");
+    EXPECT_EQ(message_of([&] { m.add(exact, "e.rsk"); }),
+              "cannot merge a private sketch with a non-private one: the sum would expose exact counts");
+    EXPECT_EQ(counts_of(target), counts_of(a)) << "a refused part leaves the target unchanged";
+    const std::string diff = message_of([&] { m.add(other_seed, "s.rsk"); });
+    EXPECT_EQ(diff.rfind("cannot merge 's.rsk' into 'a.rsk': different seed", 0), 0u) << diff;
+    EXPECT_EQ(counts_of(target), counts_of(a));
+    m.add(b, "b.rsk");
+    m.finish();
+  }
+  for (std::size_t i = 0; i < a.counts().size(); ++i) ASSERT_EQ(target.counts()[i], a.counts()[i] + b.counts()[i]);
+  EXPECT_TRUE(target.is_private());
+  EXPECT_EQ(target.privacy().at("merged_from").size(), 2u);
+  EXPECT_EQ(target.privacy().at("composition").get<std::string>().rfind("parallel", 0), 0u);
+  RaceSketch unnamed = a;
+  ReleaseMerge m(unnamed);
+  EXPECT_EQ(message_of([&] { m.add(other_seed); }).rfind("cannot merge: different seed", 0), 0u);
+}
+
+TEST(Release, FeatureSketchesRoundTrip) {
+  const fs::path dir = privrace::testing::temp_dir("release_feature");
+  const DenseMatrix x = unit_points(3000, 3, 2);
+  // rff: the same as the pre-API path, written and read back as M2M reads it.
+  ReleaseParams rff;
+  rff.family.kernel = Kernel::Rff;
+  rff.family.features = 20;
+  rff.family.sigma = 0.5;
+  rff.seed = 4;
+  rff.privacy = PrivacySpec{.epsilon = 2.0};
+  const Release r = build_exact(rff, MasterSeed::resolve(rff.seed), x).release();
+  FamilySpec fam = rff.family;
+  fam.dim = 3;
+  fam.seed = derive_seed(4, 101);
+  RaceSketch old(std::shared_ptr<const LshFamily>(make_family(fam)), 10);
+  build_dense(old, x);
+  PrivacySpec spec = *rff.privacy;
+  spec.count_share = 1.0 - 0.98;
+  privatize(old, spec, NoiseSource{true, derive_seed(4, 202)});
+  EXPECT_EQ(counts_of(r.sketch()), counts_of(old));
+  save_release((dir / "r.rsk").string(), r);
+  const FeatureSketchRelease back = load_feature_release((dir / "r.rsk").string());
+  EXPECT_TRUE(back.is_private);
+  EXPECT_EQ(back.map->kind(), "rff");
+  EXPECT_EQ(back.sums.size(), 20);
+  EXPECT_DOUBLE_EQ(back.epsilon, 2.0);
+  EXPECT_NEAR(back.count, 3000.0, 1000.0);
+  // A feature release needs a count: a spec without a count share is refused.
+  const ExactSketch exact_rff = build_exact(rff, MasterSeed::resolve(rff.seed), x);
+  EXPECT_THROW(exact_rff.release(PrivacySpec{.epsilon = 1.0}, NoiseSource{true, 1}), UsageError);
+  EXPECT_TRUE(exact_rff.release(spec, NoiseSource{true, 1}).is_private());
+
+  // hist without privacy: the exact count is recorded; records outside the domain are refused.
+  ReleaseParams hist;
+  hist.family.kernel = Kernel::Hist;
+  hist.family.bins = 5;
+  hist.family.lo = {0.0};
+  hist.family.hi = {1.0};
+  hist.seed = 1;
+  const Release h = build_exact(hist, MasterSeed::resolve(hist.seed), x).release();
+  EXPECT_EQ(h.sketch().rows(), 3u);
+  EXPECT_EQ(h.sketch().privacy().at("count"), 3000);
+  save_release((dir / "h.rsk").string(), h);
+  EXPECT_DOUBLE_EQ(load_feature_release((dir / "h.rsk").string()).count, 3000.0);
+  DenseMatrix outside = x;
+  outside(5, 1) = 2.0f;
+  EXPECT_THROW(build_exact(hist, MasterSeed::resolve(hist.seed), outside), InputError);
+  fs::remove_all(dir);
+}
