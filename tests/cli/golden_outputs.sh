@@ -42,7 +42,7 @@ sketch() {  # sketch NAME ARGS...: a seeded sketch, its header without the commi
   local name="$1"; shift
   "$bin" sketch -t 2 -q --seed 7 -o "$name.rsk" "$@"
   "$bin" info "$name.rsk" | grep -v '"commit"' > "$name.header"
-  "$bin" info "$name.rsk" --counts > "$name.counts"
+  "$bin" info "$name.rsk" --counts | grep -v '"commit"' > "$name.counts"
   record "sketch:$name" "$name.header" "$name.counts"
 }
 sketch l2 --input normal.csv --rows 50 --width 64 --bandwidth 2 --epsilon 1
@@ -84,7 +84,7 @@ tail -n +1501 normal.csv > part2.csv
 "$bin" sketch -t 2 -q --seed 9 -o p2.rsk --input part2.csv --rows 20 --width 32 --bandwidth 2 --epsilon 1
 "$bin" merge p1.rsk p2.rsk -o merged.rsk
 "$bin" info merged.rsk | grep -v '"commit"' > merged.header
-"$bin" info merged.rsk --counts > merged.counts
+"$bin" info merged.rsk --counts | grep -v '"commit"' > merged.counts
 record merge merged.header merged.counts
 
 printf '%s\n' "${results[@]}" > actual.sha256
