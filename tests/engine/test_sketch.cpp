@@ -21,7 +21,7 @@ using privrace::testing::clustered_points;
 
 namespace {
 std::shared_ptr<const LshFamily> l2_family(std::size_t rows, std::size_t dim, double width, std::uint64_t seed = 17) {
-  return make_family(FamilySpec{.kernel = "l2", .bandwidth = width, .rows = rows, .dim = dim, .seed = seed});
+  return make_family(FamilySpec{.kernel = Kernel::L2, .bandwidth = width, .rows = rows, .dim = dim, .seed = seed});
 }
 
 std::vector<double> exact_sums(const LshFamily& f, const DenseMatrix& data, const DenseMatrix& queries) {
@@ -91,7 +91,7 @@ TEST(RaceSketch, SrpPairBothPlacementsEstimateTheSameKernelSum) {
   const DenseMatrix data = clustered_points(3000, 4, 5, 3.0);
   const DenseMatrix queries = clustered_points(50, 4, 6, 3.0);
   for (const std::string mode : {"insert", "query"}) {
-    auto family = make_family(FamilySpec{.kernel = "angular_pair", .power = 4, .rows = 2000, .dim = 4, .seed = 8, .pair_mode = mode});
+    auto family = make_family(FamilySpec{.kernel = Kernel::AngularPair, .power = 4, .rows = 2000, .dim = 4, .seed = 8, .pair_mode = mode});
     RaceSketch sketch(std::shared_ptr<const LshFamily>(std::move(family)), 1024);
     build_dense(sketch, data);
     EXPECT_DOUBLE_EQ(sketch.n_hat(), 3000.0);
@@ -135,7 +135,7 @@ TEST(Builder, SetsAreIdenticalForAnyThreadCount) {
       if (rng.below(10) == 0) s.push_back(e);
     sets.push_back(s);
   }
-  RaceSketch ref(std::shared_ptr<const LshFamily>(make_family(FamilySpec{.kernel = "jaccard", .rows = 64, .seed = 1})), 100);
+  RaceSketch ref(std::shared_ptr<const LshFamily>(make_family(FamilySpec{.kernel = Kernel::Jaccard, .rows = 64, .seed = 1})), 100);
   build_sets(ref, sets, {.threads = 1});
   for (const int threads : {2, 3, 8}) {
     RaceSketch s(ref.family_ptr(), 100);
@@ -288,7 +288,7 @@ TEST(RaceSketch, SmallCodeSpacesMapOneToOneWithoutRehashCollisions) {
   // SRP with p = 4 bits has 16 codes: at W = 16 every code gets its own column, so each row's
   // counts are exactly the code histogram and the estimate is unbiased without debiasing.
   const DenseMatrix data = clustered_points(3000, 3, 21, 3.0);
-  auto family = std::shared_ptr<const LshFamily>(make_family(FamilySpec{.kernel = "angular", .power = 4, .rows = 300, .dim = 3, .seed = 4}));
+  auto family = std::shared_ptr<const LshFamily>(make_family(FamilySpec{.kernel = Kernel::Angular, .power = 4, .rows = 300, .dim = 3, .seed = 4}));
   RaceSketch sketch(family, 16);
   EXPECT_TRUE(sketch.direct_columns());
   build_dense(sketch, data);
@@ -302,4 +302,30 @@ TEST(RaceSketch, SmallCodeSpacesMapOneToOneWithoutRehashCollisions) {
   const DenseMatrix queries = clustered_points(20, 3, 22, 3.0);
   EXPECT_EQ(sketch.query_dense(queries, {.debias = true}), sketch.query_dense(queries));
   EXPECT_FALSE(RaceSketch(family, 15).direct_columns());  // 16 codes do not fit in 15 columns
+}
+
+// The batched query path (blocks of up to 4096 queries, lookups row by row) gives exactly the
+// per-query answer: the row values of row_estimates_single combined by combine(), for the mean
+// and the median of means, plain and debiased, mirrored queries included, on any thread count.
+TEST(RaceSketch, BatchedQueriesEqualPerQueryCombinationForAnyThreadCount) {
+  const DenseMatrix data = clustered_points(3000, 3, 5);
+  const DenseMatrix queries = clustered_points(9000, 3, 6);  // several blocks and a partial one
+  for (const Kernel kernel : {Kernel::L2, Kernel::AngularPair}) {
+    FamilySpec spec{.kernel = kernel, .bandwidth = 1.5, .power = 2, .rows = 37, .dim = 3, .seed = 3};
+    RaceSketch sketch(make_family(spec), 29);
+    build_dense(sketch, data);
+    for (const QueryOptions base : {QueryOptions{}, QueryOptions{.estimator = Estimator::MedianOfMeans, .mom_groups = 4},
+                                    QueryOptions{.debias = true}}) {
+      QueryOptions one = base, two = base;
+      one.threads = 1;
+      two.threads = 2;
+      const auto a = sketch.query_dense(queries, one), b = sketch.query_dense(queries, two);
+      ASSERT_EQ(a, b);
+      CodeMatrix codes;
+      for (const Eigen::Index i : {Eigen::Index{0}, Eigen::Index{4095}, Eigen::Index{4096}, Eigen::Index{8999}}) {
+        sketch.family().hash_dense(queries.middleRows(i, 1), codes);
+        EXPECT_EQ(a[static_cast<std::size_t>(i)], sketch.combine(sketch.row_estimates_single(codes.data()), base)) << i;
+      }
+    }
+  }
 }
