@@ -6,7 +6,7 @@
 
 #include "experiment.hpp"
 #include "privrace/core/version.hpp"
-#include "privrace/io/home.hpp"
+#include "data/home.hpp"
 
 #ifndef PRIVRACE_SOURCE_DIR
 #define PRIVRACE_SOURCE_DIR ""

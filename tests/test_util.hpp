@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <span>
 #include <string>
 
 #include "privrace/core/random.hpp"
@@ -85,6 +86,28 @@ struct TempDir {
 inline void write(const std::filesystem::path& p, const std::string& bytes) {
   std::filesystem::create_directories(p.parent_path());
   std::ofstream(p, std::ios::binary) << bytes;
+}
+
+// Reference definitions of the experiments' metrics (experiments/metrics.hpp) for the tests
+// of the layers below the experiments, which do not link them; test_metrics checks that the
+// fast versions agree with these.
+// mean_i |est_i - truth_i| / |truth_i| over every i (the callers' truths are non-zero).
+inline double reference_mean_relative_error(std::span<const double> est, std::span<const double> truth) {
+  double e = 0;
+  for (std::size_t i = 0; i < truth.size(); ++i) e += std::abs(est[i] - truth[i]) / std::abs(truth[i]);
+  return e / static_cast<double>(truth.size());
+}
+// ROC AUC from its definition: over all (positive, negative) pairs, 1 when the positive scores
+// higher, 1/2 on a tie. O(P N).
+inline double reference_auc(std::span<const double> score, std::span<const int> label) {
+  double wins = 0, pairs = 0;
+  for (std::size_t i = 0; i < score.size(); ++i)
+    for (std::size_t j = 0; j < score.size(); ++j)
+      if (label[i] != 0 && label[j] == 0) {
+        wins += score[i] > score[j] ? 1.0 : score[i] == score[j] ? 0.5 : 0.0;
+        pairs += 1;
+      }
+  return wins / pairs;
 }
 
 inline std::filesystem::path temp_dir(const std::string& name) {

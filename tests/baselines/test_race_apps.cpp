@@ -30,7 +30,7 @@ MixtureSpec three_components() {
 
 RaceSketch exact_sketch(const DenseMatrix& x, double bandwidth, std::size_t rows, std::uint64_t seed) {
   FamilySpec fs;
-  fs.kernel = "l2";
+  fs.kernel = Kernel::L2;
   fs.bandwidth = bandwidth;
   fs.rows = rows;
   fs.dim = static_cast<std::size_t>(x.cols());
@@ -126,24 +126,7 @@ TEST(Modes, BadInputIsRefused) {
   EXPECT_THROW(find_modes(f, SearchBox{{0, 0}, {1, std::nan("")}}, o), UsageError);
 }
 
-TEST(Anomaly, RocAucExactValuesWithTies) {
-  // Scores 1, 2, 2, 3 with labels 0, 1, 0, 1: pairs (pos, neg): (2 vs 1) win, (2 vs 2) tie,
-  // (3 vs 1) win, (3 vs 2) win: (3 + 0.5) / 4.
-  EXPECT_DOUBLE_EQ(roc_auc(std::vector<double>{1, 2, 2, 3}, std::vector<int>{0, 1, 0, 1}), 3.5 / 4);
-  EXPECT_DOUBLE_EQ(roc_auc(std::vector<double>{1, 2, 3}, std::vector<int>{0, 0, 1}), 1.0);
-  EXPECT_DOUBLE_EQ(roc_auc(std::vector<double>{3, 2, 1}, std::vector<int>{0, 0, 1}), 0.0);
-  EXPECT_DOUBLE_EQ(roc_auc(std::vector<double>{5, 5, 5}, std::vector<int>{0, 1, 0}), 0.5);
-}
-
-TEST(Anomaly, OneClassIsRefused) {
-  try {
-    roc_auc(std::vector<double>{1, 2, 3}, std::vector<int>{0, 0, 0});
-    FAIL() << "one class accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("0 anomalies and 3 normal"), std::string::npos) << e.what();
-  }
-  EXPECT_THROW(roc_auc(std::vector<double>{1, 2}, std::vector<int>{1, 1}), InputError);
-}
+// The ROC AUC itself (ties, one-class rule): tests/experiments/test_metrics.cpp.
 
 TEST(Anomaly, PlantedOutliersScoreAbove095AtInfiniteEpsilon) {
   MixtureSpec spec = three_components();
@@ -169,7 +152,7 @@ TEST(Anomaly, PlantedOutliersScoreAbove095AtInfiniteEpsilon) {
                         DensityFunction([&](const DenseRef& q) { return exact(q); })}) {
     auto score = f(test);
     for (auto& s : score) s = -s;
-    EXPECT_GT(roc_auc(score, anomalous), 0.95);
+    EXPECT_GT(privrace::testing::reference_auc(score, anomalous), 0.95);
   }
 }
 

@@ -164,6 +164,33 @@ TEST_F(TableReaderTest, CsvQuoteErrors) {
   EXPECT_NE(b.find("aq.csv:2: column 2: expected ',' or end of line after a closing quote"), std::string::npos) << b;
 }
 
+// Text fields through the same CSV tokenizer (the experiments' loaders of categorical tables).
+TEST_F(TableReaderTest, CsvFieldReaderReturnsTextFields) {
+  const auto p = write_gz("fields.csv.gz",
+                          "\xEF\xBB\xBFname, \"pay, $\" ,level\r"
+                          "\r\n"
+                          "# a comment\n"
+                          "\"Doe, J\", \"$1,234\" , very_high\n"
+                          "x,,\"say \"\"hi\"\"\"");
+  CsvFieldReader r(p);
+  std::vector<std::string> f;
+  ASSERT_TRUE(r.next(f));
+  EXPECT_EQ(f, (std::vector<std::string>{"name", "pay, $", "level"}));
+  EXPECT_EQ(r.line_no(), 1u);
+  ASSERT_TRUE(r.next(f));
+  EXPECT_EQ(f, (std::vector<std::string>{"Doe, J", "$1,234", "very_high"}));
+  EXPECT_EQ(r.line_no(), 4u);
+  ASSERT_TRUE(r.next(f));
+  EXPECT_EQ(f, (std::vector<std::string>{"x", "", "say \"hi\""}));
+  EXPECT_FALSE(r.next(f));
+
+  CsvFieldReader bad(write("fields_bad.csv", "a,b\nc,\"d\n"));
+  ASSERT_TRUE(bad.next(f));
+  const std::string e = error_of<InputError>([&] { bad.next(f); });
+  EXPECT_NE(e.find("fields_bad.csv:2: column 2: unterminated quoted field"), std::string::npos) << e;
+  EXPECT_NE(error_of<InputError>([&] { CsvFieldReader(dir_.string() + "/absent.csv"); }).find("cannot open"), std::string::npos);
+}
+
 TEST_F(TableReaderTest, WhitespaceWithCrlf) {
   const auto p = write("crlf.txt", "74\t85\t123\t1\r\n1  2 \t 3\t4\r\n\r\n  5 6 7 8\r\n");
   TableReader r(p);

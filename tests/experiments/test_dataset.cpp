@@ -12,6 +12,7 @@
 
 #include "privrace/core/error.hpp"
 #include "data/dataset.hpp"
+#include "metrics.hpp"
 #include "privrace/lsh/family.hpp"
 #include "privrace/tasks/kde.hpp"
 #include "test_util.hpp"
@@ -424,7 +425,7 @@ TEST(ExactKde, MatchesBruteForceWithDuplicates) {
       spec.power = 2;
       const auto sums = exact_kernel_sums(x, q, spec);
       FamilySpec fs;
-      fs.kernel = kernel;
+      fs.kernel = parse_kernel(kernel);
       fs.bandwidth = 1.5;
       fs.power = 2;
       fs.rows = 1;
@@ -445,6 +446,6 @@ TEST(ExactKde, MatchesBruteForceWithDuplicates) {
 
 TEST(ExactKde, Metrics) {
   const std::vector<double> truth = {1, 2, 4}, est = {1.5, 2, 2};
-  EXPECT_DOUBLE_EQ(mean_relative_error(est, truth), (0.5 + 0 + 0.5) / 3);
+  EXPECT_DOUBLE_EQ(experiments::mean_relative_error(est, truth), (0.5 + 0 + 0.5) / 3);
   EXPECT_DOUBLE_EQ(l2_function_error(est, truth, 0.5), std::sqrt((0.25 + 4) * 0.5));
 }

@@ -591,6 +591,33 @@ std::size_t TableReader::next_chunk(DenseMatrix& out, std::size_t max_rows, std:
   return n;
 }
 
+struct CsvFieldReader::Impl {
+  std::string path, display;
+  LineSource src;
+  std::string scratch;  // unquoted field
+  Impl(const std::string& p) : path(p), display(display_name(p)), src(p, display) {}
+};
+
+CsvFieldReader::CsvFieldReader(const std::string& path) : impl_(std::make_unique<Impl>(path)) {}
+CsvFieldReader::~CsvFieldReader() = default;
+CsvFieldReader::CsvFieldReader(CsvFieldReader&&) noexcept = default;
+CsvFieldReader& CsvFieldReader::operator=(CsvFieldReader&&) noexcept = default;
+
+bool CsvFieldReader::next(std::vector<std::string>& fields) {
+  Impl& im = *impl_;
+  std::string_view line;
+  do {
+    if (!im.src.next(line)) return false;
+  } while (skipped(line));
+  fields.clear();
+  split_csv(line, im.scratch, Where{&im.display, im.src.line_no()},
+            [&](std::string_view f, std::size_t) { fields.emplace_back(f); });
+  return true;
+}
+
+std::size_t CsvFieldReader::line_no() const { return impl_->src.line_no(); }
+const std::string& CsvFieldReader::path() const { return impl_->path; }
+
 DenseMatrix read_table(const std::string& path, const TableOptions& opts, std::vector<double>* labels) {
   TableReader reader(path, opts);
   DenseMatrix out;

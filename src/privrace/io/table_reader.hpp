@@ -69,6 +69,31 @@ class TableReader {
   std::unique_ptr<Impl> impl_;
 };
 
+// Rows of CSV fields as text, for tables whose columns are not all numbers (categorical
+// levels, dates, money, names). The same reading rules as TableReader's CSV format (plain or
+// gzip, "-" = stdin, any line end, BOM skipped, blank and '#' lines skipped, quoted fields
+// with "" escapes, surrounding spaces trimmed); interpreting the fields is the caller's job.
+// Malformed quoting is an InputError naming file, line and column.
+class CsvFieldReader {
+ public:
+  // Throws InputError "cannot open 'PATH': <reason>".
+  explicit CsvFieldReader(const std::string& path);
+  ~CsvFieldReader();
+  CsvFieldReader(CsvFieldReader&&) noexcept;
+  CsvFieldReader& operator=(CsvFieldReader&&) noexcept;
+  CsvFieldReader(const CsvFieldReader&) = delete;
+  CsvFieldReader& operator=(const CsvFieldReader&) = delete;
+
+  // The next data line's fields (replacing `fields`); false at end of input.
+  bool next(std::vector<std::string>& fields);
+  std::size_t line_no() const;  // physical line (1-based) of the row last returned
+  const std::string& path() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // Reads everything (rows x dim) and, if non-null, the labels.
 // Throws InputError "PATH: no data rows" on empty input.
 DenseMatrix read_table(const std::string& path, const TableOptions& opts = {},

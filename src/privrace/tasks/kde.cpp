@@ -210,18 +210,6 @@ double corollary1_rows(double n, double epsilon, double level) {
   return std::max(1.0, std::ceil(level * n * epsilon / std::numbers::sqrt2));
 }
 
-double mean_relative_error(std::span<const double> estimate, std::span<const double> truth) {
-  if (estimate.size() != truth.size()) throw Error("mean_relative_error: sizes differ");
-  double sum = 0.0;
-  std::size_t n = 0;
-  for (std::size_t i = 0; i < truth.size(); ++i) {
-    if (!(truth[i] > 0.0)) continue;
-    sum += std::abs(estimate[i] - truth[i]) / truth[i];
-    ++n;
-  }
-  return n ? sum / static_cast<double>(n) : std::nan("");
-}
-
 double l2_function_error(std::span<const double> estimate, std::span<const double> truth, double spacing) {
   if (estimate.size() != truth.size()) throw Error("l2_function_error: sizes differ");
   double sum = 0.0;

@@ -48,8 +48,7 @@ std::vector<std::vector<double>> race_densities(const RaceSketch& sketch, const 
 // skin at eps = 1); at least 1. Throws UsageError unless n >= 1, eps > 0, 0 < level <= 1.
 double corollary1_rows(double n, double epsilon, double level = 1.0);
 
-// mean_j |est_j - truth_j| / truth_j over queries with truth_j > 0 (the paper's "relative error").
-double mean_relative_error(std::span<const double> estimate, std::span<const double> truth);
+// The mean relative error of the experiments is experiments/metrics.hpp's mean_relative_error.
 // sqrt(sum_j (est_j - truth_j)^2 * spacing): the L2 function error on an evenly spaced grid.
 double l2_function_error(std::span<const double> estimate, std::span<const double> truth, double spacing);
 

@@ -309,36 +309,6 @@ Mixture sample_mixture(const MixtureSpec& s, std::size_t n) {
 
 // ---------------------------------------------------------------------------------------
 
-double roc_auc(std::span<const double> score, std::span<const int> anomalous) {
-  if (score.size() != anomalous.size())
-    throw UsageError("roc_auc: " + std::to_string(score.size()) + " scores for " + std::to_string(anomalous.size()) + " labels");
-  std::size_t pos = 0;
-  for (const int a : anomalous) pos += a != 0;
-  const std::size_t neg = anomalous.size() - pos;
-  if (pos == 0 || neg == 0)
-    throw InputError("anomaly evaluation: the test set has " + std::to_string(pos) + " anomalies and " + std::to_string(neg) +
-                     " normal points; the ROC AUC needs both classes");
-  for (const double s : score)
-    if (std::isnan(s)) throw InputError("anomaly evaluation: a score is NaN");
-  std::vector<std::size_t> order(score.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return score[a] < score[b]; });
-  // Mid-ranks (1-based) over tied blocks; AUC = (rank sum of positives - P(P+1)/2) / (P N).
-  double rank_sum = 0;
-  for (std::size_t i = 0; i < order.size();) {
-    std::size_t j = i;
-    while (j < order.size() && score[order[j]] == score[order[i]]) ++j;
-    const double mid = 0.5 * static_cast<double>(i + 1 + j);
-    for (std::size_t t = i; t < j; ++t)
-      if (anomalous[order[t]]) rank_sum += mid;
-    i = j;
-  }
-  const double p = static_cast<double>(pos), q = static_cast<double>(neg);
-  return (rank_sum - p * (p + 1) / 2) / (p * q);
-}
-
-// ---------------------------------------------------------------------------------------
-
 std::vector<std::size_t> inverse_density_sample(std::span<const double> density, std::size_t k, double floor,
                                                 RandomSource& rng) {
   if (!(floor > 0)) throw UsageError("diversity sampling: the density floor must be positive");

@@ -133,10 +133,8 @@ Mixture sample_mixture(const MixtureSpec& spec, std::size_t n);
 // ---------------------------------------------------------------------------------------
 // Anomaly detection (section 4: a low density marks an outlier).
 
-// Area under the ROC curve of `score` (higher = more anomalous) against `anomalous`, the
-// Mann-Whitney statistic with tied scores counted one half. InputError when either class is
-// empty (the AUC is undefined), naming the counts.
-double roc_auc(std::span<const double> score, std::span<const int> anomalous);
+// The anomaly score is the negated density (low density = anomalous); the experiments rate it
+// with the ROC AUC of experiments/metrics.hpp.
 
 // ---------------------------------------------------------------------------------------
 // Diversity sampling (section 4 "Sampling", after Coleman et al.'s diversified RACE sampling):

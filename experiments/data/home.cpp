@@ -1,4 +1,4 @@
-#include "privrace/io/home.hpp"
+#include "data/home.hpp"
 
 #include <cstdlib>
 #include <filesystem>

@@ -4,8 +4,11 @@
 //
 // Column numbers in the registry and in configs are 1-BASED positions in the file's rows
 // (for libsvm: the feature index of "idx:val"). Numeric tables are read by TableReader;
-// tables with text fields (dates, categorical levels, salary columns) by a quoted-CSV reader
-// here, because TableReader only accepts numbers.
+// tables with text fields (dates, categorical levels, salary columns) by the engine's
+// CsvFieldReader (same tokenizer, fields as text), because TableReader only returns numbers;
+// the levels, money columns, filters and missing-value markers are interpreted here.
+//
+// This is experiment infrastructure (privrace_experiments), not part of the engine library.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>

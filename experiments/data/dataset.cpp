@@ -1,11 +1,10 @@
-#include "privrace/io/dataset.hpp"
+#include "data/dataset.hpp"
 
-#include <zlib.h>
+#include <openssl/evp.h>
 
 #include <Eigen/Eigenvalues>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -15,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -29,91 +29,7 @@ using nlohmann::json;
 
 namespace privrace {
 
-// ---------------------------------------------------------------------------------------
-// SHA-256 (FIPS 180-4), for checking data files against the registry.
 namespace {
-
-class Sha256 {
- public:
-  Sha256() { reset(); }
-  void reset() {
-    h_ = {0x6a09e667u, 0xbb67ae85u, 0x3c6ef372u, 0xa54ff53au, 0x510e527fu, 0x9b05688cu, 0x1f83d9abu, 0x5be0cd19u};
-    len_ = 0;
-    fill_ = 0;
-  }
-  void update(const unsigned char* p, std::size_t n) {
-    len_ += n;
-    if (fill_) {
-      const std::size_t take = std::min(n, 64 - fill_);
-      std::memcpy(buf_ + fill_, p, take);
-      fill_ += take;
-      p += take;
-      n -= take;
-      if (fill_ < 64) return;
-      block(buf_);
-      fill_ = 0;
-    }
-    for (; n >= 64; p += 64, n -= 64) block(p);
-    std::memcpy(buf_, p, n);
-    fill_ = n;
-  }
-  std::string hex() {
-    const std::uint64_t bits = len_ * 8;
-    const unsigned char one = 0x80, zero = 0;
-    update(&one, 1);
-    while (fill_ != 56) update(&zero, 1);
-    unsigned char be[8];
-    for (int i = 0; i < 8; ++i) be[i] = static_cast<unsigned char>(bits >> (56 - 8 * i));
-    update(be, 8);
-    static const char digits[] = "0123456789abcdef";
-    std::string out;
-    for (const std::uint32_t w : h_)
-      for (int s = 28; s >= 0; s -= 4) out += digits[(w >> s) & 15];
-    return out;
-  }
-
- private:
-  static std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-  void block(const unsigned char* p) {
-    static constexpr std::uint32_t k[64] = {
-        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-    std::uint32_t w[64];
-    for (int i = 0; i < 16; ++i)
-      w[i] = (std::uint32_t{p[4 * i]} << 24) | (std::uint32_t{p[4 * i + 1]} << 16) | (std::uint32_t{p[4 * i + 2]} << 8) |
-             std::uint32_t{p[4 * i + 3]};
-    for (int i = 16; i < 64; ++i) {
-      const std::uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-      const std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-    }
-    std::uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
-    for (int i = 0; i < 64; ++i) {
-      const std::uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
-      const std::uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-      h = g;
-      g = f;
-      f = e;
-      e = d + t1;
-      d = c;
-      c = b;
-      b = a;
-      a = t1 + t2;
-    }
-    h_[0] += a; h_[1] += b; h_[2] += c; h_[3] += d; h_[4] += e; h_[5] += f; h_[6] += g; h_[7] += h;
-  }
-
-  std::array<std::uint32_t, 8> h_;
-  std::uint64_t len_;
-  unsigned char buf_[64];
-  std::size_t fill_;
-};
 
 // "line L, column C" of a byte offset, for JSON parse errors.
 std::string line_col(const std::string& text, std::size_t byte) {
@@ -135,32 +51,6 @@ std::string read_text_file(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// Whole file, decompressing gzip transparently (gzread passes plain files through).
-std::string read_maybe_gz(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) throw InputError("cannot open '" + path + "': " + std::strerror(errno));
-  std::string out;
-  std::vector<char> buf(1 << 20);
-  for (;;) {
-    const int n = gzread(f, buf.data(), static_cast<unsigned>(buf.size()));
-    if (n < 0) {
-      int errnum = 0;
-      const std::string msg = gzerror(f, &errnum);
-      gzclose(f);
-      throw InputError(path + ": cannot decompress: " + msg);
-    }
-    if (n == 0) {
-      // A truncated gzip stream ends with a soft Z_BUF_ERROR, not n < 0: refuse it too.
-      int errnum = Z_OK;
-      const std::string msg = gzerror(f, &errnum);
-      gzclose(f);
-      if (errnum != Z_OK) throw InputError(path + ": cannot decompress: " + msg);
-      return out;
-    }
-    out.append(buf.data(), static_cast<std::size_t>(n));
-  }
 }
 
 std::string join(const std::vector<std::string>& v, const std::string& sep) {
@@ -193,58 +83,6 @@ bool parse_number(const std::string& field, bool money, double& out) {
   const char* e = b + s.size();
   const auto [ptr, ec] = std::from_chars(b, e, out);
   return ec == std::errc() && ptr == e && std::isfinite(out);
-}
-
-// Splits a CSV line into trimmed fields; double quotes group ("" is a literal quote).
-void split_csv(std::string_view line, std::vector<std::string>& fields) {
-  fields.clear();
-  std::string cur;
-  bool quoted = false, was_quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"') {
-        if (i + 1 < line.size() && line[i + 1] == '"') {
-          cur += '"';
-          ++i;
-        } else {
-          quoted = false;
-        }
-      } else {
-        cur += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-      was_quoted = true;
-    } else if (c == ',') {
-      fields.push_back(was_quoted ? cur : trim(cur));
-      cur.clear();
-      was_quoted = false;
-    } else {
-      cur += c;
-    }
-  }
-  fields.push_back(was_quoted ? cur : trim(cur));
-}
-
-// Lines of a text with \n, \r\n or \r line ends; `fn(line, line_number)`.
-template <typename Fn>
-void for_each_line(const std::string& text, Fn&& fn) {
-  std::size_t pos = 0, line_no = 0;
-  if (text.size() >= 3 && std::memcmp(text.data(), "\xEF\xBB\xBF", 3) == 0) pos = 3;
-  while (pos < text.size()) {
-    std::size_t end = text.find_first_of("\r\n", pos);
-    if (end == std::string::npos) end = text.size();
-    ++line_no;
-    fn(std::string_view(text).substr(pos, end - pos), line_no);
-    pos = end;
-    if (pos < text.size() && text[pos] == '\r') {
-      ++pos;
-      if (pos < text.size() && text[pos] == '\n') ++pos;
-    } else if (pos < text.size()) {
-      ++pos;  // '\n'
-    }
-  }
 }
 
 // The parsed table before preprocessing: selected feature columns (categorical ones hold
@@ -365,10 +203,12 @@ void read_numeric_file(const std::string& name, const json& entry, const json& f
   }
 }
 
-// Tables with text fields: quoted CSV, categorical levels, money columns, row filters.
+// Tables with text fields: categorical levels, money columns ("$1,234"), row filters on text
+// columns, missing-value markers. TableReader only returns numbers, so these go through the
+// engine's CsvFieldReader (the same CSV tokenizer, fields as text) and are interpreted here.
 void read_text_file_table(const std::string& name, const json& entry, const json& file_entry, const std::string& path,
                           const std::vector<int>& cols, RawTable& out) {
-  const std::string text = read_maybe_gz(path);
+  CsvFieldReader reader(path);
   const bool header = file_entry.value("header", entry.value("header", false));
   const int expected = as_int(file_entry, "columns", as_int(entry, "columns", 0));
   const int label = as_int(entry, "label", 0);
@@ -397,17 +237,12 @@ void read_text_file_table(const std::string& name, const json& entry, const json
   std::vector<float> values;
   std::vector<double> labels;
   std::size_t data_row = 0, skipped = 0, filled = 0;
-  bool first = true;
-  for_each_line(text, [&](std::string_view line, std::size_t line_no) {
-    if (trim(line).empty()) return;
-    if (first && header) {
-      first = false;
-      return;
-    }
-    first = false;
+  if (header) reader.next(fields);
+  // One data row; returns without adding it when a filter or a missing value drops it.
+  auto read_row = [&] {
     ++data_row;
-    split_csv(line, fields);
-    const std::string where = path + ":" + std::to_string(line_no) + ": data row " + std::to_string(data_row) + ": ";
+    const std::string where =
+        path + ":" + std::to_string(reader.line_no()) + ": data row " + std::to_string(data_row) + ": ";
     if (expected > 0 && fields.size() != static_cast<std::size_t>(expected))
       throw InputError(where + "registry entry '" + name + "' expects " + std::to_string(expected) + " fields, found " +
                        std::to_string(fields.size()));
@@ -463,7 +298,8 @@ void read_text_file_table(const std::string& name, const json& entry, const json
       if (!levels.count(label)) check_label(name, entry, v, path, data_row);
       labels.push_back(v);
     }
-  });
+  };
+  while (reader.next(fields)) read_row();
   const std::size_t n = values.size() / std::max<std::size_t>(cols.size(), 1);
   if (n == 0) throw InputError(path + ": no data rows (registry entry '" + name + "')");
   const Eigen::Index base = out.x.rows();
@@ -638,24 +474,50 @@ std::uint64_t name_hash(const std::string& s) {
 
 }  // namespace
 
+// SHA-256 through OpenSSL's EVP interface, for checking data files against the registry.
+namespace {
+
+std::string hex_digest(const unsigned char* md, unsigned len) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * len);
+  for (unsigned i = 0; i < len; ++i) {
+    out += digits[md[i] >> 4];
+    out += digits[md[i] & 15];
+  }
+  return out;
+}
+
+[[noreturn]] void openssl_failure(const char* what) {
+  throw Error(std::string("sha256: OpenSSL ") + what + " failed");
+}
+
+}  // namespace
+
 std::string sha256_hex(const void* data, std::size_t size) {
-  Sha256 h;
-  h.update(static_cast<const unsigned char*>(data), size);
-  return h.hex();
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  if (EVP_Digest(data, size, md, &len, EVP_sha256(), nullptr) != 1) openssl_failure("EVP_Digest");
+  return hex_digest(md, len);
 }
 
 std::string sha256_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot open '" + path + "': " + std::strerror(errno));
-  Sha256 h;
+  const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) openssl_failure("EVP_DigestInit_ex");
   std::vector<char> buf(1 << 20);
   while (in) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
     const auto got = in.gcount();
-    if (got > 0) h.update(reinterpret_cast<const unsigned char*>(buf.data()), static_cast<std::size_t>(got));
+    if (got > 0 && EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<std::size_t>(got)) != 1)
+      openssl_failure("EVP_DigestUpdate");
   }
   if (in.bad()) throw InputError("cannot read '" + path + "'");
-  return h.hex();
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  if (EVP_DigestFinal_ex(ctx.get(), md, &len) != 1) openssl_failure("EVP_DigestFinal_ex");
+  return hex_digest(md, len);
 }
 
 // ---------------------------------------------------------------------------------------
