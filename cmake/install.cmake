@@ -30,7 +30,7 @@ install(FILES ${CMAKE_BINARY_DIR}/privraceConfig.cmake ${CMAKE_BINARY_DIR}/privr
         DESTINATION ${PRIVRACE_CMAKE_DIR})
 
 # The registry and the shipped configs: found by the installed commands through
-# <prefix>/share/privrace (src/privrace/io/home.hpp). Data sets themselves are never installed.
+# <prefix>/share/privrace (experiments/data/home.hpp). Data sets themselves are never installed.
 install(FILES ${CMAKE_SOURCE_DIR}/datasets/registry.json DESTINATION ${CMAKE_INSTALL_DATADIR}/privrace/datasets)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/configs DESTINATION ${CMAKE_INSTALL_DATADIR}/privrace
         FILES_MATCHING PATTERN "*.json" PATTERN "*.md")
