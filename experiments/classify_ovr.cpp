@@ -10,15 +10,14 @@
 namespace privrace::experiments {
 namespace {
 
-class ObjectivePerturbationOvrMethod final : public Method {
+class ObjectivePerturbationOvrMethod final : public TypedMethod<ClassifyContext> {
  public:
   std::string name() const override { return "objpert_ovr"; }
   std::string task() const override { return "classification"; }
   std::vector<ParamSpec> parameters() const override {
     return {{"lambda", ParamSpec::Kind::PositiveNumber, nullptr, {}, "L2 regulariser Lambda > 0 of every binary problem"}};
   }
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const ClassifyContext&>(base);
+  void run(const ClassifyContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const double lambda = group.params.at("lambda").get<double>();
     for (std::size_t i = 0; i < group.cells.size(); ++i) {
       const PendingCell& cell = group.cells[i];
@@ -62,6 +61,6 @@ class ObjectivePerturbationOvrMethod final : public Method {
 
 }  // namespace
 
-std::unique_ptr<Method> make_objective_perturbation_ovr_method() { return std::make_unique<ObjectivePerturbationOvrMethod>(); }
+void register_classify_ovr(Registry& registry) { registry.add_method(std::make_unique<ObjectivePerturbationOvrMethod>()); }
 
 }  // namespace privrace::experiments

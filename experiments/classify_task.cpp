@@ -10,6 +10,7 @@
 #include "privrace/core/progress.hpp"
 #include "privrace/privacy/budget.hpp"
 #include "privrace/tasks/classify.hpp"
+#include "release_sweep.hpp"
 
 namespace privrace::experiments {
 
@@ -156,19 +157,10 @@ json accuracy_metrics(const std::vector<int>& predicted, const std::vector<int>&
   return {{"accuracy", acc}, {"error", 1 - acc}};
 }
 
-PrivacySpec privacy_of(const json& p, double epsilon) {
-  PrivacySpec spec;
-  spec.epsilon = epsilon;
-  spec.delta = p.at("delta").get<double>();
-  spec.mechanism = parse_mechanism(p.at("mechanism").get<std::string>());
-  spec.neighbors = parse_neighbors(p.at("neighbors").get<std::string>());
-  return spec;
-}
-
 // RACE max-likelihood / MAP classifier (tasks/classify.hpp): one private sketch per class, each
 // with the whole epsilon (parallel composition over the disjoint classes). The exact counts
 // depend only on (R, W, seed), so a group builds them once and each epsilon privatizes a copy.
-class RaceClassifierMethod final : public Method {
+class RaceClassifierMethod final : public TypedMethod<ClassifyContext> {
  public:
   std::string name() const override { return "race_classifier"; }
   std::string task() const override { return "classification"; }
@@ -186,8 +178,7 @@ class RaceClassifierMethod final : public Method {
   std::string check(const json& p) const override {
     return check_race_noise_parameters(p);
   }
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const ClassifyContext&>(base);
+  void run(const ClassifyContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& p = group.params;
     RaceClassifierSpec spec;
     spec.rows = p.at("rows").get<std::size_t>();
@@ -199,19 +190,20 @@ class RaceClassifierMethod final : public Method {
     RaceClassifier exact(spec, static_cast<std::size_t>(ctx.train_x.cols()), ctx.classes);
     exact.fit(ctx.train_x, ctx.train_y);
     const DecisionRule rule = parse_decision_rule(p.at("rule").get<std::string>());
-    for (std::size_t i = 0; i < group.cells.size(); ++i) {
-      const PendingCell& cell = group.cells[i];
-      RaceClassifier clf = exact;  // exact counts are never released
-      const PrivacySpec ps = privacy_of(p, cell.epsilon);
-      const auto t1 = std::chrono::steady_clock::now();
-      clf.privatize(ps, NoiseSource{true, cell.noise_seed});
-      const double noise_seconds = seconds_since(t1);
+    // Each epsilon: a copy of the exact class sketches, noised once (the exact counts are never released).
+    const auto privatized = [&](double epsilon, const NoiseSource& noise) {
+      RaceClassifier clf = exact;
+      clf.privatize(race_privacy_spec(p, epsilon), noise);
+      return clf;
+    };
+    sweep_epsilons(group, emit, privatized, [&](const CellRelease<RaceClassifier>& c) {
+      const RaceClassifier& clf = c.release;
       const auto t2 = std::chrono::steady_clock::now();
       const auto pred = clf.predict(ctx.test_x, rule);
       const double query_seconds = seconds_since(t2);
       CellResult r;
       r.metrics = accuracy_metrics(pred, ctx.test_y);
-      r.build_seconds = exact.build_seconds() + noise_seconds;
+      r.build_seconds = exact.build_seconds() + c.noise_seconds;
       r.query_seconds_per_query = query_seconds / static_cast<double>(ctx.test_x.rows());
       r.details = {{"bandwidth", ctx.bandwidth},
                    {"bandwidth_selection", ctx.bandwidth_selection},
@@ -219,15 +211,15 @@ class RaceClassifierMethod final : public Method {
                               "class priors from the noisy N-hat (post-processing)"},
                    {"n_hat", clf.n_hat()},
                    {"hash_seconds", exact.build_seconds()},
-                   {"noise_seconds", noise_seconds},
+                   {"noise_seconds", c.noise_seconds},
                    {"noise_scale", clf.sketch(0).privacy().value("noise_scale", 0.0)}};
-      emit(i, std::move(r));
-    }
+      return r;
+    });
   }
 };
 
 // Chaudhuri, Monteleoni & Sarwate 2011, Algorithm 2 (baselines/objective_perturbation.hpp).
-class ObjectivePerturbationMethod final : public Method {
+class ObjectivePerturbationMethod final : public TypedMethod<ClassifyContext> {
  public:
   std::string name() const override { return "objective_perturbation"; }
   std::string task() const override { return "classification"; }
@@ -235,8 +227,7 @@ class ObjectivePerturbationMethod final : public Method {
     using K = ParamSpec::Kind;
     return {{"lambda", K::PositiveNumber, nullptr, {}, "L2 regulariser Lambda > 0"}};
   }
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const ClassifyContext&>(base);
+  void run(const ClassifyContext& ctx, const CellGroup& group, const Emit& emit) const override {
     if (ctx.classes != 2) throw UsageError("objective_perturbation: binary classification only");
     const double lambda = group.params.at("lambda").get<double>();
     for (std::size_t i = 0; i < group.cells.size(); ++i) {
@@ -265,14 +256,13 @@ class ObjectivePerturbationMethod final : public Method {
 };
 
 // The majority class of the training labels (non-private reference line).
-class MajorityMethod final : public Method {
+class MajorityMethod final : public TypedMethod<ClassifyContext> {
  public:
   std::string name() const override { return "majority"; }
   std::string task() const override { return "classification"; }
   std::vector<ParamSpec> parameters() const override { return {}; }
   bool uses_epsilon() const override { return false; }
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const ClassifyContext&>(base);
+  void run(const ClassifyContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::size_t> counts(ctx.classes, 0);
     for (const int c : ctx.train_y) ++counts[static_cast<std::size_t>(c)];
@@ -290,9 +280,11 @@ class MajorityMethod final : public Method {
 
 }  // namespace
 
-std::unique_ptr<Task> make_classification_task() { return std::make_unique<ClassificationTask>(); }
-std::unique_ptr<Method> make_race_classifier_method() { return std::make_unique<RaceClassifierMethod>(); }
-std::unique_ptr<Method> make_objective_perturbation_method() { return std::make_unique<ObjectivePerturbationMethod>(); }
-std::unique_ptr<Method> make_majority_method() { return std::make_unique<MajorityMethod>(); }
+void register_classify_task(Registry& registry) {
+  registry.add_task(std::make_unique<ClassificationTask>());
+  registry.add_method(std::make_unique<RaceClassifierMethod>());
+  registry.add_method(std::make_unique<ObjectivePerturbationMethod>());
+  registry.add_method(std::make_unique<MajorityMethod>());
+}
 
 }  // namespace privrace::experiments

@@ -23,11 +23,9 @@ struct ClassifyContext : TaskContext {
 // perturbation (classification, one-vs-rest, M2M's dp_erm), every row of norm <= 1.
 DoubleMatrix logistic_inputs(const DenseMatrix& x);
 
-std::unique_ptr<Task> make_classification_task();
-std::unique_ptr<Method> make_race_classifier_method();
-std::unique_ptr<Method> make_objective_perturbation_method();
-std::unique_ptr<Method> make_majority_method();
-// Objective perturbation one-vs-rest for K classes, epsilon / K per class (classify_ovr.cpp).
-std::unique_ptr<Method> make_objective_perturbation_ovr_method();
+// Task classification; methods race_classifier, objective_perturbation, majority.
+void register_classify_task(Registry& registry);
+// Method objpert_ovr: objective perturbation one-vs-rest for K classes, epsilon / K per class (classify_ovr.cpp).
+void register_classify_ovr(Registry& registry);
 
 }  // namespace privrace::experiments

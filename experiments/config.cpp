@@ -178,81 +178,67 @@ std::string ExperimentConfig::fingerprint() const {
   return sha256_hex(j.dump().data(), j.dump().size()).substr(0, 16);
 }
 
-ExperimentConfig parse_config(const json& input, const std::string& file, bool quick, const Registry& registry,
-                              const DatasetRegistry& datasets) {
-  const Checker c{file};
-  const JsonPath root;
-  c.object(input, root);
-  json j = input;
-  const std::vector<std::string> top_keys = {"name", "description", "figure", "task", "dataset", "metric", "selection",
-                                             "methods", "epsilons", "repetitions", "seed", "threads", "quick"};
-  c.known_keys(j, root, top_keys);
-  // The quick section is validated even without --quick, so its mistakes surface early.
-  if (j.contains("quick")) {
-    const JsonPath qp = root / "quick";
-    const json& q = j.at("quick");
-    c.object(q, qp);
-    c.known_keys(q, qp, {"repetitions", "epsilons", "grids", "task", "dataset", "methods"});
-    if (q.contains("grids")) {
-      c.object(q.at("grids"), qp / "grids");
-      for (const auto& [label, g] : q.at("grids").items()) {
-        bool found = false;
-        for (const auto& m : j.value("methods", json::array()))
-          if (m.is_object() && (m.value("label", m.value("name", std::string())) == label)) found = true;
-        if (!found) c.fail(qp / "grids" / label, "no method with this label (or name) in $.methods");
-        c.object(g, qp / "grids" / label);
-      }
+namespace {
+
+// Validates the "quick" section (even without --quick, so its mistakes surface early) and, with
+// --quick, applies it to `j`: its keys replace the config's ("task" and "dataset" are merged), a
+// quick grid entry replaces the full run's value, in "grid" or in "fixed". Removes "quick".
+void apply_quick(const Checker& c, json& j, bool quick) {
+  if (!j.contains("quick")) return;
+  const JsonPath qp = JsonPath() / "quick";
+  const json& q = j.at("quick");
+  c.object(q, qp);
+  c.known_keys(q, qp, {"repetitions", "epsilons", "grids", "task", "dataset", "methods"});
+  if (q.contains("grids")) {
+    c.object(q.at("grids"), qp / "grids");
+    for (const auto& [label, g] : q.at("grids").items()) {
+      bool found = false;
+      for (const auto& m : j.value("methods", json::array()))
+        if (m.is_object() && (m.value("label", m.value("name", std::string())) == label)) found = true;
+      if (!found) c.fail(qp / "grids" / label, "no method with this label (or name) in $.methods");
+      c.object(g, qp / "grids" / label);
     }
-    if (quick) {
-      json patch = q;
-      patch.erase("grids");
-      if (patch.contains("task") && j.contains("task") && j.at("task").is_object() && patch.at("task").is_object()) {
-        json t = j.at("task");
-        t.merge_patch(patch.at("task"));
-        patch["task"] = t;
-      }
-      if (patch.contains("dataset") && j.contains("dataset") && j.at("dataset").is_object() && patch.at("dataset").is_object()) {
-        json d = j.at("dataset");
-        d.merge_patch(patch.at("dataset"));
-        patch["dataset"] = d;
-      }
-      for (auto& [k, v] : patch.items()) j[k] = v;
-      if (q.contains("grids") && j.contains("methods") && j.at("methods").is_array())
-        for (auto& m : j.at("methods"))
-          if (m.is_object()) {
-            const std::string label = m.value("label", m.value("name", std::string()));
-            if (q.at("grids").contains(label))
-              for (const auto& [param, values] : q.at("grids").at(label).items()) {
-                // A quick grid entry replaces the full run's value, in "grid" or in "fixed".
-                if (m.contains("fixed") && m.at("fixed").is_object()) m["fixed"].erase(param);
-                m["grid"][param] = values;
-              }
-          }
-    }
-    j.erase("quick");
   }
+  if (quick) {
+    json patch = q;
+    patch.erase("grids");
+    for (const char* merged : {"task", "dataset"})
+      if (patch.contains(merged) && j.contains(merged) && j.at(merged).is_object() && patch.at(merged).is_object()) {
+        json t = j.at(merged);
+        t.merge_patch(patch.at(merged));
+        patch[merged] = t;
+      }
+    for (auto& [k, v] : patch.items()) j[k] = v;
+    if (q.contains("grids") && j.contains("methods") && j.at("methods").is_array())
+      for (auto& m : j.at("methods"))
+        if (m.is_object()) {
+          const std::string label = m.value("label", m.value("name", std::string()));
+          if (q.at("grids").contains(label))
+            for (const auto& [param, values] : q.at("grids").at(label).items()) {
+              if (m.contains("fixed") && m.at("fixed").is_object()) m["fixed"].erase(param);
+              m["grid"][param] = values;
+            }
+        }
+  }
+  j.erase("quick");
+}
 
-  ExperimentConfig cfg;
-  cfg.file = file;
-  cfg.quick = quick;
-  cfg.name = c.string(c.field(j, "name", root), root / "name");
-  if (!std::regex_match(cfg.name, std::regex("[A-Za-z0-9_.-]+")))
-    c.fail(root / "name", "expected letters, digits, '_', '.' or '-' (it names the results file)");
-  if (j.contains("description")) cfg.description = c.string(j.at("description"), root / "description");
-  cfg.figure = j.contains("figure") ? c.string(j.at("figure"), root / "figure") : cfg.name;
-
-  // Task.
-  const JsonPath tp = root / "task";
-  const json& task = c.field(j, "task", root);
+// $.task: the task type and its options (defaults filled in).
+const Task& parse_task(const Checker& c, const json& j, const Registry& registry, ExperimentConfig& cfg) {
+  const JsonPath tp = JsonPath() / "task";
+  const json& task = c.field(j, "task", JsonPath());
   c.object(task, tp);
   cfg.task = c.string(c.field(task, "type", tp), tp / "type");
   const Task* driver = registry.task(cfg.task);
   if (!driver) c.fail(tp / "type", "unknown task '" + cfg.task + "' (known: " + join(registry.task_names()) + ")");
   cfg.task_options = apply_specs(c, task, tp, driver->options(), {"type"});
+  return *driver;
+}
 
-  // Data set.
-  const JsonPath dp = root / "dataset";
-  const json& ds = c.field(j, "dataset", root);
+// $.dataset: a registered data set and its preprocessing.
+void parse_dataset(const Checker& c, const json& j, const DatasetRegistry& datasets, ExperimentConfig& cfg) {
+  const JsonPath dp = JsonPath() / "dataset";
+  const json& ds = c.field(j, "dataset", JsonPath());
   c.object(ds, dp);
   c.known_keys(ds, dp, {"name", "preprocessing"});
   cfg.dataset = c.string(c.field(ds, "name", dp), dp / "name");
@@ -267,9 +253,12 @@ ExperimentConfig parse_config(const json& input, const std::string& file, bool q
     }
     cfg.preprocessing = ds.at("preprocessing");
   }
+}
 
-  // Metric and selection.
-  const auto metrics = driver->metrics();
+// $.metric (default: the task's first) and $.selection.
+void parse_metric(const Checker& c, const json& j, const Task& driver, ExperimentConfig& cfg) {
+  const JsonPath root;
+  const auto metrics = driver.metrics();
   cfg.metric = j.contains("metric") ? c.string(j.at("metric"), root / "metric") : metrics.front();
   if (std::find(metrics.begin(), metrics.end(), cfg.metric) == metrics.end())
     c.fail(root / "metric", "task '" + cfg.task + "' records " + join(metrics) + ", not '" + cfg.metric + "'");
@@ -278,107 +267,148 @@ ExperimentConfig parse_config(const json& input, const std::string& file, bool q
     if (cfg.selection != "best_over_grid" && cfg.selection != "all")
       c.fail(root / "selection", "expected \"best_over_grid\" or \"all\"");
   }
+}
 
-  // Epsilons and repetitions first: with them the size of every grid is known before it is expanded.
-  cfg.epsilons = parse_epsilons(c, c.field(j, "epsilons", root), root / "epsilons");
+// $.repetitions; returns the most a method may ask for: the full run's repetitions (with
+// --quick, $.repetitions is the quick one, `input` the config before the quick patch).
+std::uint64_t parse_repetitions(const Checker& c, const json& j, const json& input, ExperimentConfig& cfg) {
+  const JsonPath root;
   const json& reps = c.field(j, "repetitions", root);
   if (!is_count(reps, 1)) c.fail(root / "repetitions", "expected a positive integer");
   if (!reps.is_number_integer() || reps.get<std::uint64_t>() > 1000000)
     c.fail(root / "repetitions", "expected at most 1000000 repetitions");
   cfg.repetitions = reps.get<int>();
-  // The full run's repetitions bound a method's own (with --quick, $.repetitions is the quick one).
   const json& full_reps = input.contains("repetitions") ? input.at("repetitions") : reps;
-  const std::uint64_t max_method_reps =
-      is_count(full_reps, 1) && full_reps.is_number_integer() ? full_reps.get<std::uint64_t>() : 1000000;
+  return is_count(full_reps, 1) && full_reps.is_number_integer() ? full_reps.get<std::uint64_t>() : 1000000;
+}
 
-  // Methods.
+// A method entry's "grid" and "fixed" values against its ParamSpecs; defaults fill the rest.
+void parse_method_params(const Checker& c, const json& m, const JsonPath& at, const Method& method, MethodSpec& spec) {
+  const auto params = method.parameters();
+  auto find_spec = [&](const std::string& key) -> const ParamSpec* {
+    for (const auto& p : params)
+      if (p.name == key) return &p;
+    return nullptr;
+  };
+  std::vector<std::string> names;
+  for (const auto& p : params) names.push_back(p.name);
+  const json grid = m.value("grid", json::object());
+  const json fixed = m.value("fixed", json::object());
+  c.object(grid, at / "grid");
+  c.object(fixed, at / "fixed");
+  for (const auto& [key, values] : grid.items()) {
+    const ParamSpec* ps = find_spec(key);
+    if (!ps)
+      c.fail(at / "grid" / key, "unknown parameter of method '" + spec.name + "' (expected one of " + join(names) + ")");
+    std::string plural = describe_kind(*ps);
+    if (plural.rfind("a ", 0) == 0) plural = plural.substr(2) + "s";
+    if (!values.is_array() || values.empty()) c.fail(at / "grid" / key, "expected an array of " + plural);
+    for (std::size_t k = 0; k < values.size(); ++k)
+      if (!check_value(*ps, values[k]).empty()) c.fail(at / "grid" / key, "expected an array of " + plural);
+    spec.grid[key] = values.get<std::vector<json>>();
+  }
+  for (const auto& [key, value] : fixed.items()) {
+    const ParamSpec* ps = find_spec(key);
+    if (!ps)
+      c.fail(at / "fixed" / key, "unknown parameter of method '" + spec.name + "' (expected one of " + join(names) + ")");
+    if (grid.contains(key)) c.fail(at / "fixed" / key, "also given in grid; give it in one place");
+    const std::string problem = check_value(*ps, value);
+    if (!problem.empty()) c.fail(at / "fixed" / key, problem);
+    spec.fixed[key] = value;
+  }
+  for (const auto& p : params)
+    if (!grid.contains(p.name) && !fixed.contains(p.name)) {
+      if (p.default_value.is_null())
+        c.fail(at / "grid" / p.name, "missing (required parameter of method '" + spec.name + "': " + describe_kind(p) + ")");
+      spec.fixed[p.name] = p.default_value;
+    }
+}
+
+// The method entries' running totals: labels used so far and cells asked for.
+struct MethodTally {
+  std::set<std::string> labels;
+  double cells = 0.0;
+};
+
+// $.methods[i]: name, label, grid / fixed, repetitions; the grid's size and every point's check.
+MethodSpec parse_method(const Checker& c, const json& m, const JsonPath& at, const Registry& registry,
+                        const ExperimentConfig& cfg, std::uint64_t max_method_reps, MethodTally& tally) {
+  c.object(m, at);
+  c.known_keys(m, at, {"name", "label", "grid", "fixed", "repetitions"});
+  MethodSpec spec;
+  spec.name = c.string(c.field(m, "name", at), at / "name");
+  const Method* method = registry.method(spec.name);
+  if (!method)
+    c.fail(at / "name", "unknown method '" + spec.name + "' (methods for task '" + cfg.task +
+                            "': " + join(registry.method_names(cfg.task)) + ")");
+  if (method->task() != cfg.task)
+    c.fail(at / "name", "method '" + spec.name + "' solves task '" + method->task() + "', not '" + cfg.task + "'");
+  spec.label = m.contains("label") ? c.string(m.at("label"), at / "label") : spec.name;
+  if (spec.label.empty() || spec.label.find('|') != std::string::npos)
+    c.fail(at / "label", "expected a non-empty string without '|'");
+  if (!tally.labels.insert(spec.label).second)
+    c.fail(at / "label", "label '" + spec.label + "' is used twice; give each method entry its own label");
+  parse_method_params(c, m, at, *method, spec);
+  // A method may run fewer repetitions than the config (e.g. a generator that trains a network
+  // per cell), never more; the quick section's repetitions cap it as they cap the config's.
+  spec.repetitions = cfg.repetitions;
+  if (m.contains("repetitions")) {
+    const json& r = m.at("repetitions");
+    if (!is_count(r, 1) || !r.is_number_integer()) c.fail(at / "repetitions", "expected a positive integer");
+    if (r.get<std::uint64_t>() > max_method_reps)
+      c.fail(at / "repetitions", "expected at most $.repetitions (" + std::to_string(max_method_reps) +
+                                     "); a method may run fewer repetitions than the config, not more");
+    spec.repetitions = std::min(cfg.repetitions, r.get<int>());
+  }
+  // Refused before the grid is expanded: a typo such as a 10^9-point grid must not allocate it.
+  double points = 1.0;
+  for (const auto& [param, values] : spec.grid) points *= static_cast<double>(values.size());
+  tally.cells += points * static_cast<double>(cfg.epsilons.size()) * static_cast<double>(spec.repetitions);
+  if (tally.cells > kMaxGridCells)
+    c.fail(at / "grid", "the config asks for " + count_text(tally.cells) +
+                            " cells (grid points x epsilons x repetitions, this method's grid has " +
+                            count_text(points) + " points); at most " + count_text(kMaxGridCells) +
+                            " are run in one config");
+  for (const auto& point : spec.expand()) {
+    const std::string problem = method->check(point);
+    if (!problem.empty()) c.fail(at, problem + " (at " + point.dump() + ")");
+  }
+  return spec;
+}
+
+}  // namespace
+
+ExperimentConfig parse_config(const json& input, const std::string& file, bool quick, const Registry& registry,
+                              const DatasetRegistry& datasets) {
+  const Checker c{file};
+  const JsonPath root;
+  c.object(input, root);
+  json j = input;
+  c.known_keys(j, root, {"name", "description", "figure", "task", "dataset", "metric", "selection", "methods",
+                         "epsilons", "repetitions", "seed", "threads", "quick"});
+  apply_quick(c, j, quick);
+
+  ExperimentConfig cfg;
+  cfg.file = file;
+  cfg.quick = quick;
+  cfg.name = c.string(c.field(j, "name", root), root / "name");
+  if (!std::regex_match(cfg.name, std::regex("[A-Za-z0-9_.-]+")))
+    c.fail(root / "name", "expected letters, digits, '_', '.' or '-' (it names the results file)");
+  if (j.contains("description")) cfg.description = c.string(j.at("description"), root / "description");
+  cfg.figure = j.contains("figure") ? c.string(j.at("figure"), root / "figure") : cfg.name;
+  const Task& driver = parse_task(c, j, registry, cfg);
+  parse_dataset(c, j, datasets, cfg);
+  parse_metric(c, j, driver, cfg);
+  // Epsilons and repetitions first: with them the size of every grid is known before it is expanded.
+  cfg.epsilons = parse_epsilons(c, c.field(j, "epsilons", root), root / "epsilons");
+  const std::uint64_t max_method_reps = parse_repetitions(c, j, input, cfg);
+
   const JsonPath mp = root / "methods";
   const json& methods = c.field(j, "methods", root);
   if (!methods.is_array() || methods.empty()) c.fail(mp, "expected a non-empty array of methods");
-  std::set<std::string> labels;
-  double cells = 0.0;
-  for (std::size_t i = 0; i < methods.size(); ++i) {
-    const JsonPath at = mp[i];
-    const json& m = methods[i];
-    c.object(m, at);
-    c.known_keys(m, at, {"name", "label", "grid", "fixed", "repetitions"});
-    MethodSpec spec;
-    spec.name = c.string(c.field(m, "name", at), at / "name");
-    const Method* method = registry.method(spec.name);
-    if (!method)
-      c.fail(at / "name", "unknown method '" + spec.name + "' (methods for task '" + cfg.task +
-                              "': " + join(registry.method_names(cfg.task)) + ")");
-    if (method->task() != cfg.task)
-      c.fail(at / "name", "method '" + spec.name + "' solves task '" + method->task() + "', not '" + cfg.task + "'");
-    spec.label = m.contains("label") ? c.string(m.at("label"), at / "label") : spec.name;
-    if (spec.label.empty() || spec.label.find('|') != std::string::npos)
-      c.fail(at / "label", "expected a non-empty string without '|'");
-    if (!labels.insert(spec.label).second)
-      c.fail(at / "label", "label '" + spec.label + "' is used twice; give each method entry its own label");
-    const auto params = method->parameters();
-    auto find_spec = [&](const std::string& key) -> const ParamSpec* {
-      for (const auto& p : params)
-        if (p.name == key) return &p;
-      return nullptr;
-    };
-    std::vector<std::string> names;
-    for (const auto& p : params) names.push_back(p.name);
-    const json grid = m.value("grid", json::object());
-    const json fixed = m.value("fixed", json::object());
-    c.object(grid, at / "grid");
-    c.object(fixed, at / "fixed");
-    for (const auto& [key, values] : grid.items()) {
-      const ParamSpec* ps = find_spec(key);
-      if (!ps)
-        c.fail(at / "grid" / key, "unknown parameter of method '" + spec.name + "' (expected one of " + join(names) + ")");
-      std::string plural = describe_kind(*ps);
-      if (plural.rfind("a ", 0) == 0) plural = plural.substr(2) + "s";
-      if (!values.is_array() || values.empty()) c.fail(at / "grid" / key, "expected an array of " + plural);
-      for (std::size_t k = 0; k < values.size(); ++k)
-        if (!check_value(*ps, values[k]).empty()) c.fail(at / "grid" / key, "expected an array of " + plural);
-      spec.grid[key] = values.get<std::vector<json>>();
-    }
-    for (const auto& [key, value] : fixed.items()) {
-      const ParamSpec* ps = find_spec(key);
-      if (!ps)
-        c.fail(at / "fixed" / key, "unknown parameter of method '" + spec.name + "' (expected one of " + join(names) + ")");
-      if (grid.contains(key)) c.fail(at / "fixed" / key, "also given in grid; give it in one place");
-      const std::string problem = check_value(*ps, value);
-      if (!problem.empty()) c.fail(at / "fixed" / key, problem);
-      spec.fixed[key] = value;
-    }
-    for (const auto& p : params)
-      if (!grid.contains(p.name) && !fixed.contains(p.name)) {
-        if (p.default_value.is_null())
-          c.fail(at / "grid" / p.name, "missing (required parameter of method '" + spec.name + "': " + describe_kind(p) + ")");
-        spec.fixed[p.name] = p.default_value;
-      }
-    // A method may run fewer repetitions than the config (e.g. a generator that trains a network
-    // per cell), never more; the quick section's repetitions cap it as they cap the config's.
-    spec.repetitions = cfg.repetitions;
-    if (m.contains("repetitions")) {
-      const json& r = m.at("repetitions");
-      if (!is_count(r, 1) || !r.is_number_integer()) c.fail(at / "repetitions", "expected a positive integer");
-      if (r.get<std::uint64_t>() > max_method_reps)
-        c.fail(at / "repetitions", "expected at most $.repetitions (" + std::to_string(max_method_reps) +
-                                       "); a method may run fewer repetitions than the config, not more");
-      spec.repetitions = std::min(cfg.repetitions, r.get<int>());
-    }
-    // Refused before the grid is expanded: a typo such as a 10^9-point grid must not allocate it.
-    double points = 1.0;
-    for (const auto& [param, values] : spec.grid) points *= static_cast<double>(values.size());
-    cells += points * static_cast<double>(cfg.epsilons.size()) * static_cast<double>(spec.repetitions);
-    if (cells > kMaxGridCells)
-      c.fail(at / "grid", "the config asks for " + count_text(cells) +
-                              " cells (grid points x epsilons x repetitions, this method's grid has " +
-                              count_text(points) + " points); at most " + count_text(kMaxGridCells) +
-                              " are run in one config");
-    for (const auto& point : spec.expand()) {
-      const std::string problem = method->check(point);
-      if (!problem.empty()) c.fail(at, problem + " (at " + point.dump() + ")");
-    }
-    cfg.methods.push_back(std::move(spec));
-  }
+  MethodTally tally;
+  for (std::size_t i = 0; i < methods.size(); ++i)
+    cfg.methods.push_back(parse_method(c, methods[i], mp[i], registry, cfg, max_method_reps, tally));
 
   if (j.contains("seed")) {
     if (!is_count(j.at("seed"), 0)) c.fail(root / "seed", "expected a non-negative integer");

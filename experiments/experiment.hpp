@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "privrace/core/error.hpp"
-#include "privrace/io/dataset.hpp"
+#include "data/dataset.hpp"
 
 namespace privrace::experiments {
 
@@ -123,7 +123,7 @@ struct RunEnvironment {
 };
 
 // Prepared once per run by the task driver and shared (read-only) by every cell. Task
-// drivers derive from it (e.g. KdeContext) and methods downcast to the context of their task.
+// drivers derive from it (e.g. KdeContext); methods receive it typed (TypedMethod<KdeContext>).
 struct TaskContext {
   virtual ~TaskContext() = default;
   const ExperimentConfig* config = nullptr;
@@ -191,6 +191,23 @@ class Method {
   // given group.seed and the cells' noise seeds.
   using Emit = std::function<void(std::size_t, CellResult)>;
   virtual void run_group(const TaskContext& context, const CellGroup& group, const Emit& emit) const = 0;
+};
+
+// The shape of every method: it solves the task whose driver prepares a `Ctx` (KdeContext,
+// RegressContext, ...) and receives that context typed. The one checked downcast is here.
+template <class Ctx>
+class TypedMethod : public Method {
+ public:
+  void run_group(const TaskContext& context, const CellGroup& group, const Emit& emit) const final {
+    const auto* typed = dynamic_cast<const Ctx*>(&context);
+    if (!typed)
+      throw Error("method '" + name() + "' (task '" + task() + "') was given the context of another task");
+    run(*typed, group, emit);
+  }
+
+ protected:
+  // Runs every cell of the group, as Method::run_group describes.
+  virtual void run(const Ctx& context, const CellGroup& group, const Emit& emit) const = 0;
 };
 
 class Registry {

@@ -9,12 +9,13 @@
 #include <limits>
 #include <mutex>
 
+#include "metrics.hpp"
 #include "kde_task.hpp"  // read_truth_cache / write_truth_cache: the same cache file format
 #include "privrace/core/error.hpp"
 #include "privrace/core/progress.hpp"
 #include "privrace/lsh/family.hpp"
 #include "privrace/privacy/budget.hpp"
-#include "privrace/sketch/privatize.hpp"
+#include "release_sweep.hpp"
 #include "privrace/sketch/sketch_io.hpp"
 
 namespace privrace::experiments {
@@ -192,14 +193,14 @@ std::vector<double> debias_all(const RaceSketch& sketch, const std::vector<doubl
 
 std::shared_ptr<const LshFamily> jaccard_family(std::size_t rows, std::size_t power, std::uint64_t seed) {
   FamilySpec fs;
-  fs.kernel = "jaccard";
+  fs.kernel = Kernel::Jaccard;
   fs.rows = rows;
   fs.power = power;
   fs.seed = seed;
   return make_family(fs);
 }
 
-class RaceGraphMethod final : public Method {
+class RaceGraphMethod final : public TypedMethod<GraphContext> {
  public:
   std::string name() const override { return "race_graph"; }
   std::string task() const override { return "graph"; }
@@ -217,20 +218,20 @@ class RaceGraphMethod final : public Method {
     return {};
   }
 
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const GraphContext&>(base);
+  void run(const GraphContext& ctx, const CellGroup& group, const Emit& emit) const override {
     if (ctx.truth.size() != ctx.query_nodes.size())
       throw ConfigError(ctx.config->file + ": $.task.ground_truth: race_graph needs the exact sums (set it to true)");
     const json& p = group.params;
     const std::size_t rows = p.at("rows").get<std::size_t>(), width = p.at("width").get<std::size_t>();
     check_sketch_fits(rows, width, 2);  // the exact counts + one privatized copy
-    RaceSketch exact(jaccard_family(rows, ctx.power, group.seed), width);
+    RaceSketch counts(jaccard_family(rows, ctx.power, group.seed), width);
     SetBuildOptions bo;
     bo.threads = p.at("threads").get<int>() > 0 ? p.at("threads").get<int>() : ctx.threads;
     bo.strategy = p.at("strategy").get<std::string>();
     const auto t0 = std::chrono::steady_clock::now();
-    const BuildReport br = build_set_sketch(exact, ctx.sets, bo);
+    const BuildReport br = build_set_sketch(counts, ctx.sets, bo);
     const double hash_seconds = seconds_since(t0);
+    const ExactSketch exact(std::move(counts), br);
 
     QueryOptions plain, debiased;
     plain.estimator = debiased.estimator = parse_estimator(p.at("estimator").get<std::string>());
@@ -238,28 +239,28 @@ class RaceGraphMethod final : public Method {
     debiased.debias = true;
     const SetBatch queries{&ctx.query_sets, 0, ctx.query_sets.size()};
     // The LSH error floor: the same queries on the exact counts (never released).
-    const auto exact_sums = exact.query_sets(queries, plain);
-    const double mre_nonprivate = graph_mean_relative_error(exact_sums, ctx.truth);
-    const auto exact_deb = debias_all(exact, exact_sums);
-    const double mre_nonprivate_debiased = graph_mean_relative_error(exact_deb, ctx.truth);
+    const auto exact_sums = exact.counts().query_sets(queries, plain);
+    const double mre_nonprivate = mean_relative_error(exact_sums, ctx.truth);
+    const auto exact_deb = debias_all(exact.counts(), exact_sums);
+    const double mre_nonprivate_debiased = mean_relative_error(exact_deb, ctx.truth);
 
-    for (std::size_t i = 0; i < group.cells.size(); ++i) {
-      const PendingCell& cell = group.cells[i];
-      RaceSketch sketch = exact;
+    const auto mechanism = parse_mechanism(p.at("mechanism").get<std::string>());
+    const auto spec_of = [&](double epsilon) {
       PrivacySpec spec;
-      spec.epsilon = cell.epsilon;
-      spec.mechanism = parse_mechanism(p.at("mechanism").get<std::string>());
-      const auto t1 = std::chrono::steady_clock::now();
-      privatize(sketch, spec, NoiseSource{true, cell.noise_seed});
-      const double noise_seconds = seconds_since(t1);
+      spec.epsilon = epsilon;
+      spec.mechanism = mechanism;
+      return spec;
+    };
+    sweep_epsilons(exact, group, emit, spec_of, [&](const CellRelease<Release>& c) {
+      const RaceSketch& sketch = c.release.sketch();
       const auto t2 = std::chrono::steady_clock::now();
       const auto sums = sketch.query_sets(queries, plain);
       const double query_seconds = seconds_since(t2);
       const auto deb = debias_all(sketch, sums);
 
       json file_bytes = nullptr;
-      if (p.at("file_bytes").get<bool>() && group.rep == 0 && i == 0) {
-        const fs::path tmp = fs::temp_directory_path() / ("privrace-graph-" + std::to_string(cell.noise_seed) + ".rsk");
+      if (p.at("file_bytes").get<bool>() && group.rep == 0 && c.index == 0) {
+        const fs::path tmp = fs::temp_directory_path() / ("privrace-graph-" + std::to_string(c.cell.noise_seed) + ".rsk");
         try {
           save_sketch(tmp.string(), sketch);
           file_bytes = static_cast<std::uint64_t>(fs::file_size(tmp));
@@ -271,10 +272,10 @@ class RaceGraphMethod final : public Method {
       }
       CellResult r;
       r.metrics = ctx.metrics(sums, deb, sketch.n_hat());
-      r.build_seconds = hash_seconds + noise_seconds;
+      r.build_seconds = hash_seconds + c.noise_seconds;
       r.query_seconds_per_query = query_seconds / static_cast<double>(sums.size());
       r.details = {{"hash_seconds", hash_seconds},
-                   {"noise_seconds", noise_seconds},
+                   {"noise_seconds", c.noise_seconds},
                    {"build_strategy", br.strategy},
                    {"build_threads", br.threads},
                    {"nodes", ctx.nodes},
@@ -285,14 +286,14 @@ class RaceGraphMethod final : public Method {
                    {"sketch_bytes_raw", static_cast<std::uint64_t>(rows) * width * sizeof(std::int64_t)},
                    {"sketch_file_bytes", file_bytes},
                    {"noise_scale", sketch.privacy().value("noise_scale", 0.0)}};
-      emit(i, std::move(r));
-    }
+      return r;
+    });
   }
 };
 
 // Build time only: each group generates (or reuses) an R-MAT graph of its own scale and
 // sketches it with its own thread count, so one config covers 1..T threads x growing graphs.
-class RaceGraphScalingMethod final : public Method {
+class RaceGraphScalingMethod final : public TypedMethod<GraphContext> {
  public:
   std::string name() const override { return "race_graph_scaling"; }
   std::string task() const override { return "graph"; }
@@ -306,13 +307,13 @@ class RaceGraphScalingMethod final : public Method {
     return p;
   }
 
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
+  void run(const GraphContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& p = group.params;
     RmatOptions ro;
     ro.scale = p.at("rmat_scale").get<unsigned>();
     ro.edge_factor = p.at("edge_factor").get<double>();
     ro.seed = p.at("graph_seed").get<std::uint64_t>();
-    ro.threads = base.threads;
+    ro.threads = ctx.threads;
     std::shared_ptr<const SetCollection> graph;
     double generate_seconds = 0;
     {
@@ -332,7 +333,7 @@ class RaceGraphScalingMethod final : public Method {
     check_sketch_fits(rows, width, 1);
     RaceSketch sketch(jaccard_family(rows, 1, group.seed), width);
     SetBuildOptions bo;
-    bo.threads = p.at("threads").get<int>() > 0 ? p.at("threads").get<int>() : base.threads;
+    bo.threads = p.at("threads").get<int>() > 0 ? p.at("threads").get<int>() : ctx.threads;
     bo.strategy = p.at("strategy").get<std::string>();
     const auto t0 = std::chrono::steady_clock::now();
     const BuildReport br = build_set_sketch(sketch, *graph, bo);
@@ -368,13 +369,15 @@ json GraphContext::metrics(const std::vector<double>& sums, const std::vector<do
   std::vector<double> dens(sums.size()), truth_dens(truth.size());
   for (std::size_t i = 0; i < sums.size(); ++i) dens[i] = n_hat > 0 ? sums[i] / n_hat : std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < truth.size(); ++i) truth_dens[i] = truth[i] / n;
-  return {{"mre", graph_mean_relative_error(sums, truth)},
-          {"mre_debiased", graph_mean_relative_error(debiased_sums, truth)},
-          {"mre_density", graph_mean_relative_error(dens, truth_dens)}};
+  return {{"mre", mean_relative_error(sums, truth)},
+          {"mre_debiased", mean_relative_error(debiased_sums, truth)},
+          {"mre_density", mean_relative_error(dens, truth_dens)}};
 }
 
-std::unique_ptr<Task> make_graph_task() { return std::make_unique<GraphTask>(); }
-std::unique_ptr<Method> make_race_graph_method() { return std::make_unique<RaceGraphMethod>(); }
-std::unique_ptr<Method> make_race_graph_scaling_method() { return std::make_unique<RaceGraphScalingMethod>(); }
+void register_graph_task(Registry& registry) {
+  registry.add_task(std::make_unique<GraphTask>());
+  registry.add_method(std::make_unique<RaceGraphMethod>());
+  registry.add_method(std::make_unique<RaceGraphScalingMethod>());
+}
 
 }  // namespace privrace::experiments

@@ -1,7 +1,7 @@
 #pragma once
 // The graph task family (CCS'21 Section 6, Table 4, Figure 6): every node is a data point, the
 // set of its (out-)neighbours; the kernel is Jaccard similarity (MinHash), and the query of node
-// q is f(q) = sum_u J(N(u), N(q)). Methods for this task downcast to GraphContext.
+// q is f(q) = sum_u J(N(u), N(q)). Methods for this task derive from TypedMethod<GraphContext>.
 #include "experiment.hpp"
 #include "privrace/io/edge_list.hpp"
 #include "privrace/tasks/graph.hpp"
@@ -26,12 +26,10 @@ struct GraphContext : TaskContext {
   json metrics(const std::vector<double>& sums, const std::vector<double>& debiased_sums, double n_hat) const;
 };
 
-std::unique_ptr<Task> make_graph_task();
-// "race_graph": private RACE with densified MinHash; one exact sketch per (R, W, rep), a fresh
-// privatized copy per epsilon.
-std::unique_ptr<Method> make_race_graph_method();
-// "race_graph_scaling": build time of R-MAT graphs of a given scale at a given thread count
-// (the thread-scaling and time-per-edge study; no error metrics, no epsilon).
-std::unique_ptr<Method> make_race_graph_scaling_method();
+// Task graph; methods "race_graph" (private RACE with densified MinHash; one exact sketch per
+// (R, W, rep), a fresh privatized copy per epsilon) and "race_graph_scaling" (build time of R-MAT
+// graphs of a given scale at a given thread count: the thread-scaling and time-per-edge study;
+// no error metrics, no epsilon).
+void register_graph_task(Registry& registry);
 
 }  // namespace privrace::experiments

@@ -65,16 +65,16 @@ std::string check_domain(const json& p) {
 
 // Common frame: the method supplies `prepare` (epsilon-independent, timed once) and
 // `release(eps, rng) -> densities at the queries` (timed per cell, noise + evaluation).
-class BaselineMethod : public Method {
+class BaselineMethod : public TypedMethod<KdeContext> {
  public:
   std::string task() const override { return "kde"; }
   std::string check(const json& p) const override { return check_domain(p); }
   // A setting the method refuses (a lattice or a marginal too large, estimated time above
   // the limit) is recorded, metrics null and the reason in details, instead of ending the run.
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const final {
+  void run(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const final {
     std::vector<bool> done(group.cells.size(), false);
     try {
-      run_cells(base, group, [&](std::size_t i, CellResult r) {
+      run_cells(ctx, group, [&](std::size_t i, CellResult r) {
         done[i] = true;
         emit(i, std::move(r));
       });
@@ -103,7 +103,7 @@ class BaselineMethod : public Method {
   }
 
  protected:
-  virtual void run_cells(const TaskContext& base, const CellGroup& group, const Emit& emit) const = 0;
+  virtual void run_cells(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const = 0;
   struct Timed {
     std::vector<double> dens;
     double noise_seconds = 0, query_seconds = 0;
@@ -147,8 +147,7 @@ class BernsteinMethod final : public BaselineMethod {
     p.push_back({"max_memory_gb", K::PositiveNumber, 16.0, {}, "refuse lattices estimated to need more memory (GiB)"});
     return p;
   }
-  void run_cells(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const KdeContext&>(base);
+  void run_cells(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& p = group.params;
     const int degree = p.at("degree").get<int>();
     const auto d = static_cast<std::size_t>(ctx.train.cols());
@@ -202,8 +201,7 @@ class KmeMethod final : public BaselineMethod {
     if (p.at("summary_share").get<double>() >= 1) return "summary_share must be below 1";
     return p.at("delta").get<double>() < 1 ? "" : "delta must be below 1";
   }
-  void run_cells(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const KdeContext&>(base);
+  void run_cells(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& p = group.params;
     baselines::KmeOptions o;
     o.points = p.at("points").get<std::size_t>();
@@ -272,8 +270,7 @@ class SpectralMethod final : public BaselineMethod {
     p.push_back({"terms", K::PositiveInt, nullptr, {}, "M cosine coefficients"});
     return p;
   }
-  void run_cells(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const KdeContext&>(base);
+  void run_cells(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& p = group.params;
     const auto [cached, prep] = cache_.get(
         ctx, p, [&] { return baselines::SpectralRelease(ctx.train, ctx.kernel, domain_of(p), p.at("terms").get<int>()); });
@@ -311,8 +308,7 @@ class PfdaMethod final : public BaselineMethod {
     if (auto e = check_domain(p); !e.empty()) return e;
     return p.at("delta").get<double>() < 1 ? "" : "delta must be below 1";
   }
-  void run_cells(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const KdeContext&>(base);
+  void run_cells(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& p = group.params;
     baselines::PfdaOptions o;
     o.phi = p.at("phi").get<double>();
@@ -349,8 +345,7 @@ class HistogramMethod final : public BaselineMethod {
     p.push_back({"neighbors", K::String, "add-remove", {"add-remove", "replace"}, "neighbouring relation"});
     return p;
   }
-  void run_cells(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const KdeContext&>(base);
+  void run_cells(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& p = group.params;
     const auto t0 = Clock::now();
     const baselines::HistogramRelease h(ctx.train, domain_of(p), p.at("bins").get<int>());
@@ -386,8 +381,7 @@ class PrivBayesMethod final : public BaselineMethod {
     if (auto e = check_domain(p); !e.empty()) return e;
     return p.at("beta").get<double>() < 1 ? "" : "beta must be below 1";
   }
-  void run_cells(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const KdeContext&>(base);
+  void run_cells(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& p = group.params;
     const baselines::PrivBayesOptions o = privbayes_options(p);
     const auto t0 = Clock::now();

@@ -11,11 +11,12 @@
 #include <optional>
 #include <iostream>
 
+#include "metrics.hpp"
 #include "privrace/core/progress.hpp"
 #include "privrace/io/sketch_file.hpp"
 #include "privrace/privacy/budget.hpp"
 #include "privrace/sketch/builder.hpp"
-#include "privrace/sketch/privatize.hpp"
+#include "release_sweep.hpp"
 
 namespace fs = std::filesystem;
 
@@ -170,67 +171,62 @@ void run_race_cells(const KdeContext& ctx, const CellGroup& group, const Method:
                     const std::function<std::size_t(double)>& rows_for,
                     const std::function<json(double)>& rule_details) {
   const json& p = group.params;
-  std::optional<RaceSketch> exact;
-  BuildReport br;
+  std::optional<ExactSketch> exact;
   double hash_seconds = 0;
+  // The exact counts for this cell's R: hashed again only when R changes.
+  const auto exact_for = [&](double epsilon) -> const ExactSketch& {
+    const std::size_t rows = rows_for(epsilon);
+    if (exact && exact->counts().rows() == rows) return *exact;
+    exact.reset();  // free the previous counts before hashing again
+    FamilySpec fs;
+    fs.kernel = parse_kernel(ctx.kernel.kernel);
+    fs.bandwidth = ctx.kernel.bandwidth;
+    fs.power = ctx.kernel.power;
+    fs.rows = rows;
+    fs.dim = static_cast<std::size_t>(ctx.train.cols());
+    fs.seed = group.seed;
+    RaceSketch counts(make_family(fs), p.at("width").get<std::size_t>());
+    BuildOptions bo;
+    bo.threads = ctx.threads;
+    const auto t0 = std::chrono::steady_clock::now();
+    BuildReport br = build_dense(counts, ctx.train, bo);
+    hash_seconds = seconds_since(t0);
+    return exact.emplace(std::move(counts), std::move(br));
+  };
 
   QueryOptions plain, debiased;
   plain.estimator = debiased.estimator = parse_estimator(p.at("estimator").get<std::string>());
   plain.mom_groups = debiased.mom_groups = p.at("mom_groups").get<std::size_t>();
   debiased.debias = true;
-  for (std::size_t i = 0; i < group.cells.size(); ++i) {
-    const PendingCell& cell = group.cells[i];
-    const std::size_t rows = rows_for(cell.epsilon);
-    if (!exact || exact->rows() != rows) {
-      exact.reset();  // free the previous counts before hashing again
-      FamilySpec fs;
-      fs.kernel = ctx.kernel.kernel;
-      fs.bandwidth = ctx.kernel.bandwidth;
-      fs.power = ctx.kernel.power;
-      fs.rows = rows;
-      fs.dim = static_cast<std::size_t>(ctx.train.cols());
-      fs.seed = group.seed;
-      std::shared_ptr<const LshFamily> family = make_family(fs);
-      exact.emplace(family, p.at("width").get<std::size_t>());
-      BuildOptions bo;
-      bo.threads = ctx.threads;
-      const auto t0 = std::chrono::steady_clock::now();
-      br = build_dense(*exact, ctx.train, bo);
-      hash_seconds = seconds_since(t0);
-    }
-    RaceSketch sketch = *exact;
-    PrivacySpec spec;
-    spec.epsilon = cell.epsilon;
-    spec.delta = p.at("delta").get<double>();
-    spec.mechanism = parse_mechanism(p.at("mechanism").get<std::string>());
-    spec.neighbors = parse_neighbors(p.at("neighbors").get<std::string>());
-    const auto t1 = std::chrono::steady_clock::now();
-    privatize(sketch, spec, NoiseSource{true, cell.noise_seed});
-    const double noise_seconds = seconds_since(t1);
-    const auto t2 = std::chrono::steady_clock::now();
-    const auto dens = race_densities(sketch, ctx.queries, {plain, debiased});
-    const double query_seconds = seconds_since(t2);
-    CellResult r;
-    r.metrics = ctx.metrics(dens[0], dens[1]);
-    r.build_seconds = hash_seconds + noise_seconds;
-    r.query_seconds_per_query = query_seconds / static_cast<double>(ctx.queries.rows());
-    r.details = {{"hash_seconds", hash_seconds},
-                 {"noise_seconds", noise_seconds},
-                 {"build_strategy", br.strategy},
-                 {"n_hat", sketch.n_hat()},
-                 {"n_train", ctx.train.rows()},
-                 {"noise_scale", sketch.privacy().value("noise_scale", 0.0)},
-                 {"realised_epsilon", sketch.privacy().value("realised_epsilon", cell.epsilon)}};
-    if (rule_details) {
-      const json extra = rule_details(cell.epsilon);  // named: a temporary would die before the loop
-      for (const auto& [k, v] : extra.items()) r.details[k] = v;
-    }
-    emit(i, std::move(r));
-  }
+  sweep_epsilons(
+      group, emit,
+      [&](double epsilon, const NoiseSource& noise) { return exact_for(epsilon).release(race_privacy_spec(p, epsilon), noise); },
+      [&](const CellRelease<Release>& c) {
+        const RaceSketch& sketch = c.release.sketch();
+        const auto t2 = std::chrono::steady_clock::now();
+        const auto dens = race_densities(sketch, ctx.queries, {plain, debiased});
+        const double query_seconds = seconds_since(t2);
+        CellResult r;
+        r.metrics = ctx.metrics(dens[0], dens[1]);
+        r.build_seconds = hash_seconds + c.noise_seconds;
+        r.query_seconds_per_query = query_seconds / static_cast<double>(ctx.queries.rows());
+        r.details = {{"hash_seconds", hash_seconds},
+                     {"noise_seconds", c.noise_seconds},
+                     {"build_strategy", c.release.build().strategy},
+                     {"n_hat", sketch.n_hat()},
+                     {"n_train", ctx.train.rows()},
+                     {"noise_scale", sketch.privacy().value("noise_scale", 0.0)},
+                     {"realised_epsilon", sketch.privacy().value("realised_epsilon", c.cell.epsilon)}};
+        if (rule_details) {
+          const json extra = rule_details(c.cell.epsilon);  // named: a temporary would die before the loop
+          for (const auto& [k, v] : extra.items()) r.details[k] = v;
+        }
+        return r;
+      });
 }
 
 // RACE with R from the config (the paper's figures sweep R and keep the best per epsilon).
-class RaceKdeMethod final : public Method {
+class RaceKdeMethod final : public TypedMethod<KdeContext> {
  public:
   std::string name() const override { return "race"; }
   std::string task() const override { return "kde"; }
@@ -241,8 +237,7 @@ class RaceKdeMethod final : public Method {
   }
   std::string check(const json& p) const override { return check_race_sketch_parameters(p); }
 
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const KdeContext&>(base);
+  void run(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const auto rows = group.params.at("rows").get<std::size_t>();
     run_race_cells(ctx, group, emit, [rows](double) { return rows; }, nullptr);
   }
@@ -257,7 +252,7 @@ class RaceKdeMethod final : public Method {
 // is calibrated to its own R: one record touches one cell per row, L1 sensitivity R, Laplace
 // scale R / eps (privacy/budget.hpp). Not in the rule: the noise of N-hat = total / R, whose
 // sd sqrt(2 R W) / eps grows with R (the corollary's bound takes N as known).
-class RaceCorollary1KdeMethod final : public Method {
+class RaceCorollary1KdeMethod final : public TypedMethod<KdeContext> {
  public:
   std::string name() const override { return "race_corollary1"; }
   std::string task() const override { return "kde"; }
@@ -275,8 +270,7 @@ class RaceCorollary1KdeMethod final : public Method {
     return check_race_sketch_parameters(p);
   }
 
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const KdeContext&>(base);
+  void run(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const double n = static_cast<double>(ctx.train.rows());  // public by assumption (see above)
     const double level = group.params.at("level").get<double>();
     const auto max_rows = group.params.at("max_rows").get<std::size_t>();
@@ -305,9 +299,11 @@ json KdeContext::metrics(const std::vector<double>& plain, const std::vector<dou
           {"l2_error_debiased", l2_function_error(debiased, truth, spacing)}};
 }
 
-std::unique_ptr<Task> make_kde_task() { return std::make_unique<KdeTask>(); }
-std::unique_ptr<Method> make_race_kde_method() { return std::make_unique<RaceKdeMethod>(); }
-std::unique_ptr<Method> make_race_corollary1_kde_method() { return std::make_unique<RaceCorollary1KdeMethod>(); }
+void register_kde_task(Registry& registry) {
+  registry.add_task(std::make_unique<KdeTask>());
+  registry.add_method(std::make_unique<RaceKdeMethod>());
+  registry.add_method(std::make_unique<RaceCorollary1KdeMethod>());
+}
 
 bool read_truth_cache(const std::string& path, const std::string& key, std::vector<double>& out) {
   std::ifstream in(path, std::ios::binary);

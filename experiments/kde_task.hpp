@@ -1,6 +1,6 @@
 #pragma once
 // The KDE task family: held-out queries (or a 1-D grid), exact LSH-kernel density as ground
-// truth (cached), and the error metrics. Methods for this task downcast to KdeContext.
+// truth (cached), and the error metrics. Methods for this task derive from TypedMethod<KdeContext>.
 #include "experiment.hpp"
 #include "privrace/tasks/kde.hpp"
 
@@ -18,10 +18,9 @@ struct KdeContext : TaskContext {
   json metrics(const std::vector<double>& plain, const std::vector<double>& debiased) const;
 };
 
-std::unique_ptr<Task> make_kde_task();
-std::unique_ptr<Method> make_race_kde_method();
-// RACE with R = ceil(N eps / sqrt 2) (Corollary 1), capped at max_rows; see kde_task.cpp.
-std::unique_ptr<Method> make_race_corollary1_kde_method();
+// Task kde; methods race and race_corollary1 (R = ceil(N eps / sqrt 2) by Corollary 1, capped
+// at max_rows; see kde_task.cpp).
+void register_kde_task(Registry& registry);
 
 // Ground-truth cache file (results/cache/kde-<hash>.bin): magic, key, densities, CRC-32.
 // Returns false (never throws) when the file is absent, of another key, or damaged.

@@ -176,7 +176,7 @@ std::vector<ParamSpec> smooth_population_parameters() {
           {"source", K::String, "generated", {"generated", "real"}, "generated players or rows of the data set"}};
 }
 
-class LdpSmoothMethod final : public Method {
+class LdpSmoothMethod final : public TypedMethod<LdpSmoothContext> {
  public:
   explicit LdpSmoothMethod(bool trigonometric) : trig_(trigonometric) {}
   std::string name() const override { return trig_ ? "ldp_trigonometric" : "ldp_per_query_average"; }
@@ -192,8 +192,7 @@ class LdpSmoothMethod final : public Method {
     }
     return v;
   }
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const LdpSmoothContext&>(base);
+  void run(const LdpSmoothContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& P = group.params;
     const auto pop = ctx.population(P.at("source").get<std::string>(), P.at("players").get<std::size_t>());
     std::unique_ptr<TrigonometricBasis> basis;
@@ -266,13 +265,10 @@ class LdpSmoothMethod final : public Method {
 
 }  // namespace
 
-std::unique_ptr<Task> make_ldp_smooth_task() { return std::make_unique<LdpSmoothTask>(); }
-
-std::vector<std::unique_ptr<Method>> make_ldp_smooth_methods() {
-  std::vector<std::unique_ptr<Method>> v;
-  v.push_back(std::make_unique<LdpSmoothMethod>(true));
-  v.push_back(std::make_unique<LdpSmoothMethod>(false));
-  return v;
+void register_ldp_smooth(Registry& registry) {
+  registry.add_task(std::make_unique<LdpSmoothTask>());
+  registry.add_method(std::make_unique<LdpSmoothMethod>(true));
+  registry.add_method(std::make_unique<LdpSmoothMethod>(false));
 }
 
 }  // namespace privrace::experiments

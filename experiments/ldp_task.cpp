@@ -205,7 +205,7 @@ CellResult make_result(const Instance& inst, const ErmResult& r, double epsilon)
   return out;
 }
 
-class LdpErmMethod final : public Method {
+class LdpErmMethod final : public TypedMethod<LdpErmContext> {
  public:
   enum class Kind { Bernstein, Bernstein1Bit, InputPerturbation, Sgd, NonPrivate };
   explicit LdpErmMethod(Kind kind) : kind_(kind) {}
@@ -231,8 +231,7 @@ class LdpErmMethod final : public Method {
     }
     return v;
   }
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const LdpErmContext&>(base);
+  void run(const LdpErmContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& P = group.params;
     const auto inst = ctx.instance(P.at("source").get<std::string>(), P.at("players").get<std::size_t>(),
                                    P.at("p").get<int>(), ctx.threads);
@@ -353,7 +352,7 @@ class LdpMarginalsTask final : public Task {
   }
 };
 
-class LdpMarginalsMethod final : public Method {
+class LdpMarginalsMethod final : public TypedMethod<LdpMarginalsContext> {
  public:
   enum class Kind { Chebyshev, RandomizedResponse, CentralHistogram };
   explicit LdpMarginalsMethod(Kind kind) : kind_(kind) {}
@@ -375,8 +374,7 @@ class LdpMarginalsMethod final : public Method {
     if (kind_ == Kind::Chebyshev && p.at("t").get<int>() > p.at("k").get<int>()) return "t must not exceed k";
     return {};
   }
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const LdpMarginalsContext&>(base);
+  void run(const LdpMarginalsContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& P = group.params;
     const int d = P.at("d").get<int>(), k = P.at("k").get<int>();
     const auto data = ctx.data_for(P.at("source").get<std::string>(), d);
@@ -555,7 +553,7 @@ class LdpHighDimTask final : public Task {
   }
 };
 
-class LdpHighDimMethod final : public Method {
+class LdpHighDimMethod final : public TypedMethod<LdpHighDimContext> {
  public:
   explicit LdpHighDimMethod(bool compressed) : compressed_(compressed) {}
   std::string name() const override { return compressed_ ? "ldp_compressed" : "ldp_sgd_full"; }
@@ -568,8 +566,7 @@ class LdpHighDimMethod final : public Method {
     if (compressed_) v.push_back({"m", K::PositiveInt, 100, {}, "projection dimension"});
     return v;
   }
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const LdpHighDimContext&>(base);
+  void run(const LdpHighDimContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& P = group.params;
     const std::string set_name = P.at("set").get<std::string>();
     const SparseSet set = parse_sparse_set(set_name);
@@ -617,33 +614,18 @@ class LdpHighDimMethod final : public Method {
 
 }  // namespace
 
-std::unique_ptr<Task> make_ldp_erm_task() { return std::make_unique<LdpErmTask>(); }
-
-std::vector<std::unique_ptr<Method>> make_ldp_erm_methods() {
-  std::vector<std::unique_ptr<Method>> v;
+void register_ldp_task(Registry& registry) {
+  registry.add_task(std::make_unique<LdpErmTask>());
   for (auto k : {LdpErmMethod::Kind::Bernstein, LdpErmMethod::Kind::Bernstein1Bit, LdpErmMethod::Kind::InputPerturbation,
                  LdpErmMethod::Kind::Sgd, LdpErmMethod::Kind::NonPrivate})
-    v.push_back(std::make_unique<LdpErmMethod>(k));
-  return v;
-}
-
-std::unique_ptr<Task> make_ldp_highdim_task() { return std::make_unique<LdpHighDimTask>(); }
-
-std::vector<std::unique_ptr<Method>> make_ldp_highdim_methods() {
-  std::vector<std::unique_ptr<Method>> v;
-  v.push_back(std::make_unique<LdpHighDimMethod>(true));
-  v.push_back(std::make_unique<LdpHighDimMethod>(false));
-  return v;
-}
-
-std::unique_ptr<Task> make_ldp_marginals_task() { return std::make_unique<LdpMarginalsTask>(); }
-
-std::vector<std::unique_ptr<Method>> make_ldp_marginals_methods() {
-  std::vector<std::unique_ptr<Method>> v;
+    registry.add_method(std::make_unique<LdpErmMethod>(k));
+  registry.add_task(std::make_unique<LdpMarginalsTask>());
   for (auto k : {LdpMarginalsMethod::Kind::Chebyshev, LdpMarginalsMethod::Kind::RandomizedResponse,
                  LdpMarginalsMethod::Kind::CentralHistogram})
-    v.push_back(std::make_unique<LdpMarginalsMethod>(k));
-  return v;
+    registry.add_method(std::make_unique<LdpMarginalsMethod>(k));
+  registry.add_task(std::make_unique<LdpHighDimTask>());
+  registry.add_method(std::make_unique<LdpHighDimMethod>(true));
+  registry.add_method(std::make_unique<LdpHighDimMethod>(false));
 }
 
 }  // namespace privrace::experiments

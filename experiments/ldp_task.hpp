@@ -8,16 +8,12 @@
 
 namespace privrace::experiments {
 
-std::unique_ptr<Task> make_ldp_erm_task();
-std::vector<std::unique_ptr<Method>> make_ldp_erm_methods();
-// Section 6: k-way marginals (Chebyshev Algorithm 4, per-query randomised response, central histogram).
-std::unique_ptr<Task> make_ldp_marginals_task();
-std::vector<std::unique_ptr<Method>> make_ldp_marginals_methods();
-// Section 7: sparse linear regression by projection + compressed sensing, against full-dimension LDP-SGD.
-std::unique_ptr<Task> make_ldp_highdim_task();
-std::vector<std::unique_ptr<Method>> make_ldp_highdim_methods();
-// Section 6.2: Gaussian-kernel smooth queries (trigonometric Algorithm 5, per-query LDP averaging).
-std::unique_ptr<Task> make_ldp_smooth_task();
-std::vector<std::unique_ptr<Method>> make_ldp_smooth_methods();
+// Tasks ldp_erm, ldp_marginals (Section 6: k-way marginals by Chebyshev Algorithm 4, per-query
+// randomised response, central histogram) and ldp_highdim (Section 7: sparse linear regression by
+// projection + compressed sensing, against full-dimension LDP-SGD), with their methods.
+void register_ldp_task(Registry& registry);
+// Task ldp_smooth (Section 6.2: Gaussian-kernel smooth queries; trigonometric Algorithm 5,
+// per-query LDP averaging) and its methods (ldp_smooth.cpp).
+void register_ldp_smooth(Registry& registry);
 
 }  // namespace privrace::experiments

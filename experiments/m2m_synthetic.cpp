@@ -37,7 +37,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-class SyntheticM2mMethod final : public Method {
+class SyntheticM2mMethod final : public TypedMethod<M2mContext> {
  public:
   SyntheticM2mMethod(std::string name, std::string generator, std::vector<ParamSpec> params, bool approximate)
       : name_(std::move(name)), generator_(std::move(generator)), params_(std::move(params)), approximate_(approximate) {}
@@ -57,8 +57,7 @@ class SyntheticM2mMethod final : public Method {
     return {};
   }
 
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const M2mContext&>(base);
+  void run(const M2mContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& p = group.params;
     json gen_params = json::object();
     for (const auto& spec : params_) gen_params[spec.name] = p.at(spec.name);
@@ -141,7 +140,7 @@ class SyntheticM2mMethod final : public Method {
 
 }  // namespace
 
-void register_m2m_synthetic_methods(Registry& registry) {
+void register_m2m_synthetic(Registry& registry) {
   registry.add_method(std::make_unique<SyntheticM2mMethod>(
       "dp_copula", "dp_copula",
       std::vector<ParamSpec>{{"bins", K::PositiveInt, 100, {}, "equal-width bins per attribute for the noisy marginals"},

@@ -5,6 +5,6 @@
 
 namespace privrace::experiments {
 
-void register_m2m_synthetic_methods(Registry& registry);
+void register_m2m_synthetic(Registry& registry);
 
 }  // namespace privrace::experiments

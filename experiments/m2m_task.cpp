@@ -1,15 +1,17 @@
 #include "m2m_task.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
 #include <limits>
 
 #include "classify_task.hpp"
+#include "metrics.hpp"
 #include "privrace/baselines/objective_perturbation.hpp"
 #include "privrace/core/progress.hpp"
 #include "privrace/privacy/budget.hpp"
-#include "privrace/sketch/privatize.hpp"
+#include "release_sweep.hpp"
 
 namespace privrace::experiments {
 namespace {
@@ -180,6 +182,11 @@ class M2mTask final : public Task {
         ctx->train_pm(static_cast<Eigen::Index>(i)) = y ? 1.0 : -1.0;
       }
       for (const auto i : split.held_out) ctx->test_y.push_back(data.y[i] == values[1] ? 1 : 0);
+      // The ROC AUC is undefined on one class (metrics.hpp): refuse such a split before any cell runs.
+      const std::size_t test_pos = static_cast<std::size_t>(std::count(ctx->test_y.begin(), ctx->test_y.end(), 1));
+      if (test_pos == 0 || test_pos == ctx->test_y.size())
+        throw ConfigError(cfg.file + ": $.task.test_fraction: the test rows hold " + std::to_string(test_pos) +
+                          " positives of " + std::to_string(ctx->test_y.size()) + "; the ROC AUC needs both classes");
       ctx->domain = BoxDomain::uniform(d + 1, 0.0, 1.0);
       ctx->domain.binary.assign(d + 1, false);
       ctx->domain.binary[d] = true;  // Omega = [0, 1]^d x {0, 1}
@@ -273,7 +280,7 @@ CellResult evaluate_release(const M2mContext& ctx, const std::shared_ptr<const M
   return r;
 }
 
-class M2mSketchMethod final : public Method {
+class M2mSketchMethod final : public TypedMethod<M2mContext> {
  public:
   M2mSketchMethod(std::string kind, bool is_private) : kind_(std::move(kind)), private_(is_private) {}
   std::string name() const override { return private_ ? "m2m_" + kind_ : "m2m_nonprivate"; }
@@ -299,8 +306,7 @@ class M2mSketchMethod final : public Method {
     if (!(p.at("num_share").get<double>() < 1)) return "num_share must be in (0, 1)";
     return check_race_noise_parameters(p);
   }
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const M2mContext&>(base);
+  void run(const M2mContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& p = group.params;
     const std::string kind = private_ ? kind_ : p.at("map").get<std::string>();
     const FeatureSketchSpec spec = sketch_spec(kind, p, ctx, group.seed);
@@ -313,31 +319,34 @@ class M2mSketchMethod final : public Method {
     opt.seed = derive_seed(group.seed, 0x4D324D);  // public synthetic points, shared by the group
     opt.extra_regularization = p.at("regularization").get<double>();
     std::shared_ptr<const M2mDesign> design;
-    for (std::size_t i = 0; i < group.cells.size(); ++i) {
-      const PendingCell& cell = group.cells[i];
+    const auto privacy_of = [&](double epsilon) {
       FeatureSketchPrivacy privacy;
-      privacy.epsilon = private_ ? cell.epsilon : std::numeric_limits<double>::infinity();
+      privacy.epsilon = private_ ? epsilon : std::numeric_limits<double>::infinity();
       if (private_) {
         privacy.num_share = p.at("num_share").get<double>();
         privacy.mechanism = parse_mechanism(p.at("mechanism").get<std::string>());
         privacy.delta = p.at("delta").get<double>();
         privacy.neighbors = parse_neighbors(p.at("neighbors").get<std::string>());
       }
-      const auto t1 = std::chrono::steady_clock::now();
-      const FeatureSketchRelease release = release_feature_sketch(*sums, privacy, NoiseSource{true, cell.noise_seed});
-      const double noise_seconds = seconds_since(t1);
+      return privacy;
+    };
+    // The feature sums' own release call (eps = inf: the exact sums and count, not private).
+    const auto released = [&](double epsilon, const NoiseSource& noise) {
+      return release_feature_sketch(*sums, privacy_of(epsilon), noise);
+    };
+    sweep_epsilons(group, emit, released, [&](const CellRelease<FeatureSketchRelease>& c) {
       const auto t2 = std::chrono::steady_clock::now();
-      if (!design) design = std::make_shared<const M2mDesign>(release.map, opt);
+      if (!design) design = std::make_shared<const M2mDesign>(c.release.map, opt);
       const double design_seconds = seconds_since(t2);
-      CellResult r = evaluate_release(ctx, design, release);
+      CellResult r = evaluate_release(ctx, design, c.release);
       r.query_seconds_per_query += design_seconds;
-      r.build_seconds = sum_seconds + noise_seconds;
+      r.build_seconds = sum_seconds + c.noise_seconds;
       r.details["map"] = kind;
       r.details["sum_seconds"] = sum_seconds;
       r.details["budget"] = private_ ? "epsilon_num = num_share * epsilon on the feature sums, the rest on the count"
                                      : "not private (eps = inf): the exact sums, for the approximation-error floor";
-      emit(i, std::move(r));
-    }
+      return r;
+    });
   }
 
  private:
@@ -347,7 +356,7 @@ class M2mSketchMethod final : public Method {
 
 // Chaudhuri, Monteleoni & Sarwate 2011 (baselines/objective_perturbation.hpp) on the training
 // rows, the whole epsilon; AUC of the margins on the test rows.
-class DpErmMethod final : public Method {
+class DpErmMethod final : public TypedMethod<M2mContext> {
  public:
   std::string name() const override { return "dp_erm"; }
   std::string task() const override { return "m2m"; }
@@ -355,8 +364,7 @@ class DpErmMethod final : public Method {
     using K = ParamSpec::Kind;
     return {{"lambda", K::PositiveNumber, nullptr, {}, "L2 regulariser Lambda > 0"}};
   }
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const M2mContext&>(base);
+  void run(const M2mContext& ctx, const CellGroup& group, const Emit& emit) const override {
     if (ctx.analysis != "logistic") throw UsageError("dp_erm: only the logistic analysis");
     const double lambda = group.params.at("lambda").get<double>();
     for (std::size_t i = 0; i < group.cells.size(); ++i) {
@@ -376,14 +384,13 @@ class DpErmMethod final : public Method {
 };
 
 // Logistic regression on the exact training rows: Figure 4's non-private reference.
-class LogisticNonprivateMethod final : public Method {
+class LogisticNonprivateMethod final : public TypedMethod<M2mContext> {
  public:
   std::string name() const override { return "logistic_nonprivate"; }
   std::string task() const override { return "m2m"; }
   bool uses_epsilon() const override { return false; }
   std::vector<ParamSpec> parameters() const override { return {}; }
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const M2mContext&>(base);
+  void run(const M2mContext& ctx, const CellGroup& group, const Emit& emit) const override {
     if (ctx.analysis != "logistic") throw UsageError("logistic_nonprivate: only the logistic analysis");
     const auto t0 = std::chrono::steady_clock::now();
     CellResult r = evaluate_synthetic(ctx, ctx.sketch_rows.cast<double>());  // the real rows, weight 1/n
@@ -414,7 +421,9 @@ CellResult evaluate_weighted(const M2mContext& ctx, const DoubleMatrix& rows, co
   bool has0 = false, has1 = false;
   for (Eigen::Index i = 0; i < rows.rows(); ++i) (rows(i, d) > 0.5 ? has1 : has0) = true;
   if (!(has0 && has1)) {
-    r.metrics["auc"] = 0.5;  // one class only: no classifier (the paper reports 0.5)
+    // One class in the synthetic rows: no classifier can be fit, so every test row gets the same
+    // score, whose AUC is exactly 0.5 by the ties rule of metrics.hpp (the paper reports 0.5).
+    r.metrics["auc"] = 0.5;
     r.details["single_class"] = true;
     return r;
   }
@@ -432,9 +441,8 @@ CellResult evaluate_synthetic(const M2mContext& ctx, const DoubleMatrix& synthet
   return evaluate_weighted(ctx, synthetic_rows, omega);
 }
 
-std::unique_ptr<Task> make_m2m_task() { return std::make_unique<M2mTask>(); }
-
-void register_m2m_methods(Registry& registry) {
+void register_m2m_task(Registry& registry) {
+  registry.add_task(std::make_unique<M2mTask>());
   registry.add_method(std::make_unique<M2mSketchMethod>("rff", true));
   registry.add_method(std::make_unique<M2mSketchMethod>("race", true));
   registry.add_method(std::make_unique<M2mSketchMethod>("hist", true));

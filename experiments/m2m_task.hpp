@@ -13,7 +13,7 @@
 // perturbation, Figure 4) and logistic_nonprivate (the non-private truth of Figure 4).
 //
 // SYNTHETIC-DATA METHODS (DP-Copula, PrivBayes, DP-WGAN, ...). A method of this task that
-// releases a synthetic table implements Method with task() == "m2m" and, in run_group, for each
+// releases a synthetic table derives from TypedMethod<M2mContext> and, in run, for each
 // cell: fit its generator on `context.sketch_rows` with the cell's epsilon and noise seed,
 // sample a table with the same columns (statistics: every attribute of sketch_rows, in the unit
 // box; logistic: the features then the 0/1 label as the last column, like sketch_rows), and emit
@@ -56,7 +56,7 @@ CellResult evaluate_weighted(const M2mContext& context, const DoubleMatrix& rows
 // A synthetic table (see above): omega_i = 1 / rows; a table with one class gets AUC 0.5.
 CellResult evaluate_synthetic(const M2mContext& context, const DoubleMatrix& synthetic_rows);
 
-std::unique_ptr<Task> make_m2m_task();
-void register_m2m_methods(Registry& registry);
+// Task m2m; methods m2m_rff, m2m_race, m2m_hist, m2m_nonprivate, dp_erm, logistic_nonprivate.
+void register_m2m_task(Registry& registry);
 
 }  // namespace privrace::experiments

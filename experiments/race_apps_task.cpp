@@ -5,11 +5,12 @@
 #include <iostream>
 #include <optional>
 
+#include "metrics.hpp"
 #include "privrace/baselines/histogram.hpp"
 #include "privrace/core/progress.hpp"
 #include "privrace/privacy/budget.hpp"
 #include "privrace/sketch/builder.hpp"
-#include "privrace/sketch/privatize.hpp"
+#include "release_sweep.hpp"
 #include "privrace/tasks/race_apps.hpp"
 
 namespace privrace::experiments {
@@ -473,7 +474,7 @@ class NeighborsTask final : public Task {
 
 enum class DensityKind { Race, RaceNonPrivate, ExactKde, Histogram, Constant };
 
-class AppMethod final : public Method {
+class AppMethod final : public TypedMethod<AppContext> {
  public:
   AppMethod(std::string task, DensityKind kind, std::string name) : task_(std::move(task)), kind_(kind), name_(std::move(name)) {}
   std::string name() const override { return name_; }
@@ -497,41 +498,28 @@ class AppMethod final : public Method {
     return {};
   }
 
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const AppContext&>(base);
+  void run(const AppContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& p = group.params;
     switch (kind_) {
       case DensityKind::Race:
       case DensityKind::RaceNonPrivate: {
         const auto t0 = std::chrono::steady_clock::now();
         FamilySpec fs;
-        fs.kernel = ctx.kernel.kernel;
+        fs.kernel = parse_kernel(ctx.kernel.kernel);
         fs.bandwidth = ctx.kernel.bandwidth;
         fs.power = ctx.kernel.power;
         fs.rows = p.at("rows").get<std::size_t>();
         fs.dim = static_cast<std::size_t>(ctx.train.cols());
         fs.seed = group.seed;
-        RaceSketch exact(make_family(fs), p.at("width").get<std::size_t>());
+        RaceSketch counts(make_family(fs), p.at("width").get<std::size_t>());
         BuildOptions bo;
         bo.threads = ctx.threads;
-        build_dense(exact, ctx.train, bo);
+        BuildReport br = build_dense(counts, ctx.train, bo);
         const double hash_seconds = seconds_since(t0);
-        for (std::size_t i = 0; i < group.cells.size(); ++i) {
-          const PendingCell& cell = group.cells[i];
-          std::optional<RaceSketch> noisy;
-          double noise_seconds = 0;
-          if (kind_ == DensityKind::Race) {
-            noisy.emplace(exact);  // the exact counts are never released
-            PrivacySpec spec;
-            spec.epsilon = cell.epsilon;
-            spec.delta = p.at("delta").get<double>();
-            spec.mechanism = parse_mechanism(p.at("mechanism").get<std::string>());
-            spec.neighbors = parse_neighbors(p.at("neighbors").get<std::string>());
-            const auto t1 = std::chrono::steady_clock::now();
-            privatize(*noisy, spec, NoiseSource{true, cell.noise_seed});
-            noise_seconds = seconds_since(t1);
-          }
-          const RaceSketch& sketch = noisy ? *noisy : exact;
+        const ExactSketch exact(std::move(counts), std::move(br));
+        const bool is_private = kind_ == DensityKind::Race;
+        // Scores a released sketch (the exact counts for the eps = inf reference).
+        const auto score = [&](const RaceSketch& sketch, const PendingCell& cell, double noise_seconds) {
           const RaceDensity density(sketch);
           const auto t2 = std::chrono::steady_clock::now();
           CellResult r;
@@ -540,15 +528,22 @@ class AppMethod final : public Method {
           r.build_seconds = hash_seconds + noise_seconds;
           r.details = {{"n_hat", density.n_hat()},
                        {"n_train", ctx.train.rows()},
-                       {"private", kind_ == DensityKind::Race},
+                       {"private", is_private},
                        {"budget", "one sketch with the whole epsilon; the application only post-processes its counts and N-hat"},
                        {"query_seconds_note", "seconds for the whole application (all queries / the whole search)"}};
-          if (noisy) {
+          if (is_private) {
             r.details["noise_scale"] = sketch.privacy().value("noise_scale", 0.0);
             r.details["realised_epsilon"] = sketch.privacy().value("realised_epsilon", cell.epsilon);
           }
-          emit(i, std::move(r));
+          return r;
+        };
+        if (!is_private) {
+          for (std::size_t i = 0; i < group.cells.size(); ++i) emit(i, score(exact.counts(), group.cells[i], 0.0));
+          return;
         }
+        sweep_epsilons(
+            exact, group, emit, [&](double epsilon) { return race_privacy_spec(p, epsilon); },
+            [&](const CellRelease<Release>& c) { return score(c.release.sketch(), c.cell, c.noise_seconds); });
         return;
       }
       case DensityKind::ExactKde:
@@ -619,25 +614,19 @@ class AppMethod final : public Method {
 
 }  // namespace
 
-std::vector<std::unique_ptr<Task>> make_race_app_tasks() {
-  std::vector<std::unique_ptr<Task>> t;
-  t.push_back(std::make_unique<ModesTask>());
-  t.push_back(std::make_unique<AnomalyTask>());
-  t.push_back(std::make_unique<DiversityTask>());
-  t.push_back(std::make_unique<NeighborsTask>());
-  return t;
-}
-
-std::vector<std::unique_ptr<Method>> make_race_app_methods() {
-  std::vector<std::unique_ptr<Method>> m;
+void register_race_apps_task(Registry& registry) {
+  registry.add_task(std::make_unique<ModesTask>());
+  registry.add_task(std::make_unique<AnomalyTask>());
+  registry.add_task(std::make_unique<DiversityTask>());
+  registry.add_task(std::make_unique<NeighborsTask>());
   for (const std::string task : {"modes", "anomaly", "diversity", "neighbors"}) {
-    m.push_back(std::make_unique<AppMethod>(task, DensityKind::Race, "race_" + task));
-    m.push_back(std::make_unique<AppMethod>(task, DensityKind::RaceNonPrivate, "race_nonprivate_" + task));
-    if (task != "neighbors") m.push_back(std::make_unique<AppMethod>(task, DensityKind::ExactKde, "exact_kde_" + task));
+    registry.add_method(std::make_unique<AppMethod>(task, DensityKind::Race, "race_" + task));
+    registry.add_method(std::make_unique<AppMethod>(task, DensityKind::RaceNonPrivate, "race_nonprivate_" + task));
+    if (task != "neighbors")
+      registry.add_method(std::make_unique<AppMethod>(task, DensityKind::ExactKde, "exact_kde_" + task));
   }
-  m.push_back(std::make_unique<AppMethod>("anomaly", DensityKind::Histogram, "histogram_anomaly"));
-  m.push_back(std::make_unique<AppMethod>("diversity", DensityKind::Constant, "uniform_diversity"));
-  return m;
+  registry.add_method(std::make_unique<AppMethod>("anomaly", DensityKind::Histogram, "histogram_anomaly"));
+  registry.add_method(std::make_unique<AppMethod>("diversity", DensityKind::Constant, "uniform_diversity"));
 }
 
 }  // namespace privrace::experiments

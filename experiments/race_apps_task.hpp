@@ -11,7 +11,7 @@
 
 namespace privrace::experiments {
 
-std::vector<std::unique_ptr<Task>> make_race_app_tasks();
-std::vector<std::unique_ptr<Method>> make_race_app_methods();
+// Tasks modes, anomaly, diversity, neighbors and their methods.
+void register_race_apps_task(Registry& registry);
 
 }  // namespace privrace::experiments

@@ -48,7 +48,7 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 // PrivBayes::network_work; k = 4: 1.9e8), for refusing settings that would run for hours.
 constexpr double kScoreUnitsPerSecond = 2.0e8;
 
-class PrivBayesRegressionMethod final : public Method {
+class PrivBayesRegressionMethod final : public TypedMethod<RegressContext> {
  public:
   std::string name() const override { return "privbayes_regression"; }
   std::string task() const override { return "regression"; }
@@ -66,8 +66,7 @@ class PrivBayesRegressionMethod final : public Method {
     return "";
   }
 
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const RegressContext&>(base);
+  void run(const RegressContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& p = group.params;
     const baselines::PrivBayesOptions o = privbayes_options(p);
     const std::size_t n = static_cast<std::size_t>(ctx.train_x.rows());
@@ -150,6 +149,6 @@ class PrivBayesRegressionMethod final : public Method {
 
 }  // namespace
 
-std::unique_ptr<Method> make_privbayes_regression_method() { return std::make_unique<PrivBayesRegressionMethod>(); }
+void register_regress_privbayes(Registry& registry) { registry.add_method(std::make_unique<PrivBayesRegressionMethod>()); }
 
 }  // namespace privrace::experiments

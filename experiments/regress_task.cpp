@@ -7,7 +7,7 @@
 
 #include "privrace/baselines/linear_regression.hpp"
 #include "privrace/privacy/budget.hpp"
-#include "privrace/sketch/privatize.hpp"
+#include "release_sweep.hpp"
 #include "privrace/tasks/regress.hpp"
 
 namespace privrace::experiments {
@@ -105,7 +105,7 @@ double test_mse(const RegressContext& ctx, const Eigen::VectorXd& theta) {
 // RACE surrogate-loss regression (tasks/regress.hpp). The exact sketch depends only on
 // (R, p, W, pair_mode, seed): built once per group; each epsilon privatizes a copy and
 // minimises its sketched loss.
-class RaceRegressionMethod final : public Method {
+class RaceRegressionMethod final : public TypedMethod<RegressContext> {
  public:
   std::string name() const override { return "race_regression"; }
   std::string task() const override { return "regression"; }
@@ -127,8 +127,7 @@ class RaceRegressionMethod final : public Method {
   std::string check(const json& p) const override {
     return check_race_noise_parameters(p);
   }
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const RegressContext&>(base);
+  void run(const RegressContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& p = group.params;
     SurrogateSpec spec;
     spec.rows = p.at("rows").get<std::size_t>();
@@ -144,47 +143,40 @@ class RaceRegressionMethod final : public Method {
     // flatter loss (differences scale with c^2). c = 1 is the paper's construction.
     const double c = p.at("target_scale").get<double>();
     const DenseMatrix z = surrogate_inputs(ctx.train_x, c * ctx.train_y);
-    const RaceSketch exact = build_surrogate_sketch(z, spec);
+    const ExactSketch exact(build_surrogate_sketch(z, spec), BuildReport{});
     const double sketch_seconds = seconds_since(t0);
     SurrogateFitOptions fo;
     fo.algorithm = p.at("optimizer").get<std::string>();
     fo.max_evaluations = p.at("max_evaluations").get<int>();
     fo.initial_step = p.at("initial_step").get<double>();
-    for (std::size_t i = 0; i < group.cells.size(); ++i) {
-      const PendingCell& cell = group.cells[i];
-      RaceSketch sketch = exact;
-      PrivacySpec ps;
-      ps.epsilon = cell.epsilon;
-      ps.delta = p.at("delta").get<double>();
-      ps.mechanism = parse_mechanism(p.at("mechanism").get<std::string>());
-      ps.neighbors = parse_neighbors(p.at("neighbors").get<std::string>());
-      const auto t1 = std::chrono::steady_clock::now();
-      privatize(sketch, ps, NoiseSource{true, cell.noise_seed});
-      const double noise_seconds = seconds_since(t1);
+    const auto spec_of = [&](double epsilon) { return race_privacy_spec(p, epsilon); };
+    sweep_epsilons(exact, group, emit, spec_of, [&](const CellRelease<Release>& cell) {
+      const RaceSketch& sketch = cell.release.sketch();
       const auto t2 = std::chrono::steady_clock::now();
       const SurrogateFit fit = fit_surrogate(sketch, fo);
       const double fit_seconds = seconds_since(t2);
+      const NeighborRelation neighbors = parse_neighbors(p.at("neighbors").get<std::string>());
       CellResult r;
       r.metrics = {{"mse", test_mse(ctx, fit.theta / c)}};
-      r.build_seconds = sketch_seconds + noise_seconds + fit_seconds;
+      r.build_seconds = sketch_seconds + cell.noise_seconds + fit_seconds;
       r.details = {{"pair_mode", spec.pair_mode},
-                   {"sensitivity_l1", race_sensitivity(spec.rows, sketch.family().cells_per_record(), ps.neighbors).l1},
+                   {"sensitivity_l1", race_sensitivity(spec.rows, sketch.family().cells_per_record(), neighbors).l1},
                    {"noise_scale", sketch.privacy().value("noise_scale", 0.0)},
                    {"sketch_seconds", sketch_seconds},
-                   {"noise_seconds", noise_seconds},
+                   {"noise_seconds", cell.noise_seconds},
                    {"fit_seconds", fit_seconds},
                    {"evaluations", fit.evaluations},
                    {"sketched_loss", fit.loss},
                    {"nlopt_result", fit.result}};
-      emit(i, std::move(r));
-    }
+      return r;
+    });
   }
 };
 
 using BaselineFn = std::function<LinearModel(const DoubleMatrix&, const Eigen::VectorXd&, double, double, RandomSource&)>;
 
 // Wang 2018's private baselines (baselines/linear_regression.hpp), delta = 1e-6 by default.
-class WangBaselineMethod final : public Method {
+class WangBaselineMethod final : public TypedMethod<RegressContext> {
  public:
   WangBaselineMethod(std::string name, BaselineFn fn) : name_(std::move(name)), fn_(std::move(fn)) {}
   std::string name() const override { return name_; }
@@ -192,8 +184,7 @@ class WangBaselineMethod final : public Method {
   std::vector<ParamSpec> parameters() const override {
     return {{"delta", ParamSpec::Kind::PositiveNumber, 1e-6, {}, "delta of (eps, delta)-DP"}};
   }
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const RegressContext&>(base);
+  void run(const RegressContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const double delta = group.params.at("delta").get<double>();
     for (std::size_t i = 0; i < group.cells.size(); ++i) {
       const PendingCell& cell = group.cells[i];
@@ -214,15 +205,14 @@ class WangBaselineMethod final : public Method {
 };
 
 // Non-private references: least squares and the trivial predictor (0 = the training mean).
-class ReferenceMethod final : public Method {
+class ReferenceMethod final : public TypedMethod<RegressContext> {
  public:
   explicit ReferenceMethod(bool trivial) : trivial_(trivial) {}
   std::string name() const override { return trivial_ ? "trivial" : "least_squares"; }
   std::string task() const override { return "regression"; }
   std::vector<ParamSpec> parameters() const override { return {}; }
   bool uses_epsilon() const override { return false; }
-  void run_group(const TaskContext& base, const CellGroup& group, const Emit& emit) const override {
-    const auto& ctx = dynamic_cast<const RegressContext&>(base);
+  void run(const RegressContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const auto t0 = std::chrono::steady_clock::now();
     const LinearModel m = trivial_ ? trivial_predictor(ctx.train_x) : least_squares(ctx.train_x, ctx.train_y);
     const double build = seconds_since(t0);
@@ -241,19 +231,16 @@ class ReferenceMethod final : public Method {
 
 }  // namespace
 
-std::unique_ptr<Task> make_regression_task() { return std::make_unique<RegressionTask>(); }
-
-std::vector<std::unique_ptr<Method>> make_regression_methods() {
-  std::vector<std::unique_ptr<Method>> m;
-  m.push_back(std::make_unique<RaceRegressionMethod>());
-  m.push_back(std::make_unique<WangBaselineMethod>("ssp", [](auto& x, auto& y, double e, double d, RandomSource& r) { return ssp(x, y, e, d, r); }));
-  m.push_back(std::make_unique<WangBaselineMethod>("adassp", [](auto& x, auto& y, double e, double d, RandomSource& r) { return adassp(x, y, e, d, r); }));
-  m.push_back(std::make_unique<WangBaselineMethod>("objpert_linear", [](auto& x, auto& y, double e, double d, RandomSource& r) { return objpert_linear(x, y, e, d, r); }));
-  m.push_back(std::make_unique<WangBaselineMethod>("ops", [](auto& x, auto& y, double e, double d, RandomSource& r) { return ops(x, y, e, d, r); }));
-  m.push_back(std::make_unique<WangBaselineMethod>("adaops", [](auto& x, auto& y, double e, double d, RandomSource& r) { return adaops(x, y, e, d, r); }));
-  m.push_back(std::make_unique<ReferenceMethod>(false));
-  m.push_back(std::make_unique<ReferenceMethod>(true));
-  return m;
+void register_regress_task(Registry& registry) {
+  registry.add_task(std::make_unique<RegressionTask>());
+  registry.add_method(std::make_unique<RaceRegressionMethod>());
+  registry.add_method(std::make_unique<WangBaselineMethod>("ssp", [](auto& x, auto& y, double e, double d, RandomSource& r) { return ssp(x, y, e, d, r); }));
+  registry.add_method(std::make_unique<WangBaselineMethod>("adassp", [](auto& x, auto& y, double e, double d, RandomSource& r) { return adassp(x, y, e, d, r); }));
+  registry.add_method(std::make_unique<WangBaselineMethod>("objpert_linear", [](auto& x, auto& y, double e, double d, RandomSource& r) { return objpert_linear(x, y, e, d, r); }));
+  registry.add_method(std::make_unique<WangBaselineMethod>("ops", [](auto& x, auto& y, double e, double d, RandomSource& r) { return ops(x, y, e, d, r); }));
+  registry.add_method(std::make_unique<WangBaselineMethod>("adaops", [](auto& x, auto& y, double e, double d, RandomSource& r) { return adaops(x, y, e, d, r); }));
+  registry.add_method(std::make_unique<ReferenceMethod>(false));
+  registry.add_method(std::make_unique<ReferenceMethod>(true));
 }
 
 }  // namespace privrace::experiments

@@ -18,10 +18,9 @@ struct RegressContext : TaskContext {
   Eigen::VectorXd train_y, test_y;
 };
 
-std::unique_ptr<Task> make_regression_task();
-// Every regression method, in the order the configs list them.
-std::vector<std::unique_ptr<Method>> make_regression_methods();
-// PrivBayes synthetic data + least squares (regress_privbayes.cpp).
-std::unique_ptr<Method> make_privbayes_regression_method();
+// Task regression; methods race_regression, ssp, adassp, objpert_linear, ops, adaops, least_squares, trivial.
+void register_regress_task(Registry& registry);
+// Method privbayes_regression: PrivBayes synthetic data + least squares (regress_privbayes.cpp).
+void register_regress_privbayes(Registry& registry);
 
 }  // namespace privrace::experiments

@@ -379,241 +379,264 @@ void check_writable_dir(const std::string& dir) {
 }  // namespace
 
 // --------------------------------------------------------------------------------------
+// The run: outputs, plan (grid expansion), estimate, run, summarise.
 
-RunReport run_experiment(const RunOptions& options, const Registry& registry) {
-  const std::string repo = options.repo_root.empty() ? std::string(PRIVRACE_SOURCE_DIR) : options.repo_root;
-  const DatasetRegistry datasets = DatasetRegistry::load_from_repo(repo);
-  const ExperimentConfig cfg = load_config(options.config_path, options.quick, registry, datasets);
-  const Task* task = registry.task(cfg.task);
+namespace {
 
-  const int threads = options.threads >= 0 ? options.threads : cfg.threads;
-  if (threads > 0) omp_set_num_threads(threads);
-  const int threads_used = omp_get_max_threads();
-
-  // Output locations are checked before any work, so a long run cannot fail at the end.
-  // A plan writes nothing: it reads the finished records without taking the file's lock.
-  const std::string out_dir = options.out_dir.empty() ? (fs::path(repo) / "results").string() : options.out_dir;
-  const std::string cache_dir = (fs::path(out_dir) / "cache").string();
-  if (!options.plan_only) {
-    check_writable_dir(out_dir);
-    check_writable_dir(cache_dir);
-  }
-  const std::string stem = cfg.name + (cfg.quick ? "-quick" : "");
-  RunReport report;
-  report.threads = threads_used;
-  report.results_path = (fs::path(out_dir) / (stem + ".jsonl")).string();
-  report.csv_path = (fs::path(out_dir) / (stem + ".csv")).string();
-  report.summary_path = (fs::path(out_dir) / (stem + ".summary.json")).string();
-  report.timing_path = (fs::path(out_dir) / (stem + ".timing.csv")).string();
-  std::optional<ResultsFile> results_file;
-  std::vector<json> planned_records;
+// Where a run writes, and the finished records it resumes from. A plan writes nothing: it reads
+// the finished records without taking the file's lock.
+struct Outputs {
+  std::string out_dir, cache_dir, stem;
+  std::optional<ResultsFile> results_file;  // not for a plan
+  std::vector<json> planned_records;        // a plan: the finished records of this fingerprint
   std::set<std::string> planned_keys;
+
+  bool finished(const std::string& key) const {
+    return results_file ? results_file->done(key) : planned_keys.count(key) > 0;
+  }
+  const std::vector<json>& records() const { return results_file ? results_file->records() : planned_records; }
+};
+
+// Output locations are checked before any work, so a long run cannot fail at the end.
+void open_outputs(const RunOptions& options, const ExperimentConfig& cfg, const std::string& repo, Outputs& out,
+                  RunReport& report) {
+  out.out_dir = options.out_dir.empty() ? (fs::path(repo) / "results").string() : options.out_dir;
+  out.cache_dir = (fs::path(out.out_dir) / "cache").string();
+  if (!options.plan_only) {
+    check_writable_dir(out.out_dir);
+    check_writable_dir(out.cache_dir);
+  }
+  out.stem = cfg.name + (cfg.quick ? "-quick" : "");
+  const fs::path dir(out.out_dir);
+  report.results_path = (dir / (out.stem + ".jsonl")).string();
+  report.csv_path = (dir / (out.stem + ".csv")).string();
+  report.summary_path = (dir / (out.stem + ".summary.json")).string();
+  report.timing_path = (dir / (out.stem + ".timing.csv")).string();
   if (options.plan_only) {
     for (auto& r : read_finished_records(report.results_path))
       if (r.value("config_fingerprint", "") == cfg.fingerprint()) {
-        planned_keys.insert(r.at("key").get<std::string>());
-        planned_records.push_back(std::move(r));
+        out.planned_keys.insert(r.at("key").get<std::string>());
+        out.planned_records.push_back(std::move(r));
       }
   } else {
-    results_file.emplace(report.results_path, cfg.fingerprint());
+    out.results_file.emplace(report.results_path, cfg.fingerprint());
   }
-  const auto finished = [&](const std::string& key) {
-    return options.plan_only ? planned_keys.count(key) > 0 : results_file->done(key);
-  };
+}
 
-  // Expand the grid: method x params x repetition (a group) x epsilon (its cells).
+// k of n indices evenly spread, first and last included (k = 1: the middle one).
+std::vector<std::size_t> spread_indices(std::size_t n, std::size_t k) {
+  if (k == 1) return {n / 2};
+  std::vector<std::size_t> p;
+  for (std::size_t j = 0; j < k; ++j) p.push_back(j * (n - 1) / (k - 1));
+  return p;
+}
+
+// The groups of one method entry: params x repetition, each with its pending epsilons (cells).
+void plan_method(const ExperimentConfig& cfg, const MethodSpec& m, const Method& method, std::size_t k,
+                 const Outputs& out, RunReport& report, std::vector<CellGroup>& groups) {
+  const std::vector<json> grid = m.expand();
+  std::vector<std::size_t> points(grid.size());
+  for (std::size_t i = 0; i < points.size(); ++i) points[i] = i;
+  if (k > 0 && k < grid.size()) points = spread_indices(grid.size(), k);
+  const int repetitions = k > 0 ? 1 : m.repetitions;
+  for (const std::size_t point : points)
+    for (int rep = 0; rep < repetitions; ++rep) {
+      const json& params = grid[point];
+      CellGroup g;
+      g.method = &m;
+      g.params = params;
+      g.rep = rep;
+      g.seed = derive_seed(cfg.seed, text_hash(m.label + "|" + params.dump() + "|" + std::to_string(rep)));
+      std::vector<double> eps = method.uses_epsilon() ? cfg.epsilons : std::vector<double>{NAN};
+      // Calibration prices a cell by method and parameters, whatever its epsilon: K evenly
+      // spread epsilons (the smallest and the largest included) measure it.
+      if (k > 0 && k < eps.size()) {
+        std::vector<double> spread;
+        for (const std::size_t j : spread_indices(eps.size(), k)) spread.push_back(eps[j]);
+        eps = spread;
+      }
+      for (const double e : eps) {
+        ++report.cells_total;
+        PendingCell cell;
+        cell.epsilon = e;
+        cell.key = cell_key(m.label, params, e, rep);
+        cell.noise_seed = derive_seed(g.seed, text_hash(cell.key));
+        if (out.finished(cell.key)) {
+          ++report.cells_skipped;
+          continue;
+        }
+        g.cells.push_back(cell);
+      }
+      if (!g.cells.empty()) groups.push_back(std::move(g));
+    }
+}
+
+// Expands the grid: method x params x repetition (a group) x epsilon (its cells).
+std::vector<CellGroup> plan_groups(const ExperimentConfig& cfg, const Registry& registry, const RunOptions& options,
+                                   const Outputs& out, RunReport& report) {
   std::vector<CellGroup> groups;
-  for (const auto& m : cfg.methods) {
-    const Method* method = registry.method(m.name);
-    const std::vector<json> grid = m.expand();
-    std::vector<std::size_t> points(grid.size());
-    for (std::size_t i = 0; i < points.size(); ++i) points[i] = i;
-    const std::size_t k = options.sample_grid_points;
-    if (k > 0 && k < grid.size())  // evenly spread, first and last included
-      points = k == 1 ? std::vector<std::size_t>{grid.size() / 2} : [&] {
-        std::vector<std::size_t> p;
-        for (std::size_t j = 0; j < k; ++j) p.push_back(j * (grid.size() - 1) / (k - 1));
-        return p;
-      }();
-    const int repetitions = k > 0 ? 1 : m.repetitions;
-    for (const std::size_t point : points)
-      for (int rep = 0; rep < repetitions; ++rep) {
-        const json& params = grid[point];
-        CellGroup g;
-        g.method = &m;
-        g.params = params;
-        g.rep = rep;
-        g.seed = derive_seed(cfg.seed, text_hash(m.label + "|" + params.dump() + "|" + std::to_string(rep)));
-        std::vector<double> eps = method->uses_epsilon() ? cfg.epsilons : std::vector<double>{NAN};
-        // Calibration prices a cell by method and parameters, whatever its epsilon: K evenly
-        // spread epsilons (the smallest and the largest included) measure it.
-        if (k > 0 && k < eps.size()) {
-          std::vector<double> spread;
-          for (std::size_t j = 0; j < k; ++j) spread.push_back(eps[k == 1 ? eps.size() / 2 : j * (eps.size() - 1) / (k - 1)]);
-          eps = spread;
-        }
-        for (const double e : eps) {
-          ++report.cells_total;
-          PendingCell cell;
-          cell.epsilon = e;
-          cell.key = cell_key(m.label, params, e, rep);
-          cell.noise_seed = derive_seed(g.seed, text_hash(cell.key));
-          if (finished(cell.key)) {
-            ++report.cells_skipped;
-            continue;
-          }
-          g.cells.push_back(cell);
-        }
-        if (!g.cells.empty()) groups.push_back(std::move(g));
-      }
+  for (const auto& m : cfg.methods)
+    plan_method(cfg, m, *registry.method(m.name), options.sample_grid_points, out, report, groups);
+  return groups;
+}
+
+// The calibration table's entry for this config (if any) into `table`; its facts into `meta`.
+void read_cost_table(const std::string& table_path, const std::string& stem, CellCostModel& table, json& meta) {
+  if (!fs::exists(table_path)) return;
+  json t;
+  try {
+    std::ifstream in(table_path);
+    t = json::parse(in);
+  } catch (const json::exception& e) {
+    throw InputError(table_path + ": not valid JSON: " + e.what());
   }
+  if (!t.is_object() || !t.contains("configs") || !t.at("configs").is_object())
+    throw InputError(table_path + ": $.configs: expected an object of config entries");
+  if (t.at("configs").contains(stem)) {
+    table.add_table_entry(t.at("configs").at(stem), table_path + " (configs." + stem + ")");
+    meta = t.at("configs").at(stem);
+    meta["machine"] = t.value("machine", "unknown machine");
+  }
+}
+
+// Prices the pending cells from measured wall times: this config's own records first, then
+// the calibration table (see cost_estimate.hpp for the linear-in-threads assumption).
+void estimate(const std::vector<CellGroup>& groups, const Outputs& out, const std::string& repo, int threads,
+              RunReport& report) {
   const std::size_t pending = report.cells_total - report.cells_skipped;
-
-  // Price the pending cells from measured wall times: this config's own records first, then
-  // the calibration table (see cost_estimate.hpp for the linear-in-threads assumption).
-  {
-    CellCostModel own, table;
-    const std::size_t measured =
-        own.add_records(options.plan_only ? planned_records : results_file->records());
-    const std::string table_path = cell_cost_table_path(repo);
-    json table_meta;
-    if (fs::exists(table_path)) {
-      json t;
-      try {
-        std::ifstream in(table_path);
-        t = json::parse(in);
-      } catch (const json::exception& e) {
-        throw InputError(table_path + ": not valid JSON: " + e.what());
-      }
-      if (!t.is_object() || !t.contains("configs") || !t.at("configs").is_object())
-        throw InputError(table_path + ": $.configs: expected an object of config entries");
-      if (t.at("configs").contains(stem)) {
-        table.add_table_entry(t.at("configs").at(stem), table_path + " (configs." + stem + ")");
-        table_meta = t.at("configs").at(stem);
-        table_meta["machine"] = t.value("machine", "unknown machine");
-      }
+  CellCostModel own, table;
+  const std::size_t measured = own.add_records(out.records());
+  const std::string table_path = cell_cost_table_path(repo);
+  json table_meta;
+  read_cost_table(table_path, out.stem, table, table_meta);
+  double total = 0;
+  bool any = false;
+  for (const auto& g : groups) {
+    const std::size_t n = g.cells.size();
+    double c = own.group_seconds(g.method->label, g.params, n, threads);
+    if (std::isnan(c)) c = table.group_seconds(g.method->label, g.params, n, threads);
+    if (std::isnan(c)) {
+      report.cells_unpriced += n;
+      c = own.empty() ? table.any_group_seconds(n, threads) : own.any_group_seconds(n, threads);
     }
-    double total = 0;
-    bool any = false;
+    if (!std::isnan(c)) {
+      total += c;
+      any = true;
+    }
+  }
+  // A resumed run prepares again (data, cached exact answers): priced as last measured.
+  if (pending > 0) total += measured > 0 ? own.prepare_seconds(threads) : table.prepare_seconds(threads);
+  report.estimate_seconds = pending == 0 ? 0.0 : any ? total : NAN;
+  std::vector<std::string> basis;
+  if (measured > 0) basis.push_back(std::to_string(measured) + " cells timed in " + report.results_path);
+  if (!table.empty())
+    basis.push_back(table_path + " (" + table_meta.value("machine", "") + ", " +
+                    std::to_string(table_meta.value("threads", 0)) + " threads)");
+  if (basis.empty()) basis.push_back("no measurement of this config (scripts/measure_cell_costs.sh makes one)");
+  for (std::size_t i = 0; i < basis.size(); ++i) report.estimate_basis += (i ? "; " : "") + basis[i];
+}
+
+// The task's data, split and ground truth; refuses to mix real and stand-in records.
+std::unique_ptr<TaskContext> prepare_context(const ExperimentConfig& cfg, const Task& task, const RunEnvironment& env,
+                                             const ResultsFile& results, RunReport& report, double& prepare_seconds) {
+  const auto prepare_start = std::chrono::steady_clock::now();
+  auto context = task.prepare(cfg, env);
+  prepare_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - prepare_start).count();
+  context->threads = env.threads;
+  report.stand_in = context->data.stand_in;
+  if (context->data.stand_in)
+    std::cerr << "warning: data set '" << cfg.dataset << "' not found (" << context->data.stand_in_reason
+              << "); using a SYNTHETIC STAND-IN of the same shape; every record says so\n";
+  for (const auto& r : results.records())
+    if (r.value("stand_in", false) != context->data.stand_in)
+      throw Error("'" + report.results_path + "' holds records computed on " +
+                  (r.value("stand_in", false) ? "a synthetic stand-in" : "the real data") + " but this run uses " +
+                  (context->data.stand_in ? "a synthetic stand-in" : "the real data") +
+                  "; move the file away or choose another --out directory");
+  return context;
+}
+
+// What the runner knows of a cell beyond the method's result.
+struct CellFacts {
+  double wall_seconds = 0;
+  bool first_of_group = false;
+  double prepare_seconds = 0;
+  int threads = 0;
+};
+
+json make_record(const ExperimentConfig& cfg, const TaskContext& context, const CellGroup& g, const PendingCell& cell,
+                 const CellResult& result, const CellFacts& facts) {
+  return {{"config", cfg.name},
+          {"config_fingerprint", cfg.fingerprint()},
+          {"key", cell.key},
+          {"task", cfg.task},
+          {"figure", cfg.figure},
+          {"dataset", cfg.dataset},
+          {"stand_in", context.data.stand_in},
+          {"data", context.data_summary},
+          {"method", g.method->name},
+          {"label", g.method->label},
+          {"params", g.params},
+          {"epsilon", std::isnan(cell.epsilon) ? json() : json(cell.epsilon)},
+          {"rep", g.rep},
+          {"seed", g.seed},
+          {"noise_seed", cell.noise_seed},
+          {"metrics", finite_or_null(result.metrics)},
+          {"primary_metric", cfg.metric},
+          {"selection", cfg.selection},
+          {"build_seconds", result.build_seconds},
+          {"query_seconds_per_query", result.query_seconds_per_query},
+          {"threads", facts.threads},
+          {"wall_seconds", facts.wall_seconds},
+          {"first_of_group", facts.first_of_group},
+          {"run_prepare_seconds", facts.prepare_seconds},
+          {"git_commit", git_commit()},
+          {"quick", cfg.quick},
+          {"finished_at", utc_now()},
+          {"details", result.details}};
+}
+
+// Runs every pending cell, appending its record as soon as it is done. Returns false when
+// options.stop_after stopped the run (tests: as if killed after the last durable record).
+bool run_groups(const ExperimentConfig& cfg, const Registry& registry, const RunOptions& options,
+                const std::vector<CellGroup>& groups, const TaskContext& context, double prepare_seconds,
+                ResultsFile& results, RunReport& report) {
+  Progress progress(cfg.name, report.cells_total - report.cells_skipped);
+  std::size_t written = 0;
+  struct Stop {};
+  try {
     for (const auto& g : groups) {
-      const std::size_t n = g.cells.size();
-      double c = own.group_seconds(g.method->label, g.params, n, threads_used);
-      if (std::isnan(c)) c = table.group_seconds(g.method->label, g.params, n, threads_used);
-      if (std::isnan(c)) {
-        report.cells_unpriced += n;
-        c = own.empty() ? table.any_group_seconds(n, threads_used) : own.any_group_seconds(n, threads_used);
-      }
-      if (!std::isnan(c)) {
-        total += c;
-        any = true;
-      }
+      // A cell's wall time runs from the previous cell of its group (or the group's start), so
+      // the group's shared work is carried by its first cell, which the record marks.
+      auto last = std::chrono::steady_clock::now();
+      CellFacts facts{0, true, prepare_seconds, context.threads};
+      registry.method(g.method->name)->run_group(context, g, [&](std::size_t i, CellResult result) {
+        const auto now = std::chrono::steady_clock::now();
+        facts.wall_seconds = std::chrono::duration<double>(now - last).count();
+        last = now;
+        results.append(make_record(cfg, context, g, g.cells.at(i), result, facts));
+        facts.first_of_group = false;
+        progress.advance();
+        ++report.cells_run;
+        if (options.stop_after && ++written >= options.stop_after) throw Stop{};
+      });
     }
-    // A resumed run prepares again (data, cached exact answers): priced as last measured.
-    if (pending > 0) total += measured > 0 ? own.prepare_seconds(threads_used) : table.prepare_seconds(threads_used);
-    report.estimate_seconds = pending == 0 ? 0.0 : any ? total : NAN;
-    std::vector<std::string> basis;
-    if (measured > 0) basis.push_back(std::to_string(measured) + " cells timed in " + report.results_path);
-    if (!table.empty())
-      basis.push_back(table_path + " (" + table_meta.value("machine", "") + ", " +
-                      std::to_string(table_meta.value("threads", 0)) + " threads)");
-    if (basis.empty()) basis.push_back("no measurement of this config (scripts/measure_cell_costs.sh makes one)");
-    for (std::size_t i = 0; i < basis.size(); ++i) report.estimate_basis += (i ? "; " : "") + basis[i];
-  }
-  if (options.plan_only) return report;
-  if (Progress::enabled() || report.cells_skipped > 0)
-    std::cerr << cfg.name << ": " << report.cells_total << " cells, " << report.cells_skipped
-              << " already in " << report.results_path << ", " << pending << " to run"
-              << (pending > 0 && std::isfinite(report.estimate_seconds) ? ", estimated " + format_duration(report.estimate_seconds) : std::string()) << "\n";
-  ResultsFile& results = *results_file;
-
-  json data_note;
-  if (pending > 0) {
-    RunEnvironment env;
-    env.datasets = &datasets;
-    env.search.data_dir = options.data_dir;
-    env.search.repo_root = repo;
-    env.cache_dir = cache_dir;
-    env.threads = threads_used;
-    const auto prepare_start = std::chrono::steady_clock::now();
-    const auto context = task->prepare(cfg, env);
-    const double prepare_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - prepare_start).count();
-    context->threads = threads_used;
-    report.stand_in = context->data.stand_in;
-    data_note = context->data_summary;
-    if (context->data.stand_in)
-      std::cerr << "warning: data set '" << cfg.dataset << "' not found (" << context->data.stand_in_reason
-                << "); using a SYNTHETIC STAND-IN of the same shape; every record says so\n";
-    for (const auto& r : results.records())
-      if (r.value("stand_in", false) != context->data.stand_in)
-        throw Error("'" + report.results_path + "' holds records computed on " +
-                    (r.value("stand_in", false) ? "a synthetic stand-in" : "the real data") + " but this run uses " +
-                    (context->data.stand_in ? "a synthetic stand-in" : "the real data") +
-                    "; move the file away or choose another --out directory");
-
-    Progress progress(cfg.name, pending);
-    std::size_t written = 0;
-    struct Stop {};
-    try {
-      for (const auto& g : groups) {
-        const Method* method = registry.method(g.method->name);
-        // A cell's wall time runs from the previous cell of its group (or the group's start), so
-        // the group's shared work is carried by its first cell, which the record marks.
-        auto last = std::chrono::steady_clock::now();
-        bool first_of_group = true;
-        method->run_group(*context, g, [&](std::size_t i, CellResult result) {
-          const auto now = std::chrono::steady_clock::now();
-          const double wall_seconds = std::chrono::duration<double>(now - last).count();
-          last = now;
-          const PendingCell& cell = g.cells.at(i);
-          json record = {
-              {"config", cfg.name},
-              {"config_fingerprint", cfg.fingerprint()},
-              {"key", cell.key},
-              {"task", cfg.task},
-              {"figure", cfg.figure},
-              {"dataset", cfg.dataset},
-              {"stand_in", context->data.stand_in},
-              {"data", context->data_summary},
-              {"method", g.method->name},
-              {"label", g.method->label},
-              {"params", g.params},
-              {"epsilon", std::isnan(cell.epsilon) ? json() : json(cell.epsilon)},
-              {"rep", g.rep},
-              {"seed", g.seed},
-              {"noise_seed", cell.noise_seed},
-              {"metrics", finite_or_null(result.metrics)},
-              {"primary_metric", cfg.metric},
-              {"selection", cfg.selection},
-              {"build_seconds", result.build_seconds},
-              {"query_seconds_per_query", result.query_seconds_per_query},
-              {"threads", threads_used},
-              {"wall_seconds", wall_seconds},
-              {"first_of_group", first_of_group},
-              {"run_prepare_seconds", prepare_seconds},
-              {"git_commit", git_commit()},
-              {"quick", cfg.quick},
-              {"finished_at", utc_now()},
-              {"details", result.details}};
-          results.append(record);
-          first_of_group = false;
-          progress.advance();
-          ++report.cells_run;
-          if (options.stop_after && ++written >= options.stop_after) throw Stop{};
-        });
-      }
-    } catch (const Stop&) {
-      progress.finish();
-      return report;  // tests: behave as if killed after the last durable record
-    }
+  } catch (const Stop&) {
     progress.finish();
+    return false;
   }
+  progress.finish();
+  return true;
+}
 
-  // Regenerate the CSV and the summary from everything in the jsonl (this run and earlier).
-  const auto& records = results.records();
+// Regenerates the CSV, the timing table and the summary from everything in the jsonl (this
+// run and earlier), and prints the summary.
+void summarise(const ExperimentConfig& cfg, const Task& task, const std::vector<json>& records, json data_note,
+               bool print, RunReport& report) {
   if (data_note.is_null() && !records.empty()) data_note = records.back().value("data", json());
   if (!records.empty() && records.back().value("stand_in", false)) report.stand_in = true;
-  const auto aggs = aggregate(cfg, records, task->lower_is_better(cfg.metric));
+  const bool lower_better = task.lower_is_better(cfg.metric);
+  const auto aggs = aggregate(cfg, records, lower_better);
   std::set<std::string> best_keys;
   json rows = json::array();
   for (const auto& a : aggs) {
@@ -623,23 +646,64 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
                     {"best_over_grid", a.best}});
   }
   write_file_atomically(report.csv_path, records_to_csv(records, best_keys));
-  const json timing = timing_table(cfg, records, aggs, task->lower_is_better(cfg.metric));
+  const json timing = timing_table(cfg, records, aggs, lower_better);
   write_file_atomically(report.timing_path, timing_csv(cfg, timing));
   json summary = {{"config", cfg.name},        {"metric", cfg.metric},   {"selection", cfg.selection},
                   {"quick", cfg.quick},        {"data", data_note},      {"stand_in", report.stand_in},
-                  {"lower_is_better", task->lower_is_better(cfg.metric)}, {"rows", rows},
+                  {"lower_is_better", lower_better}, {"rows", rows},
                   {"timing", timing}};
   std::string tables_text;
-  const json tables = task->summary_tables(cfg, records, tables_text);
+  const json tables = task.summary_tables(cfg, records, tables_text);
   if (!tables.is_null()) summary["tables"] = tables;
   write_file_atomically(report.summary_path, summary.dump(2) + "\n");
   report.summary_table = summary_table(cfg, aggs, data_note) + timing_text(timing) + tables_text;
-  if (options.print_summary) {
+  if (print) {
     std::cout << report.summary_table;
     std::cout << "results: " << report.results_path << " (+ " << fs::path(report.csv_path).filename().string() << ", "
               << fs::path(report.summary_path).filename().string() << ", "
               << fs::path(report.timing_path).filename().string() << ")\n";
   }
+}
+
+}  // namespace
+
+RunReport run_experiment(const RunOptions& options, const Registry& registry) {
+  const std::string repo = options.repo_root.empty() ? std::string(PRIVRACE_SOURCE_DIR) : options.repo_root;
+  const DatasetRegistry datasets = DatasetRegistry::load_from_repo(repo);
+  const ExperimentConfig cfg = load_config(options.config_path, options.quick, registry, datasets);
+  const Task* task = registry.task(cfg.task);
+
+  const int threads = options.threads >= 0 ? options.threads : cfg.threads;
+  if (threads > 0) omp_set_num_threads(threads);
+  RunReport report;
+  report.threads = omp_get_max_threads();
+
+  Outputs out;
+  open_outputs(options, cfg, repo, out, report);
+  const std::vector<CellGroup> groups = plan_groups(cfg, registry, options, out, report);
+  const std::size_t pending = report.cells_total - report.cells_skipped;
+  estimate(groups, out, repo, report.threads, report);
+  if (options.plan_only) return report;
+  if (Progress::enabled() || report.cells_skipped > 0)
+    std::cerr << cfg.name << ": " << report.cells_total << " cells, " << report.cells_skipped
+              << " already in " << report.results_path << ", " << pending << " to run"
+              << (pending > 0 && std::isfinite(report.estimate_seconds) ? ", estimated " + format_duration(report.estimate_seconds) : std::string()) << "\n";
+  ResultsFile& results = *out.results_file;
+
+  json data_note;
+  if (pending > 0) {
+    RunEnvironment env;
+    env.datasets = &datasets;
+    env.search.data_dir = options.data_dir;
+    env.search.repo_root = repo;
+    env.cache_dir = out.cache_dir;
+    env.threads = report.threads;
+    double prepare_seconds = 0;
+    const auto context = prepare_context(cfg, *task, env, results, report, prepare_seconds);
+    data_note = context->data_summary;
+    if (!run_groups(cfg, registry, options, groups, *context, prepare_seconds, results, report)) return report;
+  }
+  summarise(cfg, *task, results.records(), data_note, options.print_summary, report);
   return report;
 }
 
