@@ -49,5 +49,5 @@ if(PRIVRACE_TESTS AND PRIVRACE_SANITIZE STREQUAL "" AND NOT PRIVRACE_FUZZ)
            COMMAND ${CMAKE_COMMAND} -DBUILD_DIR=${CMAKE_BINARY_DIR} -DSOURCE_DIR=${CMAKE_SOURCE_DIR}
                    -DWORK=/tmp/privrace-install-${privrace_build_hash} -DVERSION=${PROJECT_VERSION}
                    -DCXX=${CMAKE_CXX_COMPILER} ${privrace_python_check} -P ${CMAKE_SOURCE_DIR}/tests/install_test.cmake)
-  set_tests_properties(install_consumer PROPERTIES TIMEOUT 300)
+  set_tests_properties(install_consumer PROPERTIES TIMEOUT 300 LABELS integration)
 endif()
