@@ -63,7 +63,7 @@ class KdeTask final : public Task {
     auto ctx = std::make_unique<KdeContext>();
     ctx->config = &cfg;
     const json& o = cfg.task_options;
-    ctx->kernel.kernel = o.at("kernel").get<std::string>();
+    ctx->kernel.kernel = parse_kernel(o.at("kernel").get<std::string>());
     ctx->kernel.bandwidth = o.at("bandwidth").get<double>();
     ctx->kernel.power = o.at("power").get<std::size_t>();
     const json& entry = env.datasets->entry(cfg.dataset);
@@ -179,7 +179,7 @@ void run_race_cells(const KdeContext& ctx, const CellGroup& group, const Method:
     if (exact && exact->counts().rows() == rows) return *exact;
     exact.reset();  // free the previous counts before hashing again
     FamilySpec fs;
-    fs.kernel = parse_kernel(ctx.kernel.kernel);
+    fs.kernel = ctx.kernel.kernel;
     fs.bandwidth = ctx.kernel.bandwidth;
     fs.power = ctx.kernel.power;
     fs.rows = rows;

@@ -236,7 +236,7 @@ FeatureSketchSpec sketch_spec(const std::string& kind, const json& p, const M2mC
     spec.features = p.at("features").get<std::size_t>();
     spec.sigma = p.at("sigma").get<double>();
   } else if (kind == "race") {
-    spec.lsh_kernel = "l2";
+    spec.lsh_kernel = Kernel::L2;
     spec.rows = p.at("rows").get<std::size_t>();
     spec.width = p.at("width").get<std::size_t>();
     spec.bandwidth = p.at("bandwidth").get<double>();

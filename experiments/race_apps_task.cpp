@@ -100,7 +100,7 @@ LoadedDataset load_config_dataset(const ExperimentConfig& cfg, const RunEnvironm
 void fill_common(AppContext& ctx, const ExperimentConfig& cfg, const RunEnvironment& env) {
   ctx.config = &cfg;
   ctx.threads = env.threads;
-  ctx.kernel.kernel = "l2";
+  ctx.kernel.kernel = Kernel::L2;
   ctx.kernel.bandwidth = cfg.task_options.at("bandwidth").get<double>();
   ctx.kernel.power = cfg.task_options.at("power").get<std::size_t>();
 }
@@ -505,7 +505,7 @@ class AppMethod final : public TypedMethod<AppContext> {
       case DensityKind::RaceNonPrivate: {
         const auto t0 = std::chrono::steady_clock::now();
         FamilySpec fs;
-        fs.kernel = parse_kernel(ctx.kernel.kernel);
+        fs.kernel = ctx.kernel.kernel;
         fs.bandwidth = ctx.kernel.bandwidth;
         fs.power = ctx.kernel.power;
         fs.rows = p.at("rows").get<std::size_t>();

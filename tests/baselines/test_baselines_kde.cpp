@@ -21,7 +21,7 @@ namespace {
 
 KernelSpec l2(double w) {
   KernelSpec k;
-  k.kernel = "l2";
+  k.kernel = Kernel::L2;
   k.bandwidth = w;
   k.power = 1;
   return k;

@@ -47,7 +47,7 @@ SearchBox box_of(const MixtureSpec& s) {
 TEST(Modes, ExactKdeRecoversPlantedModesWithinATenthOfTheBandwidth) {
   const MixtureSpec spec = three_components();
   const Mixture mix = sample_mixture(spec, 30000);
-  const KernelSpec kernel{"l2", 2.0, 1};
+  const KernelSpec kernel{Kernel::L2, 2.0, 1};
   const ExactKde kde(mix.points, kernel);
   ModeSearchOptions o;
   o.modes = 3;
@@ -84,7 +84,7 @@ TEST(Modes, RaceOnExactCountsRecoversPlantedModes) {
 TEST(Modes, ResultDoesNotDependOnTheThreadCount) {
   const MixtureSpec spec = three_components();
   const Mixture mix = sample_mixture(spec, 3000);
-  const ExactKde kde(mix.points, KernelSpec{"l2", 2.0, 1});
+  const ExactKde kde(mix.points, KernelSpec{Kernel::L2, 2.0, 1});
   ModeSearchOptions o;
   o.starts = 8;
   o.initial_step = 2.0;
@@ -147,7 +147,7 @@ TEST(Anomaly, PlantedOutliersScoreAbove095AtInfiniteEpsilon) {
   }
   const RaceSketch sketch = exact_sketch(mix.points, 2.0, 200, 5);
   const RaceDensity race(sketch);
-  const ExactKde exact(mix.points, KernelSpec{"l2", 2.0, 1});
+  const ExactKde exact(mix.points, KernelSpec{Kernel::L2, 2.0, 1});
   for (const auto& f : {DensityFunction([&](const DenseRef& q) { return race(q); }),
                         DensityFunction([&](const DenseRef& q) { return exact(q); })}) {
     auto score = f(test);
@@ -217,12 +217,12 @@ TEST(Densities, ExactKdeMatchesTheTaskGroundTruthAndHistogramCellsMatchItsCounts
   Mixture mix = sample_mixture(three_components(), 2000);
   mix.points.bottomRows(500) = mix.points.topRows(500);  // duplicates are merged with weights
   const DenseMatrix queries = mix.points.middleRows(700, 50);
-  const KernelSpec kernel{"l2", 2.0, 2};
+  const KernelSpec kernel{Kernel::L2, 2.0, 2};
   const auto truth = exact_kernel_sums(mix.points, queries, kernel);
   const auto mine = ExactKde(mix.points, kernel)(queries);
   for (std::size_t j = 0; j < mine.size(); ++j) EXPECT_NEAR(mine[j], truth[j] / 2000.0, 1e-9 * (1 + truth[j] / 2000.0));
   EXPECT_EQ(ExactKde(mix.points, kernel).distinct_rows(), 1500u);
-  EXPECT_THROW(ExactKde(mix.points, KernelSpec{"angular", 1.0, 1}), UsageError);
+  EXPECT_THROW(ExactKde(mix.points, KernelSpec{Kernel::Angular, 1.0, 1}), UsageError);
   // cell_of places every row where the histogram counted it.
   const baselines::HistogramRelease hist(mix.points, baselines::Domain{-4, 24}, 6);
   std::vector<std::int64_t> counts(hist.cells(), 0);

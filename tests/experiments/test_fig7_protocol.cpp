@@ -185,7 +185,7 @@ TEST(BernsteinRefusal, CarriesTimeAndMemoryEstimates) {
   DenseMatrix x(1000, 8);
   x.setConstant(0.5f);
   KernelSpec k;
-  k.kernel = "l2";
+  k.kernel = Kernel::L2;
   k.bandwidth = 0.5;
   const double lattice = std::pow(21.0, 8);
   try {

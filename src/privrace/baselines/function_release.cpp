@@ -22,7 +22,7 @@ DoubleMatrix clip_to_domain(const DenseRef& data, const Domain& dom) {
 
 double kernel_value(const KernelSpec& spec, const double* x, const double* q, std::size_t d) {
   double k;
-  if (spec.kernel == "l2") {
+  if (spec.kernel == Kernel::L2) {
     double s2 = 0;
     for (std::size_t j = 0; j < d; ++j) s2 += (x[j] - q[j]) * (x[j] - q[j]);
     k = pstable_kernel_tabulated(std::sqrt(s2) / spec.bandwidth);

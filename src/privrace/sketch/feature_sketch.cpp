@@ -130,9 +130,9 @@ std::shared_ptr<const LshFamily> make_feature_family(const FeatureSketchSpec& sp
     f.lo = spec.lo;
     f.hi = spec.hi;
   } else if (spec.kind == "race") {
-    if (spec.lsh_kernel != "l2" && spec.lsh_kernel != "angular")
-      throw UsageError("a race feature sketch uses the l2 or angular kernel, got '" + spec.lsh_kernel + "'");
-    f.kernel = parse_kernel(spec.lsh_kernel);
+    if (spec.lsh_kernel != Kernel::L2 && spec.lsh_kernel != Kernel::Angular)
+      throw UsageError("a race feature sketch uses the l2 or angular kernel, got '" + to_string(spec.lsh_kernel) + "'");
+    f.kernel = spec.lsh_kernel;
     f.rows = spec.rows;
     f.power = spec.power;
     f.bandwidth = spec.bandwidth;

@@ -115,7 +115,7 @@ struct FeatureSketchSpec {
   std::string kind = "rff";       // rff | race | hist
   std::size_t features = 200;     // rff: m = 2 m' (even, > 0)
   double sigma = 1.0;             // rff: Gaussian kernel bandwidth
-  std::string lsh_kernel = "l2";  // race: l2 | angular (the engine's families)
+  Kernel lsh_kernel = Kernel::L2;  // race: l2 | angular (the engine's families)
   std::size_t rows = 80, width = 80, power = 1;
   double bandwidth = 1.0;         // race l2: p-stable width
   std::size_t bins = 100;         // hist: bins per attribute

@@ -97,15 +97,15 @@ double int_power(double v, std::size_t p) {
 }  // namespace
 
 nlohmann::json KernelSpec::to_json() const {
-  return {{"kernel", kernel}, {"bandwidth", bandwidth}, {"power", power}};
+  return {{"kernel", to_string(kernel)}, {"bandwidth", bandwidth}, {"power", power}};
 }
 
 double pstable_kernel_tabulated(double s) { return PStableTable::get()(s); }
 
 std::vector<double> exact_kernel_sums(const DenseRef& data, const DenseRef& queries, const KernelSpec& spec) {
-  if (spec.kernel != "l2" && spec.kernel != "angular")
-    throw UsageError("exact kernel sums: unsupported kernel '" + spec.kernel + "' (expected l2 or angular)");
-  if (spec.kernel == "l2" && !(spec.bandwidth > 0.0)) throw UsageError("exact kernel sums: bandwidth must be positive");
+  if (spec.kernel != Kernel::L2 && spec.kernel != Kernel::Angular)
+    throw UsageError("exact kernel sums: unsupported kernel '" + to_string(spec.kernel) + "' (expected l2 or angular)");
+  if (spec.kernel == Kernel::L2 && !(spec.bandwidth > 0.0)) throw UsageError("exact kernel sums: bandwidth must be positive");
   if (spec.power == 0) throw UsageError("exact kernel sums: power must be at least 1");
   if (data.cols() != queries.cols())
     throw InputError("queries have " + std::to_string(queries.cols()) + " columns, the data " + std::to_string(data.cols()));
@@ -117,7 +117,7 @@ std::vector<double> exact_kernel_sums(const DenseRef& data, const DenseRef& quer
   std::vector<double> out(static_cast<std::size_t>(m), 0.0);
   const PStableTable& table = PStableTable::get();
   const double inv_w = 1.0 / spec.bandwidth;
-  const bool l2 = spec.kernel == "l2";
+  const bool l2 = spec.kernel == Kernel::L2;
   Eigen::VectorXd x_norm2 = x.rowwise().squaredNorm();
   constexpr Eigen::Index kQueryBlock = 16, kDataBlock = 2048;
   const Eigen::Index query_blocks = (m + kQueryBlock - 1) / kQueryBlock;

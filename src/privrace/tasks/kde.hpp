@@ -8,14 +8,15 @@
 #include <vector>
 
 #include "privrace/core/types.hpp"
+#include "privrace/lsh/family.hpp"
 #include "privrace/sketch/race_sketch.hpp"
 
 namespace privrace {
 
-// The LSH kernel whose sums are computed: "l2" (p-stable, bucket width `bandwidth`, k = P^p)
-// or "angular" (signed random projections, k = (1 - angle/pi)^p).
+// The LSH kernel whose sums are computed: l2 (p-stable, bucket width `bandwidth`, k = P^p)
+// or angular (signed random projections, k = (1 - angle/pi)^p).
 struct KernelSpec {
-  std::string kernel = "l2";
+  Kernel kernel = Kernel::L2;
   double bandwidth = 1.0;
   std::size_t power = 1;
   nlohmann::json to_json() const;

@@ -29,7 +29,8 @@ double distance(const double* a, const double* b, std::size_t d) {
 }  // namespace
 
 ExactKde::ExactKde(const DenseRef& data, const KernelSpec& spec) : spec_(spec) {
-  if (spec.kernel != "l2") throw UsageError("exact KDE for mode search: only the l2 (p-stable) kernel, not '" + spec.kernel + "'");
+  if (spec.kernel != Kernel::L2)
+    throw UsageError("exact KDE for mode search: only the l2 (p-stable) kernel, not '" + to_string(spec.kernel) + "'");
   if (!(spec.bandwidth > 0)) throw UsageError("exact KDE: bandwidth must be positive");
   if (spec.power == 0) throw UsageError("exact KDE: power must be at least 1");
   const auto n = static_cast<std::size_t>(data.rows());
