@@ -1,6 +1,7 @@
 #include "privrace/baselines/privbayes.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -35,7 +36,18 @@ std::size_t draw(const double* p, std::size_t len, RandomSource& rng) {
   return len - 1;
 }
 
+// Synthetic rows per sampling block: each block draws from its own stream, so the rows do not
+// depend on the thread count.
+constexpr std::size_t kSampleBlock = 4096;
+
 }  // namespace
+
+// Per-thread buffers of the sparse joint counts.
+struct PrivBayes::Scratch {
+  std::vector<std::uint32_t> keys, tmp;
+  std::vector<std::uint32_t> cell_key, cell_count;  // the non-zero cells, ascending key
+  std::vector<double> px;
+};
 
 PrivBayes::PrivBayes(const DenseRef& train, const TableBox& box, const PrivBayesOptions& opt)
     : box_(box), opt_(opt), n_(static_cast<std::size_t>(train.rows())), d_(static_cast<std::size_t>(train.cols())) {
@@ -48,13 +60,66 @@ PrivBayes::PrivBayes(const DenseRef& train, const TableBox& box, const PrivBayes
   const double cells = std::pow(static_cast<double>(opt.bins), static_cast<double>(k + 1));
   if (cells > double(1 << 24))
     throw UsageError("privbayes: bins^(k+1) = " + std::to_string(cells) + " cells per marginal is too many (at most 2^24)");
+  if (n_ > 0xFFFFFFFFull) throw UsageError("privbayes: at most 2^32 - 1 rows");
   codes_.resize(n_ * d_);
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(n_); ++i)
     for (std::size_t j = 0; j < d_; ++j) {
       const double t = box.to_unit(j, train(i, static_cast<Eigen::Index>(j)));
-      codes_[static_cast<std::size_t>(i) * d_ + j] = static_cast<std::uint16_t>(std::min(opt.bins - 1, static_cast<int>(t * opt.bins)));
+      codes_[j * n_ + static_cast<std::size_t>(i)] =
+          static_cast<std::uint16_t>(std::min(opt.bins - 1, static_cast<int>(t * opt.bins)));
     }
+}
+
+// keys[i] = (parents..., x) of row i in mixed radix `bins`, x fastest (the joint's cell index).
+void PrivBayes::cell_keys(int x, const std::vector<int>& parents, std::vector<std::uint32_t>& keys) const {
+  const auto b = static_cast<std::uint32_t>(opt_.bins);
+  keys.assign(n_, 0u);
+  std::uint32_t* k = keys.data();
+  const std::size_t n = n_;
+  for (int p : parents) {
+    const std::uint16_t* col = &codes_[static_cast<std::size_t>(p) * n_];
+    for (std::size_t i = 0; i < n; ++i) k[i] = k[i] * b + col[i];
+  }
+  const std::uint16_t* col = &codes_[static_cast<std::size_t>(x) * n_];
+  for (std::size_t i = 0; i < n; ++i) k[i] = k[i] * b + col[i];
+}
+
+// The non-zero cells of the joint of (parents..., x), in ascending cell index, with their counts:
+// at most n of them whatever bins^(k+1) is. Joints of at most 2^16 cells (or fewer than the rows)
+// are counted directly; larger ones by an LSD radix sort of the rows' cell indices.
+void PrivBayes::sparse_counts(int x, const std::vector<int>& parents, Scratch& s) const {
+  std::size_t cells = static_cast<std::size_t>(opt_.bins);
+  for (std::size_t i = 0; i < parents.size(); ++i) cells *= static_cast<std::size_t>(opt_.bins);
+  cell_keys(x, parents, s.keys);
+  s.cell_key.clear();
+  s.cell_count.clear();
+  if (cells <= std::max<std::size_t>(n_, std::size_t{1} << 16)) {
+    s.tmp.assign(cells, 0u);
+    for (const std::uint32_t key : s.keys) ++s.tmp[key];
+    for (std::size_t c = 0; c < cells; ++c)
+      if (s.tmp[c]) {
+        s.cell_key.push_back(static_cast<std::uint32_t>(c));
+        s.cell_count.push_back(s.tmp[c]);
+      }
+    return;
+  }
+  const int bits = std::bit_width(static_cast<std::uint64_t>(cells - 1));
+  s.tmp.resize(n_);
+  for (int shift = 0; shift < bits; shift += 8) {
+    std::size_t hist[257] = {};
+    for (const std::uint32_t key : s.keys) ++hist[((key >> shift) & 0xFFu) + 1];
+    for (int r = 0; r < 256; ++r) hist[r + 1] += hist[r];
+    for (const std::uint32_t key : s.keys) s.tmp[hist[(key >> shift) & 0xFFu]++] = key;
+    s.keys.swap(s.tmp);
+  }
+  for (std::size_t i = 0; i < n_;) {
+    std::size_t j = i + 1;
+    while (j < n_ && s.keys[j] == s.keys[i]) ++j;
+    s.cell_key.push_back(s.keys[i]);
+    s.cell_count.push_back(static_cast<std::uint32_t>(j - i));
+    i = j;
+  }
 }
 
 std::vector<double> PrivBayes::joint_counts(int x, const std::vector<int>& parents) const {
@@ -62,21 +127,10 @@ std::vector<double> PrivBayes::joint_counts(int x, const std::vector<int>& paren
   std::size_t len = b;
   for (std::size_t i = 0; i < parents.size(); ++i) len *= b;
   std::vector<double> out(len, 0.0);
-  // The greedy search calls this up to ~10^5-10^6 times (d C(d-1, k) pairs); below 64k rows a
-  // serial pass beats a parallel region (per-thread tables + barrier, which stalls when the
-  // cores are shared). Counts are integers in doubles: the sum is the same either way.
-#pragma omp parallel if (n_ >= 65536)
-  {
-    std::vector<double> local(len, 0.0);
-#pragma omp for schedule(static)
-    for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(n_); ++i) {
-      const std::uint16_t* row = &codes_[static_cast<std::size_t>(i) * d_];
-      std::size_t idx = 0;
-      for (int p : parents) idx = idx * b + row[p];
-      local[idx * b + row[x]] += 1.0;
-    }
-#pragma omp critical
-    for (std::size_t c = 0; c < len; ++c) out[c] += local[c];
+  for (std::size_t i = 0; i < n_; ++i) {
+    std::size_t idx = 0;
+    for (int p : parents) idx = idx * b + codes_[static_cast<std::size_t>(p) * n_ + i];
+    out[idx * b + codes_[static_cast<std::size_t>(x) * n_ + i]] += 1.0;
   }
   return out;
 }
@@ -86,40 +140,92 @@ double PrivBayes::network_work(std::size_t n, std::size_t d, int degree, int bin
   const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(std::max(degree, 1)), d - 1);
   double combos = 1;  // C(d - 1, k)
   for (std::size_t i = 0; i < k; ++i) combos = combos * static_cast<double>(d - 1 - i) / static_cast<double>(i + 1);
-  return static_cast<double>(d) * combos *
-         (static_cast<double>(n) + std::pow(static_cast<double>(bins), static_cast<double>(k + 1)));
+  // One score: a pass over the n rows per attribute of the joint, then either a count over
+  // bins^(k+1) cells (small joints) or a radix sort of the n cell indices (large ones).
+  const double cells = std::pow(static_cast<double>(bins), static_cast<double>(k + 1));
+  const double nd = static_cast<double>(n);
+  const double per_score =
+      nd * static_cast<double>(k + 1) + (cells <= std::max(nd, 65536.0) ? nd + cells : 3 * nd * std::ceil(std::log2(cells) / 8));
+  return static_cast<double>(d) * combos * per_score;
+}
+
+double PrivBayes::compute_mi(int x, const std::vector<int>& parents, Scratch& s) const {
+  // The same sum as over the dense joint, in the same order (cell index ascending: parents-major,
+  // x fastest), skipping the zero cells as the dense sum does: the marginals are integer counts
+  // (exact in doubles), so the result is the dense computation's to the last bit.
+  sparse_counts(x, parents, s);
+  const auto b = static_cast<std::uint32_t>(opt_.bins);
+  s.px.assign(b, 0.0);
+  const std::size_t m = s.cell_key.size();
+  for (std::size_t c = 0; c < m; ++c) s.px[s.cell_key[c] % b] += static_cast<double>(s.cell_count[c]);
+  const double n = static_cast<double>(n_);
+  double mi = 0;
+  for (std::size_t c = 0; c < m;) {
+    const std::uint32_t p = s.cell_key[c] / b;
+    std::size_t e = c;
+    double pp = 0;
+    for (; e < m && s.cell_key[e] / b == p; ++e) pp += static_cast<double>(s.cell_count[e]);
+    for (; c < e; ++c) {
+      const double cnt = static_cast<double>(s.cell_count[c]);
+      mi += cnt / n * std::log2(cnt * n / (s.px[s.cell_key[c] % b] * pp));
+    }
+  }
+  return mi;
+}
+
+bool PrivBayes::cache_find(int x, const std::vector<int>& parents, double& mi) const {
+  if (d_ < 1024 && parents.size() <= 5) {
+    std::uint64_t packed = static_cast<std::uint64_t>(x);
+    for (std::size_t i = 0; i < parents.size(); ++i) packed |= static_cast<std::uint64_t>(parents[i] + 1) << (10 * (i + 1));
+    const auto it = mi_cache_packed_.find(packed);
+    if (it == mi_cache_packed_.end()) return false;
+    mi = it->second;
+    return true;
+  }
+  const auto it = mi_cache_.find(std::make_pair(x, parents));
+  if (it == mi_cache_.end()) return false;
+  mi = it->second;
+  return true;
+}
+
+void PrivBayes::cache_store(int x, const std::vector<int>& parents, double mi) const {
+  if (d_ < 1024 && parents.size() <= 5) {
+    std::uint64_t packed = static_cast<std::uint64_t>(x);
+    for (std::size_t i = 0; i < parents.size(); ++i) packed |= static_cast<std::uint64_t>(parents[i] + 1) << (10 * (i + 1));
+    mi_cache_packed_[packed] = mi;
+  } else {
+    mi_cache_[std::make_pair(x, parents)] = mi;
+  }
 }
 
 double PrivBayes::mutual_information(int x, const std::vector<int>& parents) const {
-  const bool packable = d_ < 1024 && parents.size() <= 5;
-  std::uint64_t packed = static_cast<std::uint64_t>(x);
-  if (packable) {
-    for (std::size_t i = 0; i < parents.size(); ++i)
-      packed |= static_cast<std::uint64_t>(parents[i] + 1) << (10 * (i + 1));
-    if (auto it = mi_cache_packed_.find(packed); it != mi_cache_packed_.end()) return it->second;
-  }
-  const auto key = std::make_pair(x, parents);
-  if (!packable)
-    if (auto it = mi_cache_.find(key); it != mi_cache_.end()) return it->second;
+  double mi;
+  if (cache_find(x, parents, mi)) return mi;
   ++mi_evaluations_;
-  const auto b = static_cast<std::size_t>(opt_.bins);
-  const std::vector<double> joint = joint_counts(x, parents);
-  const std::size_t np = joint.size() / b;
-  std::vector<double> px(b, 0.0), pp(np, 0.0);
-  for (std::size_t p = 0; p < np; ++p)
-    for (std::size_t v = 0; v < b; ++v) px[v] += joint[p * b + v], pp[p] += joint[p * b + v];
-  const double n = static_cast<double>(n_);
-  double mi = 0;
-  for (std::size_t p = 0; p < np; ++p)
-    for (std::size_t v = 0; v < b; ++v) {
-      const double c = joint[p * b + v];
-      if (c > 0) mi += c / n * std::log2(c * n / (px[v] * pp[p]));
-    }
-  if (packable)
-    mi_cache_packed_[packed] = mi;
-  else
-    mi_cache_[key] = mi;
+  Scratch s;
+  mi = compute_mi(x, parents, s);
+  cache_store(x, parents, mi);
   return mi;
+}
+
+void PrivBayes::score(const std::vector<std::pair<int, const std::vector<int>*>>& cand, std::vector<double>& out) const {
+  out.assign(cand.size(), 0.0);
+  std::vector<std::size_t> todo;
+  for (std::size_t c = 0; c < cand.size(); ++c)
+    if (!cache_find(cand[c].first, *cand[c].second, out[c])) todo.push_back(c);
+  // Each score is a deterministic function of the table: computing them concurrently changes
+  // no value. One thread per score (a few ms each on n = 10^5 rows).
+#pragma omp parallel if (todo.size() > 1)
+  {
+    Scratch s;
+#pragma omp for schedule(dynamic, 1)
+    for (std::ptrdiff_t t = 0; t < static_cast<std::ptrdiff_t>(todo.size()); ++t) {
+      const std::size_t c = todo[static_cast<std::size_t>(t)];
+      out[c] = compute_mi(cand[c].first, *cand[c].second, s);
+    }
+  }
+  for (const std::size_t c : todo) cache_store(cand[c].first, *cand[c].second, out[c]);
+  mi_evaluations_ += todo.size();
 }
 
 double PrivBayes::mi_sensitivity() const {
@@ -152,32 +258,31 @@ PrivBayesModel PrivBayes::fit(double epsilon, RandomSource* rng, PrivBayesNetwor
   rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(first));
   const double eps_step = d > 1 ? opt_.beta * epsilon / static_cast<double>(d - 1) : 0.0;
   const double dI = mi_sensitivity();
+  std::vector<std::pair<int, const std::vector<int>*>> cand;
+  std::vector<double> score_of;
   while (!rest.empty()) {
     std::vector<int> V = net.order;
     std::sort(V.begin(), V.end());
     std::vector<std::vector<int>> psets;
     std::vector<int> cur;
     subsets(V, std::min(k, V.size()), 0, cur, psets);
-    std::vector<std::pair<int, std::size_t>> cand;
-    std::vector<double> score;
+    cand.clear();
     for (int x : rest)
-      for (std::size_t p = 0; p < psets.size(); ++p) {
-        cand.emplace_back(x, p);
-        score.push_back(mutual_information(x, psets[p]));
-      }
+      for (std::size_t p = 0; p < psets.size(); ++p) cand.emplace_back(x, &psets[p]);
+    score(cand, score_of);
     std::size_t pick;
     if (rng) {
       // Exponential mechanism: Pr ~ exp(eps_step * I / (2 S(I))), through log-sum-exp.
-      std::vector<double> logits(score.size());
-      for (std::size_t c = 0; c < score.size(); ++c) logits[c] = eps_step * score[c] / (2 * dI);
+      std::vector<double> logits(score_of.size());
+      for (std::size_t c = 0; c < score_of.size(); ++c) logits[c] = eps_step * score_of[c] / (2 * dI);
       const double mx = *std::max_element(logits.begin(), logits.end());
       for (auto& l : logits) l = std::exp(l - mx);
       pick = draw(logits.data(), logits.size(), *rng);
     } else {
-      pick = static_cast<std::size_t>(std::max_element(score.begin(), score.end()) - score.begin());
+      pick = static_cast<std::size_t>(std::max_element(score_of.begin(), score_of.end()) - score_of.begin());
     }
     net.order.push_back(cand[pick].first);
-    net.parents.push_back(psets[cand[pick].second]);
+    net.parents.push_back(*cand[pick].second);
     rest.erase(std::find(rest.begin(), rest.end(), cand[pick].first));
   }
   // --- noisy distributions: index i0 = k covers order[0..k] jointly; then one per attribute.
@@ -190,7 +295,8 @@ PrivBayesModel PrivBayes::fit(double epsilon, RandomSource* rng, PrivBayesNetwor
   // Noise on the integer counts: discrete Laplace of scale n * 4 (d - k) / (n eps2) counts,
   // i.e. conditional_noise_scale(epsilon) in frequency units (rounded up by the sampler).
   // Many cells (bins^(k+1) per distribution, d - k distributions): the table sampler, whose
-  // set-up (tens of ms) then pays for itself.
+  // set-up (tens of ms) then pays for itself. Every cell, zero or not, gets its own draw, in
+  // cell order, from `rng`.
   std::unique_ptr<DiscreteLaplace> count_noise;
   std::shared_ptr<const ExactGeometric> magnitude;
   if (rng) {
@@ -198,15 +304,20 @@ PrivBayesModel PrivBayes::fit(double epsilon, RandomSource* rng, PrivBayesNetwor
     const double cells = std::pow(static_cast<double>(b), static_cast<double>(k + 1)) * static_cast<double>(d - k);
     if (cells > 2e5) magnitude = count_noise->bulk_sampler();
   }
+  Scratch scratch;
+  std::vector<std::int64_t> c;
   auto noisy = [&](int x, const std::vector<int>& parents) {
-    std::vector<double> p = joint_counts(x, parents);
-    if (count_noise) {
-      std::vector<std::int64_t> c(p.size());
-      for (std::size_t i = 0; i < p.size(); ++i) c[i] = static_cast<std::int64_t>(p[i]);
-      count_noise->add_to(c, *rng, magnitude.get());
-      for (std::size_t i = 0; i < p.size(); ++i) p[i] = static_cast<double>(std::max<std::int64_t>(c[i], 0));
-    }
-    for (auto& v : p) v /= static_cast<double>(n_);
+    std::size_t len = b;
+    for (std::size_t i = 0; i < parents.size(); ++i) len *= b;
+    sparse_counts(x, parents, scratch);
+    c.assign(len, 0);
+    for (std::size_t i = 0; i < scratch.cell_key.size(); ++i) c[scratch.cell_key[i]] = scratch.cell_count[i];
+    if (count_noise) count_noise->add_to(c, *rng, magnitude.get());
+    std::vector<double> p(len);
+    const double n = static_cast<double>(n_);
+#pragma omp parallel for schedule(static) if (len >= (std::size_t{1} << 20))
+    for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(len); ++i)
+      p[static_cast<std::size_t>(i)] = static_cast<double>(std::max<std::int64_t>(c[static_cast<std::size_t>(i)], 0)) / n;
     return p;
   };
   dist[i0] = noisy(net.order[i0], dist_parents[i0]);
@@ -226,7 +337,7 @@ PrivBayesModel PrivBayes::fit(double epsilon, RandomSource* rng, PrivBayesNetwor
   const std::vector<double>& joint = model.dist_[i0];
   model.first_cdf_.resize(joint.size());
   double run = 0;
-  for (std::size_t c = 0; c < joint.size(); ++c) model.first_cdf_[c] = (run += joint[c]);
+  for (std::size_t cell = 0; cell < joint.size(); ++cell) model.first_cdf_[cell] = (run += joint[cell]);
   if (network_out) *network_out = net;
   return model;
 }
@@ -234,33 +345,45 @@ PrivBayesModel PrivBayes::fit(double epsilon, RandomSource* rng, PrivBayesNetwor
 DoubleMatrix PrivBayesModel::sample(std::size_t rows, RandomSource& sampler) const {
   check_synthetic_rows(rows, "privbayes");
   // Order[0..first_] jointly from dist_[first_], then each later attribute from its
-  // conditional slice given its parents' sampled bins.
+  // conditional slice given its parents' sampled bins. Rows come in blocks of kSampleBlock, block
+  // j from its own stream seeded derive_seed(base, j) with `base` one word of `sampler`: the
+  // same sampler state gives the same rows for any number of threads.
   const std::size_t d = net_.order.size(), b = bins_, i0 = first_;
   DoubleMatrix out(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(d));
-  std::vector<std::size_t> bin(d);
   const std::vector<double>& joint = dist_[i0];
   const double run = first_cdf_.empty() ? 0.0 : first_cdf_.back();
-  for (std::size_t s = 0; s < rows; ++s) {
-    std::size_t cell;
-    if (!(run > 0)) {
-      cell = static_cast<std::size_t>(sampler.below(joint.size()));
-    } else {
-      const double u = sampler.unit() * run;
-      cell = static_cast<std::size_t>(std::upper_bound(first_cdf_.begin(), first_cdf_.end(), u) - first_cdf_.begin());
-      cell = std::min(cell, joint.size() - 1);
+  const std::uint64_t base = sampler.next();
+  const std::size_t blocks = (rows + kSampleBlock - 1) / kSampleBlock;
+#pragma omp parallel if (blocks > 1)
+  {
+    std::vector<std::size_t> bin(d);
+#pragma omp for schedule(dynamic, 1)
+    for (std::ptrdiff_t blk = 0; blk < static_cast<std::ptrdiff_t>(blocks); ++blk) {
+      SeededRandom rng(derive_seed(base, static_cast<std::uint64_t>(blk)));
+      const std::size_t s0 = static_cast<std::size_t>(blk) * kSampleBlock, s1 = std::min(rows, s0 + kSampleBlock);
+      for (std::size_t s = s0; s < s1; ++s) {
+        std::size_t cell;
+        if (!(run > 0)) {
+          cell = static_cast<std::size_t>(rng.below(joint.size()));
+        } else {
+          const double u = rng.unit() * run;
+          cell = static_cast<std::size_t>(std::upper_bound(first_cdf_.begin(), first_cdf_.end(), u) - first_cdf_.begin());
+          cell = std::min(cell, joint.size() - 1);
+        }
+        for (std::size_t i = i0 + 1; i-- > 0;) {
+          bin[static_cast<std::size_t>(net_.order[i])] = cell % b;
+          cell /= b;
+        }
+        for (std::size_t i = i0 + 1; i < d; ++i) {
+          std::size_t idx = 0;
+          for (int p : dist_parents_[i]) idx = idx * b + bin[static_cast<std::size_t>(p)];
+          bin[static_cast<std::size_t>(net_.order[i])] = draw(&dist_[i][idx * b], b, rng);
+        }
+        for (std::size_t j = 0; j < d; ++j)
+          out(static_cast<Eigen::Index>(s), static_cast<Eigen::Index>(j)) =
+              box_.from_unit(j, (static_cast<double>(bin[j]) + rng.unit()) / static_cast<double>(b));
+      }
     }
-    for (std::size_t i = i0 + 1; i-- > 0;) {
-      bin[static_cast<std::size_t>(net_.order[i])] = cell % b;
-      cell /= b;
-    }
-    for (std::size_t i = i0 + 1; i < d; ++i) {
-      std::size_t idx = 0;
-      for (int p : dist_parents_[i]) idx = idx * b + bin[static_cast<std::size_t>(p)];
-      bin[static_cast<std::size_t>(net_.order[i])] = draw(&dist_[i][idx * b], b, sampler);
-    }
-    for (std::size_t j = 0; j < d; ++j)
-      out(static_cast<Eigen::Index>(s), static_cast<Eigen::Index>(j)) =
-          box_.from_unit(j, (static_cast<double>(bin[j]) + sampler.unit()) / static_cast<double>(b));
   }
   return out;
 }

@@ -27,6 +27,13 @@
 //   4 (d - k) / eps2 in count units (rounded up, never less), then divided by n.
 // * The network's exponential mechanism draws from exp(eps I / (2 S(I))) in floating point
 //   (its scores are reals; the choice is one of d C(d-1, k) candidates).
+// * Cost. A score is computed from the SPARSE joint (at most n non-zero cells: the rows' cell
+//   indices counted directly for small joints, radix-sorted for large ones), summed in the
+//   dense order, so it equals the dense computation bit for bit; the scores of one greedy step
+//   are computed in parallel. The noisy conditionals draw one noise value per cell of the full
+//   domain (zero cells included: the mechanism's definition), serially from the caller's stream
+//   in cell order. Sampling runs in parallel over fixed blocks of rows, each from its own
+//   stream derived from one word of the sampler: the rows do not depend on the thread count.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -54,9 +61,15 @@ struct PrivBayesNetwork {
 // The released model: the network and its noisy distributions. Sampling is post-processing.
 class PrivBayesModel {
  public:
-  // `rows` synthetic records (rows > 0) drawn with `sampler`: the same stream, the same rows.
+  // `rows` synthetic records (rows > 0) drawn with `sampler`: the same stream, the same rows,
+  // for any number of threads (one word of `sampler` seeds the per-block streams).
   DoubleMatrix sample(std::size_t rows, RandomSource& sampler) const;
   const PrivBayesNetwork& network() const { return net_; }
+  // Distribution i (frequencies: noisy counts clipped at 0, over n) and the attributes it is
+  // conditioned on; distribution first() is the joint of order[0..first()] (for tests).
+  std::size_t first() const { return first_; }
+  const std::vector<double>& distribution(std::size_t i) const { return dist_.at(i); }
+  const std::vector<int>& distribution_parents(std::size_t i) const { return dist_parents_.at(i); }
 
  private:
   friend class PrivBayes;
@@ -78,7 +91,7 @@ class PrivBayes {
   double mi_sensitivity() const;
   double conditional_noise_scale(double epsilon) const;  // 4 (d - k) / (n eps2), per probability
   double network_epsilon(double epsilon) const;          // eps1 (0 when d = 1)
-  // Joint counts of (parents..., x) laid out parents-major, x fastest (exposed for tests).
+  // Joint counts of (parents..., x) laid out parents-major, x fastest (dense; for tests).
   std::vector<double> joint_counts(int x, const std::vector<int>& parents) const;
   double mutual_information(int x, const std::vector<int>& parents) const;
   // Scores are cached across releases of one object (they do not depend on epsilon); a caller
@@ -86,17 +99,26 @@ class PrivBayes {
   void clear_score_cache() const { mi_cache_.clear(); mi_cache_packed_.clear(); }
   std::size_t score_evaluations() const { return mi_evaluations_; }
   // Work of scoring every (X, Pi) pair the greedy network can meet: d C(d-1, k) mutual
-  // informations, each a pass over the n rows plus the bins^(k+1) joint cells. One release
-  // computes about 1/(k+1) of them (those whose parents joined before X), but large joints
-  // run slower per cell (memory-bound), so this is an estimate, not a bound: on the shared
-  // 2-core machine naval (d = 17, k = 4) was estimated at 164 s and took 170 s.
+  // informations, each k + 1 passes over the n rows plus a count over the bins^(k+1) cells
+  // (small joints) or a radix sort of the n cell indices (large ones). One release computes
+  // about 1/(k+1) of them (those whose parents joined before X), in parallel: an estimate,
+  // not a bound.
   static double network_work(std::size_t n, std::size_t d, int degree, int bins);
 
  private:
   TableBox box_;
   PrivBayesOptions opt_;
   std::size_t n_ = 0, d_ = 0;
-  std::vector<std::uint16_t> codes_;  // n x d bin indices
+  struct Scratch;
+  void cell_keys(int x, const std::vector<int>& parents, std::vector<std::uint32_t>& keys) const;
+  void sparse_counts(int x, const std::vector<int>& parents, Scratch& s) const;
+  double compute_mi(int x, const std::vector<int>& parents, Scratch& s) const;
+  bool cache_find(int x, const std::vector<int>& parents, double& mi) const;
+  void cache_store(int x, const std::vector<int>& parents, double mi) const;
+  // The scores of the candidates (cached ones looked up, the rest computed in parallel).
+  void score(const std::vector<std::pair<int, const std::vector<int>*>>& cand, std::vector<double>& out) const;
+
+  std::vector<std::uint16_t> codes_;  // bin indices, column-major: codes_[j * n + i]
   mutable std::map<std::pair<int, std::vector<int>>, double> mi_cache_;
   // Same cache with (x, parents) packed into 64 bits when d < 1024 and k <= 5: the greedy
   // search looks scores up O(d^(k+2)) times (11M lookups for d = 129, k = 2).
