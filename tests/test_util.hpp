@@ -117,4 +117,14 @@ inline std::filesystem::path temp_dir(const std::string& name) {
   return dir;
 }
 
+// The message of the exception f throws, or "(no exception)".
+inline std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
+
 }  // namespace privrace::testing

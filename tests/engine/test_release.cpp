@@ -19,19 +19,12 @@
 
 namespace fs = std::filesystem;
 using namespace privrace;
+using privrace::testing::message_of;
 
 namespace {
 
 std::vector<std::int64_t> counts_of(const RaceSketch& s) { return {s.counts().begin(), s.counts().end()}; }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
 
 ReleaseParams l2_params(std::size_t rows = 40, std::size_t width = 64) {
   ReleaseParams p;

@@ -25,6 +25,7 @@ namespace {
 
 using privrace::testing::TempDir;
 using privrace::testing::write;
+using privrace::testing::message_of;
 
 void write_gz(const fs::path& p, const std::string& bytes) {
   fs::create_directories(p.parent_path());
@@ -88,14 +89,6 @@ struct NoEnv {  // $PRIVRACE_DATA would add a search directory
   }
 };
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
 
 }  // namespace
 
@@ -420,7 +413,7 @@ TEST(ExactKde, MatchesBruteForceWithDuplicates) {
     const DenseMatrix q = privrace::testing::clustered_points(40, d, 12);
     for (const std::string kernel : {"l2", "angular"}) {
       KernelSpec spec;
-      spec.kernel = kernel;
+      spec.kernel = parse_kernel(kernel);
       spec.bandwidth = 1.5;
       spec.power = 2;
       const auto sums = exact_kernel_sums(x, q, spec);
