@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <set>
 #include <tuple>
 
 #include "privrace/ldp/erm.hpp"
@@ -24,6 +25,9 @@ struct Instance {
   Players players;
   ErmResult optimum;
   double optimum_seconds = 0;
+  double boundary_distance = 0;  // of theta* to the boundary of the box
+  double loss_range = 0;         // max over the box of L - L*
+  std::vector<double> feature_scale;  // real source: the divisor of each feature (after standardising)
 };
 
 struct LdpErmContext : TaskContext {
@@ -31,7 +35,9 @@ struct LdpErmContext : TaskContext {
   double theta_scale = 1.0;  // generated data: the model's parameter scale
   std::uint64_t data_seed = 1;
   bool clip = true;
-  // The real table after our preprocessing (row-major, rows x real_cols), y in [-1, 1].
+  bool per_feature = true;  // feature_scaling: per_feature | row_norm
+  double max_row_norm = 1;  // row_norm: the largest standardised row norm (over all columns)
+  // The real table after standardisation (row-major, rows x real_cols), y in [-1, 1].
   std::vector<double> real_x, real_y;
   std::size_t real_cols = 0;
   std::string dataset;
@@ -55,15 +61,30 @@ struct LdpErmContext : TaskContext {
       if (static_cast<std::size_t>(p) > real_cols)
         throw ConfigError(config->file + ": $.methods: p = " + std::to_string(p) + " but the data set '" + dataset +
                           "' has only " + std::to_string(real_cols) + " features after preprocessing");
+      // Scaling (public: a function of the table's public bounds, as the paper's known domain):
+      // per_feature divides feature j by sqrt(p) max_i |x_ij|, so every feature spans its share
+      // of the unit ball and theta* stays inside the box; row_norm divides every row by the
+      // largest row norm over all columns (the earlier choice, which put theta* on the edge).
+      inst->feature_scale.assign(static_cast<std::size_t>(p), max_row_norm);
+      if (per_feature)
+        for (int j = 0; j < p; ++j) {
+          double m = 0;
+          for (std::size_t i = 0; i < real_y.size(); ++i) m = std::max(m, std::abs(real_x[i * real_cols + static_cast<std::size_t>(j)]));
+          inst->feature_scale[static_cast<std::size_t>(j)] = std::max(m, 1e-300) * std::sqrt(static_cast<double>(p));
+        }
       std::vector<double> x(real_y.size() * static_cast<std::size_t>(p));
       for (std::size_t i = 0; i < real_y.size(); ++i)
-        for (int j = 0; j < p; ++j) x[i * static_cast<std::size_t>(p) + static_cast<std::size_t>(j)] = real_x[i * real_cols + static_cast<std::size_t>(j)];
+        for (int j = 0; j < p; ++j)
+          x[i * static_cast<std::size_t>(p) + static_cast<std::size_t>(j)] =
+              real_x[i * real_cols + static_cast<std::size_t>(j)] / inst->feature_scale[static_cast<std::size_t>(j)];
       inst->players = resample_players(x, real_y, static_cast<std::size_t>(p), n, derive_seed(data_seed, 0x7ea1ULL));
     }
     clip_to_unit_ball(inst->players, clip, source == "generated" ? "generated players" : dataset);
     const auto t0 = std::chrono::steady_clock::now();
     inst->optimum = nonprivate_erm(inst->problem, inst->players, threads);
     inst->optimum_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    inst->boundary_distance = boundary_distance(inst->problem, inst->optimum.theta);
+    inst->loss_range = loss_range_over_box(inst->problem, inst->players, inst->optimum.risk, threads);
     cache[key] = inst;
     order.push_back(key);
     if (order.size() > 2) {
@@ -86,11 +107,14 @@ class LdpErmTask final : public Task {
         {"theta_scale", K::PositiveNumber, 1.5, {}, "generated data: scale of the model parameter"},
         {"data_seed", K::NonNegativeInt, 1, {}, "seed of the generated players and of the resampling of real rows"},
         {"clip", K::Bool, true, {}, "clip records outside the unit ball (counted in the records) instead of refusing"},
+        {"feature_scaling", K::String, "per_feature", {"per_feature", "row_norm"},
+         "real source: divide feature j by sqrt(p) max|x_j| (per_feature) or every row by the largest row norm (row_norm)"},
     };
   }
   std::vector<std::string> metrics() const override {
     return {"excess_risk", "risk", "optimum_risk", "theta_distance", "k", "h", "grid_points", "player_seconds",
-            "server_seconds", "clipped_rows"};
+            "server_seconds", "clipped_rows", "loss_range", "relative_excess", "optimum_boundary_distance",
+            "grid_noise_sd", "noise_dominated", "exact_hit"};
   }
 
   std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RunEnvironment& env) const override {
@@ -107,6 +131,7 @@ class LdpErmTask final : public Task {
     ctx->theta_scale = o.at("theta_scale").get<double>();
     ctx->data_seed = o.at("data_seed").get<std::uint64_t>();
     ctx->clip = o.at("clip").get<bool>();
+    ctx->per_feature = o.at("feature_scaling").get<std::string>() == "per_feature";
     ctx->dataset = cfg.dataset;
     const json& entry = env.datasets->entry(cfg.dataset);
     Preprocessing prep = Preprocessing::from_json(entry.value("preprocessing", json::object()));
@@ -126,7 +151,7 @@ class LdpErmTask final : public Task {
       if (!(sd(j) > 1e-12)) sd(j) = 1;
     x = ((x.rowwise() - mean).array().rowwise() / sd.array()).matrix();
     const double max_norm = std::max(x.rowwise().norm().maxCoeff(), 1e-300);
-    x /= max_norm;
+    ctx->max_row_norm = max_norm;  // the scaling into the unit ball is applied per instance (p)
     ctx->real_cols = cols;
     ctx->real_x.resize(rows * cols);
     for (std::size_t i = 0; i < rows; ++i)
@@ -148,10 +173,12 @@ class LdpErmTask final : public Task {
                          {"dim", cols},
                          {"checksum", data.checksum_status},
                          {"features", data.feature_names},
-                         {"preprocessing", "real source: features standardised and rows divided by the largest row norm "
-                                           "(unit ball, nothing clipped), first p features used, players drawn with "
-                                           "replacement; logistic y in {-1,+1}, squared y centred and / max|y|; "
+                         {"preprocessing", std::string("real source: features standardised, first p features used, ") +
+                                           (ctx->per_feature ? "feature j divided by sqrt(p) max|x_j| (per-feature scaling; unit ball, nothing clipped)"
+                                                             : "rows divided by the largest row norm over all features (unit ball, nothing clipped)") +
+                                           ", players drawn with replacement; logistic y in {-1,+1}, squared y centred and / max|y|; "
                                            "generated source: x uniform in the unit ball, y from the model; not private"},
+                         {"feature_scaling", ctx->per_feature ? "per_feature" : "row_norm"},
                          {"max_row_norm_before_scaling", max_norm},
                          {"y_shift", y_shift},
                          {"y_scale", y_scale},
@@ -177,10 +204,15 @@ double distance(const std::vector<double>& a, const std::vector<double>& b) {
   return std::sqrt(s);
 }
 
-CellResult make_result(const Instance& inst, const ErmResult& r, double epsilon) {
+CellResult make_result(const Instance& inst, const ErmResult& r, double epsilon, bool one_bit) {
   CellResult out;
   out.build_seconds = r.player_seconds + r.server_seconds;
-  out.metrics = {{"excess_risk", r.risk - inst.optimum.risk},
+  // The excess is clamped at 0: tiny negatives (-1e-16) come from the two risks being summed in
+  // different orders (the raw difference is kept in the details).
+  const double raw_excess = r.risk - inst.optimum.risk, excess = std::max(0.0, raw_excess);
+  const double noise_sd = r.grid_points ? grid_value_noise_sd(inst.problem, inst.players.size(), epsilon, r.grid_points, one_bit) : 0.0;
+  const double theta_gap = distance(r.theta, inst.optimum.theta);
+  out.metrics = {{"excess_risk", excess},
                  {"risk", r.risk},
                  {"optimum_risk", inst.optimum.risk},
                  {"theta_distance", distance(r.theta, inst.optimum.theta)},
@@ -189,8 +221,17 @@ CellResult make_result(const Instance& inst, const ErmResult& r, double epsilon)
                  {"grid_points", static_cast<double>(r.grid_points)},
                  {"player_seconds", r.player_seconds},
                  {"server_seconds", r.server_seconds},
-                 {"clipped_rows", static_cast<double>(inst.players.clipped)}};
+                 {"clipped_rows", static_cast<double>(inst.players.clipped)},
+                 {"loss_range", inst.loss_range},
+                 {"relative_excess", inst.loss_range > 0 ? excess / inst.loss_range : 0.0},
+                 {"optimum_boundary_distance", inst.boundary_distance},
+                 {"grid_noise_sd", noise_sd},
+                 // Bernstein methods: the noise SD of one grid value exceeds the loss's whole range over the box
+                 {"noise_dominated", r.grid_points && noise_sd > inst.loss_range ? 1.0 : 0.0},
+                 {"exact_hit", theta_gap <= 1e-12 ? 1.0 : 0.0}};
   out.details = {{"theta", r.theta},
+                 {"excess_risk_raw", raw_excess},
+                 {"feature_scale", inst.feature_scale},
                  {"optimum_theta", inst.optimum.theta},
                  {"optimum_seconds", inst.optimum_seconds},
                  {"loss_bound", inst.problem.loss_bound()},
@@ -199,7 +240,7 @@ CellResult make_result(const Instance& inst, const ErmResult& r, double epsilon)
   if (r.grid_points) {
     out.details["grid_error_bound"] = r.minimum.grid_error_bound;
     out.details["grid_per_axis"] = r.minimum.grid_per_axis;
-    out.details["max_grid_noise_simulation_only"] = r.max_grid_noise;
+    if (r.max_grid_noise > 0) out.details["max_grid_noise_simulation_only"] = r.max_grid_noise;
     out.details["budget"] = "each player: eps over her reports (Algorithm 2: eps / (k+1)^p per grid point; Algorithm 3: one bit with eps)";
   }
   return out;
@@ -224,6 +265,8 @@ class LdpErmMethod final : public TypedMethod<LdpErmContext> {
     auto v = population_parameters();
     if (kind_ == Kind::Bernstein || kind_ == Kind::Bernstein1Bit) {
       using K = ParamSpec::Kind;
+      v.push_back({"exact_grid_error", K::Bool, false, {},
+                   "also compute the exact grid values to record max |noisy - exact| (a diagnostic; about 40% of a repetition)"});
       v.push_back({"k", K::NonNegativeInt, 0, {}, "grid degree; 0 = Theorem 3's rule k = floor(k_scale (eps sqrt n)^(1/(h+p)))"});
       v.push_back({"h", K::NonNegativeInt, 0, {}, "Micchelli iterate order; 0 = p (Corollary 1)"});
       v.push_back({"k_scale", K::PositiveNumber, 1.0, {}, "constant of Theorem 3's rule"});
@@ -246,6 +289,7 @@ class LdpErmMethod final : public TypedMethod<LdpErmContext> {
           o.h = P.at("h").get<int>();
           o.k_scale = P.at("k_scale").get<double>();
           o.max_bytes = P.at("max_gib").get<double>() * 1073741824.0;
+          o.exact_grid_error = P.at("exact_grid_error").get<bool>();
           r = kind_ == Kind::Bernstein ? ldp_bernstein(inst->problem, inst->players, cell.epsilon, o, cell.noise_seed, ctx.threads)
                                        : ldp_bernstein_1bit(inst->problem, inst->players, cell.epsilon, o, cell.noise_seed, ctx.threads);
           break;
@@ -261,7 +305,7 @@ class LdpErmMethod final : public TypedMethod<LdpErmContext> {
           r.server_seconds = inst->optimum_seconds;
           break;
       }
-      emit(i, make_result(*inst, r, cell.epsilon));
+      emit(i, make_result(*inst, r, cell.epsilon, kind_ == Kind::Bernstein1Bit));
     }
   }
 
@@ -613,6 +657,23 @@ class LdpHighDimMethod final : public TypedMethod<LdpHighDimContext> {
 };
 
 }  // namespace
+
+std::vector<LdpErmOptimum> ldp_erm_optima(const ExperimentConfig& cfg, const RunEnvironment& env, std::size_t players) {
+  if (cfg.task != "ldp_erm") throw ConfigError(cfg.file + ": not an ldp_erm config");
+  const LdpErmTask task;
+  const auto prepared = task.prepare(cfg, env);
+  const auto& ctx = static_cast<const LdpErmContext&>(*prepared);
+  std::set<std::pair<std::string, int>> cells;
+  for (const MethodSpec& m : cfg.methods)
+    for (const json& point : m.expand()) cells.insert({point.value("source", std::string("generated")), point.value("p", 1)});
+  std::vector<LdpErmOptimum> out;
+  for (const auto& [source, p] : cells) {
+    const auto inst = ctx.instance(source, players, p, env.threads);
+    out.push_back({source, p, players, inst->optimum.theta, inst->boundary_distance, inst->loss_range,
+                   inst->optimum.risk});
+  }
+  return out;
+}
 
 void register_ldp_task(Registry& registry) {
   registry.add_task(std::make_unique<LdpErmTask>());

@@ -3,12 +3,17 @@
 players n (log-log), one panel per epsilon, one row per dimension p, one figure per config and
 player source (generated / real), from results/ldp_erm_*.jsonl (a full run wins over --quick).
 
-Curves: mean over repetitions (error bars: sd) of Algorithm 2 (ldp_bernstein), Algorithm 3
-(ldp_bernstein_1bit), input perturbation and the interactive LDP-SGD; the non-private optimum
-has excess risk 0 and is not drawn. Next to the measured Bernstein curve, a dashed line of the
-paper's slope: Theorem 3 with h = p gives excess risk ~ (eps sqrt n)^(-h/(h+p)), i.e. slope
--h/(2(h+p)) = -1/4 in n; the legend gives the least-squares slope measured over the points.
-Values below 1e-7 (exact hits of the optimum on the box boundary) are drawn at 1e-7.
+Curves (issue 26): per cell (source, p, eps, method, n) the players are fixed and only the
+privacy noise repeats. The excess risk is clamped at 0 (tiny negatives are summation order).
+Drawn: the mean with a bootstrap 95% interval (band) and the median with its IQR (hollow
+markers); the y axis is symlog, so cells whose excess is exactly 0 are shown at 0 and never
+fitted. The fraction of exact hits of theta* is reported separately (its own figure and the
+printed table). Slopes are least-squares log-log fits over the cells with a positive mean only
+(fit_loglog_slope refuses a non-positive mean), with a bootstrap 95% interval (repetitions
+resampled within each cell). Theorem 3's rate is drawn as a bound, b (eps sqrt n)^(-h/(h+p))
+(constant 1, logs dropped, b the loss bound; h = p: slope -1/4 in n), not anchored to a point.
+Bernstein cells whose grid-value noise SD exceeds the loss range over the box
+(noise_dominated) are ringed in gray.
 
 Also results/ldp_marginals*.jsonl (Section 6): max |error| over all k-way conjunctions against
 d, one panel per (k, epsilon), one figure per player source.
@@ -31,6 +36,8 @@ import os
 import sys
 from collections import defaultdict
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
@@ -40,17 +47,179 @@ STYLE = {
     "ldp_input_perturbation": ("tab:green", "^", "-.", "Input perturbation"),
     "ldp_sgd": ("tab:red", "v", ":", "LDP-SGD (DJW, interactive)"),
 }
-FLOOR = 1e-7
+FLOOR = 1e-7  # display floor of the marginals, high-dimension and smooth-query figures (not the ERM ones)
+BOOT = 2000
 
 
-def slope(ns, ys):
-    xs = [math.log(n) for n in ns]
-    ls = [math.log(max(y, FLOOR)) for y in ys]
-    if len(xs) < 2:
+def fit_loglog_slope(ns, means):
+    """Least-squares slope of log(mean) on log(n). Refuses (ValueError) a non-positive mean:
+    a zero or negative mean has no logarithm and must be left out by the caller, never floored."""
+    ns, means = np.asarray(ns, float), np.asarray(means, float)
+    if np.any(~(means > 0)):
+        raise ValueError(f"fit_loglog_slope: non-positive mean in {means.tolist()}: fit positive means only")
+    if len(ns) < 2:
         return float("nan")
-    mx, my = sum(xs) / len(xs), sum(ls) / len(ls)
-    den = sum((x - mx) ** 2 for x in xs)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ls)) / den if den else float("nan")
+    x, y = np.log(ns), np.log(means)
+    den = np.sum((x - x.mean()) ** 2)
+    return float(np.sum((x - x.mean()) * (y - y.mean())) / den) if den > 0 else float("nan")
+
+
+def slope_with_interval(by_n, seed=0, boot=BOOT):
+    """{n: [values]} -> (slope, lo, hi, ns used): fit on the cells whose mean is positive, with a
+    bootstrap 95% interval (each cell's repetitions resampled; a resample whose mean is 0 drops
+    that cell from that resample's fit)."""
+    ns = [n for n in sorted(by_n) if len(by_n[n]) and np.mean(by_n[n]) > 0]
+    if len(ns) < 2:
+        return float("nan"), float("nan"), float("nan"), ns
+    s = fit_loglog_slope(ns, [np.mean(by_n[n]) for n in ns])
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(boot):
+        xs, ys = [], []
+        for n in ns:
+            v = np.asarray(by_n[n], float)
+            m = v[rng.integers(0, len(v), len(v))].mean()
+            if m > 0:
+                xs.append(n)
+                ys.append(m)
+        if len(xs) >= 2:
+            draws.append(fit_loglog_slope(xs, ys))
+    if not draws:
+        return s, float("nan"), float("nan"), ns
+    lo, hi = np.percentile(draws, [2.5, 97.5])
+    return s, float(lo), float(hi), ns
+
+
+def summarize(values, seed=0, boot=BOOT):
+    """Mean with a bootstrap 95% interval, median and IQR of one cell's repetitions."""
+    v = np.asarray(values, float)
+    rng = np.random.default_rng(seed)
+    if len(v) > 1:
+        means = v[rng.integers(0, len(v), (boot, len(v)))].mean(axis=1)
+        lo, hi = np.percentile(means, [2.5, 97.5])
+    else:
+        lo = hi = float(v.mean())
+    q25, med, q75 = np.percentile(v, [25, 50, 75])
+    return {"mean": float(v.mean()), "lo": float(lo), "hi": float(hi), "median": float(med), "q25": float(q25),
+            "q75": float(q75), "reps": len(v)}
+
+
+def load_erm_cells(records):
+    """(source, p, eps, method) -> n -> list of per-repetition dicts (excess clamped at 0)."""
+    cells = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        m = r.get("metrics", {})
+        v = m.get("excess_risk")
+        if v is None or r["method"] not in STYLE:
+            continue
+        pr = r["params"]
+        cells[(pr["source"], pr["p"], r["epsilon"], r["method"])][pr["players"]].append({
+            "excess": max(0.0, float(v)),
+            "hit": float(m.get("exact_hit", 1.0 if float(v) <= 0 else 0.0)),
+            "noise_dominated": float(m.get("noise_dominated", 0.0)),
+            "loss_bound": r.get("details", {}).get("loss_bound"),
+            "boundary": m.get("optimum_boundary_distance"),
+        })
+    return cells
+
+
+def plot_erm(name, records, quick, out_dir):
+    """The excess-risk figure and the exact-hit figure per source; returns the fitted slopes
+    as (name, source, p, eps, method, slope, lo, hi, cells fitted, cells)."""
+    plt = common.plt
+    cells = load_erm_cells(records)
+    slopes = []
+    for source in sorted({k[0] for k in cells}):
+        ps = sorted({k[1] for k in cells if k[0] == source})
+        epss = sorted({k[2] for k in cells if k[0] == source})
+        fig, axes = plt.subplots(len(ps), len(epss), figsize=(3.8 * len(epss), 3.0 * len(ps)), squeeze=False,
+                                 sharex=True)
+        hfig, haxes = plt.subplots(len(ps), len(epss), figsize=(3.4 * len(epss), 2.4 * len(ps)), squeeze=False,
+                                   sharex=True, sharey=True)
+        reps_seen = set()
+        for i, p in enumerate(ps):
+            for j, eps in enumerate(epss):
+                ax, hax = axes[i][j], haxes[i][j]
+                positive = []
+                all_ns = set()
+                bound_b = None
+                for method, (color, marker, ls, label) in STYLE.items():
+                    by_n = cells.get((source, p, eps, method))
+                    if not by_n:
+                        continue
+                    ns = sorted(by_n)
+                    all_ns.update(ns)
+                    vals = {n: [c["excess"] for c in by_n[n]] for n in ns}
+                    sm = [summarize(vals[n], seed=n) for n in ns]
+                    reps_seen.update(x["reps"] for x in sm)
+                    means = [x["mean"] for x in sm]
+                    positive += [x["lo"] for x in sm if x["lo"] > 0] + [x["mean"] for x in sm if x["mean"] > 0]
+                    s, lo, hi, used = slope_with_interval(vals)
+                    slopes.append((name, source, p, eps, method, s, lo, hi, len(used), len(ns)))
+                    tag = f"slope {s:.2f} [{lo:.2f}, {hi:.2f}]" if np.isfinite(s) else "slope: < 2 positive means"
+                    if np.isfinite(s) and len(used) < len(ns):
+                        tag += f", {len(ns) - len(used)} zero mean(s) not fitted"
+                    ax.plot(ns, means, color=color, marker=marker, ls=ls, ms=4, lw=1.2, label=f"{label}: {tag}")
+                    ax.fill_between(ns, [x["lo"] for x in sm], [x["hi"] for x in sm], color=color, alpha=0.15, lw=0)
+                    med = np.array([x["median"] for x in sm])
+                    iqr = np.array([[x["median"] - x["q25"] for x in sm], [x["q75"] - x["median"] for x in sm]])
+                    ax.errorbar([n * 1.12 for n in ns], med, yerr=iqr, color=color, marker=marker, mfc="none", ls="none",
+                                ms=3.5, lw=0.7, capsize=1.5)
+                    nd = [n for n in ns if any(c["noise_dominated"] > 0 for c in by_n[n])]
+                    if nd:
+                        ax.plot(nd, [means[ns.index(n)] for n in nd], "o", ms=11, mfc="none", mec="gray", mew=1.0)
+                    hits = [float(np.mean([c["hit"] for c in by_n[n]])) for n in ns]
+                    hax.plot(ns, hits, color=color, marker=marker, ls=ls, ms=4, lw=1.0, label=label)
+                    if bound_b is None:
+                        bound_b = next((c["loss_bound"] for n in ns for c in by_n[n] if c["loss_bound"]), None)
+                    print(f"{name} {source} p={p} eps={eps:g} {method}: slope {s:.3f} [{lo:.3f}, {hi:.3f}] over "
+                          f"{len(used)}/{len(ns)} cells; "
+                          + " ".join(f"{n}:{x['mean']:.2e}(hits {h:.2f}{', noise-dominated' if n in nd else ''})"
+                                     for n, x, h in zip(ns, sm, hits)))
+                if all_ns and bound_b:
+                    h = p  # Corollary 1
+                    rate = -h / (2.0 * (h + p))
+                    xs = sorted(all_ns)
+                    ax.plot(xs, [bound_b * (eps * math.sqrt(n)) ** (-h / (h + p)) for n in xs], color="gray", ls="--",
+                            lw=1, label=f"Thm 3 bound b (eps sqrt n)^(-h/(h+p)), const. 1 (slope {rate:.2f})")
+                ax.set_xscale("log")
+                floor = 10 ** math.floor(math.log10(min(positive))) if positive else 1e-6
+                ax.set_yscale("symlog", linthresh=floor, linscale=0.3)
+                ax.axhline(floor, color="gray", lw=0.5, ls=":")
+                ax.set_ylim(bottom=0)
+                ax.set_title(f"p = {p}, eps = {eps:g}", fontsize=9)
+                hax.set_xscale("log")
+                hax.set_ylim(-0.02, 1.02)
+                hax.set_title(f"p = {p}, eps = {eps:g}", fontsize=9)
+                if i == len(ps) - 1:
+                    ax.set_xlabel("players n")
+                    hax.set_xlabel("players n")
+                if j == 0:
+                    ax.set_ylabel("excess empirical risk (symlog)")
+                    hax.set_ylabel("fraction of exact hits")
+                ax.legend(fontsize=5.5, loc="lower left")
+                if i == 0 and j == 0:
+                    hax.legend(fontsize=6)
+        data = records[0].get("data", {}) if records else {}
+        src = "generated players" if source == "generated" else f"{data.get('name', 'real')} rows"
+        stand_in = " (STAND-IN data)" if source == "real" and data.get("stand_in") else ""
+        if source == "real" and not stand_in and data.get("substitute"):
+            stand_in = f" ({common.substitute_label([{'data': data}])})"
+        reps = "/".join(str(r) for r in sorted(reps_seen))
+        caption = (f"Players fixed per (source, n, p); only the privacy noise repeats ({reps} repetitions per cell). "
+                   "Line and band: mean and bootstrap 95% interval; hollow markers: median and IQR.\n"
+                   "Excess clamped at 0; symlog axis (linear below the dotted line), so zeros are shown; slopes "
+                   "fitted on positive means only, with a 95% bootstrap interval.\nGray rings: noise-dominated "
+                   "cells (grid-value noise SD > loss range over the box). Dashed: Theorem 3's bound, not fitted.")
+        fig.suptitle(f"{name}{' (quick)' if quick else ''}: {src}{stand_in}", fontsize=10)
+        fig.tight_layout(rect=(0, 0.06, 1, 1))
+        fig.text(0.5, 0.005, caption, ha="center", va="bottom", fontsize=6.5)
+        common.save(fig, out_dir, f"{name}_{source}")
+        hfig.suptitle(f"{name}{' (quick)' if quick else ''}: {src}{stand_in}: fraction of repetitions with "
+                      f"theta = theta* exactly", fontsize=9)
+        hfig.tight_layout()
+        common.save(hfig, out_dir, f"{name}_{source}_exact_hits")
+    return slopes
 
 
 def main():
@@ -67,60 +236,8 @@ def main():
     if not sets:
         print("plot_ldp.py: no ldp_erm results in " + a.results + "; nothing to plot", file=sys.stderr)
         return
-    plt = common.plt
     for name, (records, quick) in sorted(sets.items()):
-        records = common.dedupe(records)
-        # (source, p, eps, method) -> n -> [excess risk]
-        cells = defaultdict(lambda: defaultdict(list))
-        for r in records:
-            v = r.get("metrics", {}).get("excess_risk")
-            if v is None or r["method"] not in STYLE:
-                continue
-            pr = r["params"]
-            cells[(pr["source"], pr["p"], r["epsilon"], r["method"])][pr["players"]].append(v)
-        for source in sorted({k[0] for k in cells}):
-            ps = sorted({k[1] for k in cells if k[0] == source})
-            epss = sorted({k[2] for k in cells if k[0] == source})
-            fig, axes = plt.subplots(len(ps), len(epss), figsize=(3.6 * len(epss), 2.9 * len(ps)), squeeze=False,
-                                     sharex=True)
-            for i, p in enumerate(ps):
-                for j, eps in enumerate(epss):
-                    ax = axes[i][j]
-                    for method, (color, marker, ls, label) in STYLE.items():
-                        by_n = cells.get((source, p, eps, method))
-                        if not by_n:
-                            continue
-                        ns = sorted(by_n)
-                        means = [sum(by_n[n]) / len(by_n[n]) for n in ns]
-                        sds = [(sum((v - m) ** 2 for v in by_n[n]) / max(1, len(by_n[n]) - 1)) ** 0.5
-                               for n, m in zip(ns, means)]
-                        s = slope(ns, means)
-                        ax.errorbar(ns, [max(m, FLOOR) for m in means], yerr=sds, color=color, marker=marker, ls=ls,
-                                    ms=4, lw=1.2, capsize=2, label=f"{label} (slope {s:.2f})")
-                        print(f"{name} {source} p={p} eps={eps} {method}: measured slope {s:.3f} "
-                              + " ".join(f"{n}:{m:.2e}" for n, m in zip(ns, means)))
-                        if method == "ldp_bernstein" and means:
-                            h = p  # Corollary 1
-                            paper = -h / (2.0 * (h + p))
-                            y0 = max(means[0], FLOOR)
-                            ax.plot(ns, [y0 * (n / ns[0]) ** paper for n in ns], color="gray", ls="--", lw=1,
-                                    label=f"paper's rate for Alg. 2 (slope {paper:.2f})")
-                    ax.set_xscale("log")
-                    ax.set_yscale("log")
-                    ax.set_title(f"p = {p}, eps = {eps:g}", fontsize=9)
-                    if i == len(ps) - 1:
-                        ax.set_xlabel("players n")
-                    if j == 0:
-                        ax.set_ylabel("excess empirical risk")
-                    ax.legend(fontsize=6, loc="lower left")
-            data = records[0].get("data", {}) if records else {}
-            src = "generated players" if source == "generated" else f"{data.get('name', 'real')} rows"
-            stand_in = " (STAND-IN data)" if source == "real" and data.get("stand_in") else ""
-            if source == "real" and not stand_in and data.get("substitute"):
-                stand_in = f" ({common.substitute_label([{'data': data}])})"
-            fig.suptitle(f"{name}{' (quick)' if quick else ''}: {src}{stand_in}", fontsize=10)
-            fig.tight_layout()
-            common.save(fig, a.out_dir, f"{name}_{source}")
+        plot_erm(name, common.dedupe(records), quick, a.out_dir)
 
 
 MARGINAL_STYLE = {

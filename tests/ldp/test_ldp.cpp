@@ -186,6 +186,124 @@ TEST(LdpBernstein, ApproximationErrorFallsAtTheorem2Rate) {
   }
 }
 
+namespace {
+// Definition 6 written out directly (no matrices, no tensor algebra): the 1-D iterated basis
+// b^(h)_{v,k}(x) = sum_{i=1}^h C(h,i) (-1)^(i-1) B_k^(i-1)(b_{v,k})(x), with B_k^m(g)(x) evaluated
+// by its definition, sum_u B_k^(m-1)(g)(u/k) b_{u,k}(x), and the multivariate iterate
+// P(t) = sum_{v in {0..k}^p} F(v/k) prod_j b^(h)_{v_j,k}(t_j).
+double bernstein_basis(int k, int v, double x) {
+  return std::exp(std::lgamma(k + 1.0) - std::lgamma(v + 1.0) - std::lgamma(k - v + 1.0)) * std::pow(x, v) *
+         std::pow(1 - x, k - v);
+}
+double bernstein_power_of_basis(int m, int k, int v, double x) {  // B_k^m(b_{v,k})(x)
+  if (m == 0) return bernstein_basis(k, v, x);
+  double s = 0;
+  for (int u = 0; u <= k; ++u) s += bernstein_power_of_basis(m - 1, k, v, static_cast<double>(u) / k) * bernstein_basis(k, u, x);
+  return s;
+}
+double iterated_basis(int h, int k, int v, double x) {
+  double s = 0;
+  for (int i = 1; i <= h; ++i) {
+    const double binom = std::exp(std::lgamma(h + 1.0) - std::lgamma(i + 1.0) - std::lgamma(h - i + 1.0));
+    s += (i % 2 ? 1.0 : -1.0) * std::round(binom) * bernstein_power_of_basis(i - 1, k, v, x);
+  }
+  return s;
+}
+double definition6(int k, int h, const std::vector<double>& F, double x, double y) {  // p = 2
+  double s = 0;
+  for (int v0 = 0; v0 <= k; ++v0)
+    for (int v1 = 0; v1 <= k; ++v1) s += F[v0 * (k + 1) + v1] * iterated_basis(h, k, v0, x) * iterated_basis(h, k, v1, y);
+  return s;
+}
+}  // namespace
+
+TEST(LdpBernstein, TwoDimensionalIterateMatchesDefinition6Directly) {
+  SeededRandom rng(3);
+  for (int k : {2, 3, 4})
+    for (int h : {1, 2, 3}) {
+      const std::size_t K = static_cast<std::size_t>(k) + 1;
+      std::vector<double> F(K * K);
+      for (auto& f : F) f = rng.unit();
+      const IteratedBernstein P(2, k, h, F);
+      // The previous construction I - (I - B (x) B)^h, for comparison: it differs for h >= 2.
+      std::vector<double> M(K * K), old = F, r = F;
+      for (std::size_t u = 0; u < K; ++u) IteratedBernstein::basis(k, static_cast<double>(u) / k, M.data() + u * K);
+      for (int j = 1; j < h; ++j) {
+        std::vector<double> mr(K * K, 0.0);
+        for (std::size_t a = 0; a < K; ++a)
+          for (std::size_t b = 0; b < K; ++b)
+            for (std::size_t c = 0; c < K; ++c)
+              for (std::size_t d = 0; d < K; ++d) mr[a * K + b] += M[a * K + c] * M[b * K + d] * r[c * K + d];
+        for (std::size_t q = 0; q < K * K; ++q) {
+          r[q] -= mr[q];
+          old[q] += r[q];
+        }
+      }
+      double max_old_gap = 0;
+      for (double x : {0.0, 0.1, 0.37, 0.5, 0.82, 1.0})
+        for (double y : {0.0, 0.23, 0.61, 0.95, 1.0}) {
+          const double t[2] = {x, y};
+          EXPECT_NEAR(P(t), definition6(k, h, F, x, y), 1e-12) << "k " << k << " h " << h << " at " << x << ", " << y;
+          double b0[8], b1[8], o = 0;
+          IteratedBernstein::basis(k, x, b0);
+          IteratedBernstein::basis(k, y, b1);
+          for (std::size_t a = 0; a < K; ++a)
+            for (std::size_t b = 0; b < K; ++b) o += old[a * K + b] * b0[a] * b1[b];
+          max_old_gap = std::max(max_old_gap, std::abs(o - P(t)));
+        }
+      if (h == 1) EXPECT_LT(max_old_gap, 1e-13);
+      else EXPECT_GT(max_old_gap, 1e-3) << "k " << k << " h " << h;  // the two operators are not the same
+    }
+}
+
+TEST(LdpBernstein, TensorIterateReproducesTheOneDimensionalFormulaOnProducts) {
+  // Multilinear functions exactly (degree <= 1 per variable, for every h); on x^2 y^2 the tensor
+  // iterate is the product of the 1-D iterates, (x^2 - (x^2 - x) k^-h)(y^2 - (y^2 - y) k^-h).
+  for (int h : {1, 2, 3})
+    for (int k : {3, 7}) {
+      std::vector<double> F;
+      double t[2];
+      for (std::uint64_t i = 0; i < grid_points(k, 2); ++i) {
+        grid_point(i, k, 2, t);
+        F.push_back(t[0] * t[0] * t[1] * t[1]);
+      }
+      const IteratedBernstein P(2, k, h, F);
+      const double kh = std::pow(k, h);
+      for (double a : {0.0, 0.2, 0.55, 0.9})
+        for (double b : {0.15, 0.5, 1.0}) {
+          const double x[2] = {a, b};
+          EXPECT_NEAR(P(x), (a * a - (a * a - a) / kh) * (b * b - (b * b - b) / kh), 1e-12);
+        }
+    }
+}
+
+TEST(LdpBernstein, TwoDimensionalApproximationErrorFallsWithK) {
+  auto f = [](double x, double y) { return std::exp(std::sin(3 * x)) * std::cos(2 * y + 0.3); };
+  for (int h : {1, 2}) {
+    std::vector<double> errs;
+    const std::vector<int> ks = {16, 32, 64};
+    for (int k : ks) {
+      std::vector<double> F;
+      double t[2];
+      for (std::uint64_t i = 0; i < grid_points(k, 2); ++i) {
+        grid_point(i, k, 2, t);
+        F.push_back(f(t[0], t[1]));
+      }
+      const IteratedBernstein P(2, k, h, F);
+      const int m = 81;
+      const std::vector<double> vals = P.evaluate_grid(m);
+      double err = 0;
+      for (int i = 0; i < m; ++i)
+        for (int j = 0; j < m; ++j) err = std::max(err, std::abs(vals[i * m + j] - f(i / (m - 1.0), j / (m - 1.0))));
+      errs.push_back(err);
+    }
+    for (std::size_t i = 1; i < errs.size(); ++i) EXPECT_LT(errs[i], errs[i - 1]) << "h = " << h;
+    const double slope = std::log(errs.back() / errs.front()) / std::log(static_cast<double>(ks.back()) / ks.front());
+    EXPECT_LT(slope, -h + 0.3) << "h = " << h;  // Theorem 2: O(k^-h)
+    EXPECT_GT(slope, -h - 1.0) << "h = " << h;
+  }
+}
+
 TEST(LdpBernstein, MinimiserOfAPolynomialIsFound) {
   const int k = 6;
   std::vector<double> F;
@@ -300,6 +418,36 @@ TEST(LdpErm, BadInputIsRefusedWithAClearError) {
   EXPECT_DOUBLE_EQ(out.x[7], -1.0);
 }
 
+TEST(LdpErm, BoxDiagnosticsBoundaryDistanceLossRangeAndGridNoise) {
+  ErmProblem pr;
+  pr.kind = Loss::Squared;
+  pr.p = 2;
+  pr.lo = -2;
+  pr.hi = 2;
+  EXPECT_DOUBLE_EQ(boundary_distance(pr, {0.5, -1.2}), 0.8);
+  EXPECT_DOUBLE_EQ(boundary_distance(pr, {2.0, 0.0}), 0.0);
+  // Two players x = (0.6, 0), (0, 0.6), y = 0.3: L is convex, its maximum over the box at a vertex.
+  Players pl;
+  pl.p = 2;
+  pl.x = {0.6, 0.0, 0.0, 0.6};
+  pl.y = {0.3, 0.3};
+  const ErmResult opt = nonprivate_erm(pr, pl, 1);
+  const double range = loss_range_over_box(pr, pl, opt.risk, 1);
+  double brute = 0;
+  for (int i = 0; i <= 40; ++i)
+    for (int j = 0; j <= 40; ++j) {
+      const double th[2] = {-2 + 0.1 * i, -2 + 0.1 * j};
+      brute = std::max(brute, empirical_risk(pr, pl, th, 1) - opt.risk);
+    }
+  EXPECT_NEAR(range, brute, 1e-12);
+  // Algorithm 2: b sqrt(2) (k+1)^p / (eps sqrt n); Algorithm 3: b (c_eps / 2) sqrt((k+1)^p / n).
+  const double b = pr.loss_bound();
+  EXPECT_NEAR(grid_value_noise_sd(pr, 10000, 1.0, 25, false), b * std::sqrt(2.0) * 25 / 100, 1e-12);
+  EXPECT_NEAR(grid_value_noise_sd(pr, 10000, 1.0, 25, true),
+              b * (std::exp(1.0) + 1) / (std::exp(1.0) - 1) / 2 * std::sqrt(25.0 / 10000), 1e-12);
+  EXPECT_EQ(grid_value_noise_sd(pr, 10000, kInf, 25, false), 0.0);
+}
+
 TEST(LdpErm, DjwPrivatizerIsUnbiased) {
   SeededRandom rng(9);
   const double g[3] = {0.3, -0.2, 0.5};
@@ -323,6 +471,7 @@ TEST(LdpErm, OneBitErrorMatchesAlgorithm2UpToConstants) {
   BernsteinOptions o;
   o.k = 8;
   o.h = 1;
+  o.exact_grid_error = true;  // the diagnostic is off by default
   const ErmResult a = ldp_bernstein(pr, pl, 1.0, o, 31, 2), b = ldp_bernstein_1bit(pr, pl, 1.0, o, 31, 2);
   EXPECT_GT(a.max_grid_noise, 0);
   EXPECT_LT(b.max_grid_noise, 3 * a.max_grid_noise);

@@ -88,22 +88,38 @@ IteratedBernstein::IteratedBernstein(int p, int k, int h, std::vector<double> gr
     throw UsageError("iterated Bernstein: " + std::to_string(grid_values.size()) + " grid values, expected (k+1)^p = " +
                      std::to_string(grid_points(k, p)));
   const std::size_t K = static_cast<std::size_t>(k) + 1;
+  // Definition 6 (after Micchelli and Aldà & Rubinstein): the tensor product of the 1-D
+  // iterates, B^(h)_{k,p} = (x)_{axis j} [I - (I - B_k)^h]_j, so that the coefficient tensor is
+  // the 1-D coefficient matrix C_h applied along every axis: c = (C_h (x) ... (x) C_h) F with
+  //   C_h = sum_{i=1}^h C(h,i) (-1)^(i-1) M^(i-1) = sum_{j=0}^{h-1} (I - M)^j,
+  // M[u][v] = b_{v,k}(u/k) (the geometric form has no alternating binomials, which cancel
+  // catastrophically for large h). This is NOT I - (I - (x)B_k)^h for p >= 2 and h >= 2
+  // (docs/ldp-bernstein.md).
+  coef_ = std::move(grid_values);
+  if (h == 1) return;  // C_1 = I
+  const std::vector<double> C = iterate_matrix(k, h);
+  std::vector<std::size_t> dims(p, K);
+  for (int a = 0; a < p; ++a) coef_ = mode_product(coef_, dims, a, C, K);
+}
+
+std::vector<double> IteratedBernstein::iterate_matrix(int k, int h) {
+  if (k < 1 || h < 1) throw UsageError("iterate_matrix: need k, h >= 1");
+  const std::size_t K = static_cast<std::size_t>(k) + 1;
   std::vector<double> M(K * K);  // M[u][v] = b_{v,k}(u/k)
   for (std::size_t u = 0; u < K; ++u) basis(k, static_cast<double>(u) / k, M.data() + u * K);
-  // c = sum_{i=1}^h C(h,i) (-1)^(i-1) M^(i-1) F = sum_{j=0}^{h-1} (I - M)^j F, since
-  // (1 - (1 - x)^h) / x = sum_{j<h} (1 - x)^j: the geometric form has no alternating binomials
-  // (which cancel catastrophically for large h).
-  coef_ = grid_values;
-  std::vector<double> r = std::move(grid_values);
-  for (int j = 1; j < h; ++j) {
-    std::vector<std::size_t> dims(p, K);
-    std::vector<double> mr = r;
-    for (int a = 0; a < p; ++a) mr = mode_product(mr, dims, a, M, K);
-    for (std::size_t q = 0; q < r.size(); ++q) {
-      r[q] -= mr[q];
-      coef_[q] += r[q];
-    }
+  std::vector<double> C(K * K, 0.0), R(K * K, 0.0), next(K * K);
+  for (std::size_t u = 0; u < K; ++u) C[u * K + u] = R[u * K + u] = 1.0;  // C = R = (I - M)^0
+  for (int j = 1; j < h; ++j) {  // R <- (I - M) R, C += R
+    for (std::size_t u = 0; u < K; ++u)
+      for (std::size_t v = 0; v < K; ++v) {
+        double s = R[u * K + v];
+        for (std::size_t w = 0; w < K; ++w) s -= M[u * K + w] * R[w * K + v];
+        next[u * K + v] = s;
+      }
+    R.swap(next);
+    for (std::size_t q = 0; q < K * K; ++q) C[q] += R[q];
   }
+  return C;
 }
 
 double IteratedBernstein::operator()(std::span<const double> t) const {

@@ -4,14 +4,18 @@
 //
 // B_k is the tensor-product Bernstein operator on the grid T = {0, 1/k, ..., 1}^p:
 //   B_k(f)(t) = sum_{v in {0..k}^p} f(v/k) prod_j b_{v_j,k}(t_j),  b_{v,k}(t) = C(k,v) t^v (1-t)^(k-v).
-// Micchelli's iterate of order h is B_k^(h) = I - (I - B_k)^h = sum_{i=1}^h C(h,i) (-1)^(i-1) B_k^i,
-// so B_k^(h)(f)(t) = sum_v c_v prod_j b_{v_j,k}(t_j) with coefficients
-//   c = sum_{i=1}^h C(h,i) (-1)^(i-1) M^(i-1) F = sum_{j=0}^{h-1} (I - M)^j F,
-// F the grid values and M the operator "B_k evaluated on the grid" (the (k+1)x(k+1) matrix
-// M[u][v] = b_{v,k}(u/k) applied along every axis). h = 1 is the plain Bernstein polynomial.
+// Micchelli's 1-D iterate of order h is B_k^(h) = I - (I - B_k)^h = sum_{i=1}^h C(h,i) (-1)^(i-1) B_k^i,
+// so B_k^(h)(f)(t) = sum_v c_v b_{v,k}(t) with c = C_h F, F the grid values and
+//   C_h = sum_{i=1}^h C(h,i) (-1)^(i-1) M^(i-1) = sum_{j=0}^{h-1} (I - M)^j,
+// M the (k+1)x(k+1) matrix M[u][v] = b_{v,k}(u/k). The multivariate iterate (Definition 6, after
+// Aldà & Rubinstein) is the tensor product of the 1-D iterates: its coefficients are C_h applied
+// along every axis, c = (C_h (x) ... (x) C_h) F, i.e. P(t) = sum_v F(v/k) prod_j b^(h)_{v_j,k}(t_j).
+// (For p >= 2 and h >= 2 this differs from I - (I - (x)_j B_k)^h: docs/ldp-bernstein.md.)
+// h = 1 is the plain Bernstein polynomial. It reproduces polynomials of degree <= 1 in each
+// variable exactly; on t^2 the 1-D iterate gives t^2 - (t^2 - t) k^-h.
 // Theorem 2 (Aldà & Rubinstein's Lemma, from Micchelli): for a (2h, T)-smooth f,
-// ||B_k^(h) f - f||_inf = O(p T k^-h); the coefficients satisfy max|c| <= (2^h - 1) max|F|
-// (their Proposition 4), which is how grid noise is amplified.
+// ||B_k^(h) f - f||_inf = O(p T k^-h); the coefficients satisfy max|c| <= (2^h - 1)^p max|F|
+// (Proposition 4 of Aldà & Rubinstein, per axis), which is how grid noise is amplified.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -44,6 +48,8 @@ class IteratedBernstein {
   double lipschitz_bound() const;
 
   static void basis(int k, double t, double* out);  // b_{v,k}(t), v = 0..k
+  // The 1-D coefficient matrix C_h = sum_{j<h} (I - M)^j ((k+1) x (k+1), row-major).
+  static std::vector<double> iterate_matrix(int k, int h);
 
  private:
   int p_, k_, h_;

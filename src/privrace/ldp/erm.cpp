@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "privrace/core/error.hpp"
@@ -257,6 +258,29 @@ ErmResult nonprivate_erm(const ErmProblem& problem, const Players& players, int 
   r.risk = f;
   r.server_seconds = seconds_since(t0);
   return r;
+}
+
+double boundary_distance(const ErmProblem& pr, const std::vector<double>& theta) {
+  double d = std::numeric_limits<double>::infinity();
+  for (double t : theta) d = std::min({d, t - pr.lo, pr.hi - t});
+  return d;
+}
+
+double loss_range_over_box(const ErmProblem& pr, const Players& pl, double optimum_risk, int threads) {
+  double worst = optimum_risk;
+  std::vector<double> v(static_cast<std::size_t>(pr.p));
+  for (std::uint64_t mask = 0; mask < (std::uint64_t{1} << pr.p); ++mask) {
+    for (int j = 0; j < pr.p; ++j) v[static_cast<std::size_t>(j)] = (mask >> j) & 1 ? pr.hi : pr.lo;
+    worst = std::max(worst, empirical_risk(pr, pl, v.data(), threads));
+  }
+  return worst - optimum_risk;
+}
+
+double grid_value_noise_sd(const ErmProblem& pr, std::size_t n, double eps, std::uint64_t points, bool one_bit) {
+  if (!std::isfinite(eps) || n == 0) return 0.0;
+  const double b = pr.loss_bound(), g = static_cast<double>(points), nn = static_cast<double>(n);
+  if (one_bit) return b * (std::exp(eps) + 1) / (std::exp(eps) - 1) / 2 * std::sqrt(g / nn);
+  return b * std::sqrt(2.0) * g / (eps * std::sqrt(nn));
 }
 
 namespace {

@@ -76,12 +76,24 @@ struct ErmResult {
 // the gradient mapping), the reference for the excess risk.
 ErmResult nonprivate_erm(const ErmProblem& problem, const Players& players, int threads = 0);
 
+// Where the optimum sits in the box and how much the loss varies over it (simulation
+// diagnostics, not released): the distance of theta to the boundary of [lo, hi]^p
+// (min_j min(theta_j - lo, hi - theta_j)), and max over C of L - L(theta), which for a convex
+// L is attained at one of the 2^p vertices (the value computed).
+double boundary_distance(const ErmProblem& problem, const std::vector<double>& theta);
+double loss_range_over_box(const ErmProblem& problem, const Players& players, double optimum_risk, int threads = 0);
+// Standard deviation of one released grid value in loss units, b sqrt(2) (k+1)^p / (eps sqrt n)
+// for Algorithm 2 (Laplace of scale (k+1)^p / eps on values in [0, 1], averaged over n), and
+// b (c_eps / 2) sqrt((k+1)^p / n), c_eps = (e^eps + 1) / (e^eps - 1), for Algorithm 3 (each grid
+// point sees about n / (k+1)^p one-bit reports, each debiased bit of SD at most c_eps / 2).
+double grid_value_noise_sd(const ErmProblem& problem, std::size_t n, double eps, std::uint64_t grid_points, bool one_bit);
+
 struct BernsteinOptions {
   int k = 0;          // 0: theorem3_degree
   int h = 0;          // 0: h = p (Corollary 1)
   double k_scale = 1.0;
   double max_bytes = 4.0 * 1073741824.0;  // refuse larger grids
-  bool exact_grid_error = true;           // also compute the exact grid to report max_grid_noise
+  bool exact_grid_error = false;          // also compute the exact grid to report max_grid_noise (slow: a diagnostic)
 };
 // Algorithm 2: every player evaluates her normalised loss at every grid point and sends the
 // (k+1)^p values through LaplaceRandomizer (eps / (k+1)^p each); the server forms
