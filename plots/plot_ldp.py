@@ -3,7 +3,7 @@
 players n (log-log), one panel per epsilon, one row per dimension p, one figure per config and
 player source (generated / real), from results/ldp_erm_*.jsonl (a full run wins over --quick).
 
-Curves (issue 26): per cell (source, p, eps, method, n) the players are fixed and only the
+Curves: per cell (source, p, eps, method, n) the players are fixed and only the
 privacy noise repeats. The excess risk is clamped at 0 (tiny negatives are summation order).
 Drawn: the mean with a bootstrap 95% interval (band) and the median with its IQR (hollow
 markers); the y axis is symlog, so cells whose excess is exactly 0 are shown at 0 and never

@@ -1,4 +1,4 @@
-"""plots/plot_ldp.py never fits a slope through a non-positive mean (issue 26): on a small
+"""plots/plot_ldp.py never fits a slope through a non-positive mean: on a small
 results file with a cell whose repetitions are all 0 the slope is fitted on the positive means
 only, and the fit itself refuses a zero."""
 import json

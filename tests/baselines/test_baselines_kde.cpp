@@ -1,4 +1,4 @@
-// The function-release baselines of the KDE experiments (issue 4): each one's non-private
+// The function-release baselines of the KDE experiments: each one's non-private
 // limit approximates the exact KDE, its noise has the scale its derivation gives (seeded
 // statistical checks), and the structural facts the derivations rely on hold.
 #include <gtest/gtest.h>

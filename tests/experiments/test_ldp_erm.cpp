@@ -1,6 +1,6 @@
 // The shipped LDP-ERM configs put the non-private optimum theta* inside the constraint box, for
-// every player source and dimension p they sweep (issue 26: an optimum on the edge makes the
-// noisy Bernstein minimum hit it exactly and the excess risk jump between 0 and a constant).
+// every player source and dimension p they sweep (an optimum on the edge makes the noisy
+// Bernstein minimum hit it exactly and the excess risk jump between 0 and a constant).
 #include <gtest/gtest.h>
 
 #include <filesystem>
