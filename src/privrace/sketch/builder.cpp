@@ -62,8 +62,11 @@ SketchBuilder::SketchBuilder(RaceSketch& target, BuildOptions opts) : target_(ta
       for (int t = 1; t < threads_; ++t)
         partials_[static_cast<std::size_t>(t)] = std::make_unique<RaceSketch>(target_.family_ptr(), target_.width());
     }
-    stages_.allocate += now_seconds() - t0;
-    seconds_ += now_seconds() - t0;
+    {  // one clock read: the total is exactly the sum of its stages
+      const double dt = now_seconds() - t0;
+      stages_.allocate += dt;
+      seconds_ += dt;
+    }
   }
 }
 
@@ -110,8 +113,11 @@ void SketchBuilder::add_dense(const DenseRef& chunk) {
     thread_busy_[static_cast<std::size_t>(t)] += now_seconds() - busy0;
   }
   points_ += n;
-  stages_.fill += now_seconds() - t0;
-  seconds_ += now_seconds() - t0;
+  {  // one clock read: the total is exactly the sum of its stages
+    const double dt = now_seconds() - t0;
+    stages_.fill += dt;
+    seconds_ += dt;
+  }
 }
 
 void SketchBuilder::add_sets(const SetCollection& sets, std::size_t begin, std::size_t end) {
@@ -140,8 +146,11 @@ void SketchBuilder::add_sets(const SetCollection& sets, std::size_t begin, std::
     thread_busy_[static_cast<std::size_t>(t)] += now_seconds() - busy0;
   }
   points_ += n;
-  stages_.fill += now_seconds() - t0;
-  seconds_ += now_seconds() - t0;
+  {  // one clock read: the total is exactly the sum of its stages
+    const double dt = now_seconds() - t0;
+    stages_.fill += dt;
+    seconds_ += dt;
+  }
 }
 
 BuildReport SketchBuilder::finish() {
@@ -167,8 +176,11 @@ BuildReport SketchBuilder::finish() {
     }
     partials_.clear();
     target_.add_records(static_cast<std::int64_t>(points_));
-    stages_.merge += now_seconds() - t0;
-    seconds_ += now_seconds() - t0;
+    {  // one clock read: the total is exactly the sum of its stages
+      const double dt = now_seconds() - t0;
+      stages_.merge += dt;
+      seconds_ += dt;
+    }
     double sum = 0.0, top = 0.0;
     for (const double b : thread_busy_) {
       sum += b;
