@@ -12,9 +12,10 @@
 #                                               corpus in fuzz/corpus/; a crash, hang (> 10 s an
 #                                               input) or sanitizer report fails the run and
 #                                               leaves the input in build-fuzz/findings/
-#   PRIVRACE_WITH_MPI=1 scripts/test.sh         also installs OpenMPI (setup.sh), builds privrace-mpi
-#                                               (-DPRIVRACE_MPI=ON) and runs its mpirun tests
-#                                               (-np 1, 2, 3 with --oversubscribe) with the suite
+#   PRIVRACE_WITH_MPI=1 scripts/test.sh         also installs OpenMPI (setup.sh), builds `privrace`
+#                                               with -DPRIVRACE_MPI=ON (mpirun -np K privrace sketch)
+#                                               and runs its mpirun tests (test_mpi: -np 1, 2, 3 with
+#                                               --oversubscribe) with the suite
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

@@ -2,11 +2,15 @@
 // The `privrace` command's subcommands (one file each group) and their shared option parsing.
 // Exit codes: 0 success, 2 bad usage (UsageError), 1 any other error (bad input, I/O, resources).
 #include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <iostream>
 #include <string>
 
 #include "privrace/core/error.hpp"
+#include "privrace/io/table_reader.hpp"
+#include "privrace/sketch/release.hpp"
 
 namespace privrace::cli {
 
@@ -31,6 +35,32 @@ inline po::variables_map parse(const std::string& usage, const po::options_descr
   }
   return vm;
 }
+
+// `privrace sketch`, parsed (sketch_command.cpp). Under mpirun every rank parses the same
+// options into the same job; the distributed path (distributed.cpp) adds only which records
+// are this rank's and the sum of the exact counts.
+struct SketchJob {
+  po::variables_map vm;
+  std::string input, output, kernel, format;
+  ReleaseParams params;      // validated
+  TableOptions table;        // dense kernels: how to read the table
+  int label_column = 0;
+  std::size_t dim = 0, chunk_rows = 65536;
+  bool set_kernel = false, graph_input = false, no_privacy = false, quiet = false, timings = false;
+};
+// Options -> a validated job (UsageError on bad usage); sets the OpenMP thread count.
+SketchJob parse_sketch(int argc, char** argv);
+// The exact sketch of the whole input in this process (sets, graphs or a table).
+ExactSketch build_local(const SketchJob& job, const MasterSeed& seed, nlohmann::json& graph_info, double& read_seconds);
+// The exact sketch of streamed table chunks; a record the family refuses is reported as
+// "INPUT: record N ..." with N counted from `first_record` (a rank's first record in the file).
+ExactSketch build_table(const SketchJob& job, const MasterSeed& seed, std::size_t dim, const DenseChunkReader& next,
+                        std::uint64_t first_record = 0);
+// Noise once, write the file, print the summary and (--timings) the stage timings; `distributed`
+// adds fields to the timings line ("ranks", "reduce", ...).
+void write_sketch(const SketchJob& job, ExactSketch&& exact, const MasterSeed& seed, std::chrono::steady_clock::time_point t0,
+                  double read_seconds, const nlohmann::json& graph_info,
+                  const nlohmann::json& distributed = nlohmann::json::object());
 
 int cmd_sketch(int argc, char** argv);  // sketch_command.cpp
 int cmd_merge(int argc, char** argv);   // sketch_command.cpp

@@ -1,6 +1,7 @@
 // `privrace sketch` and `privrace merge`: options -> the release API (sketch/release.hpp) -> a file.
 #include <omp.h>
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +10,9 @@
 #include <vector>
 
 #include "commands.hpp"
+#ifdef PRIVRACE_WITH_MPI
+#include "distributed.hpp"
+#endif
 #include "privrace/io/edge_list.hpp"
 #include "privrace/io/table_reader.hpp"
 #include "privrace/sketch/feature_sketch.hpp"
@@ -46,14 +50,25 @@ SetCollection read_set_input(const std::string& input, const std::string& format
 
 }  // namespace
 
-int cmd_sketch(int argc, char** argv) {
+SketchJob parse_sketch(int argc, char** argv) {
+  SketchJob job;
+  std::string& input = job.input;
+  std::string& output = job.output;
+  std::string& kernel = job.kernel;
+  std::string& format = job.format;
+  int& label_column = job.label_column;
+  std::size_t& dim = job.dim;
+  std::size_t& chunk_rows = job.chunk_rows;
+  ReleaseParams& params = job.params;
   po::options_description desc("options");
-  std::string input, output, kernel, format, mechanism, neighbors, pair_mode, strategy, domain;
+  std::string mechanism, neighbors, pair_mode, strategy, domain;
   double bandwidth = 1.0, delta = 0.0, sigma = 1.0, num_share = 0.98;
-  std::size_t power = 1, rows = 0, width = 0, dim = 0, chunk_rows = 0, features = 0, bins = 0;
-  int threads = 0, label_column = 0;
+  std::size_t power = 1, rows = 0, width = 0, features = 0, bins = 0;
+  int threads = 0;
   desc.add_options()("help,h", "show this help")
-      ("input,i", po::value(&input)->required(), "data file: CSV (header optional), whitespace, libsvm or sets; .gz allowed; - = stdin")
+      ("input,i", po::value(&input)->required(), "data file: CSV (header optional), whitespace, libsvm or sets; .gz allowed; - = stdin. "
+                 "Under mpirun (a -DPRIVRACE_MPI=ON build) each rank reads its byte range of a plain CSV/whitespace file; "
+                 "a .gz file, stdin, libsvm or a set/graph input cannot be split and is read by rank 0 alone")
       ("output,o", po::value(&output)->required(), "sketch file to write (written atomically)")
       ("kernel,k", po::value(&kernel)->default_value("l2"), "l2 (p-stable) | angular (SRP) | angular_pair (regression surrogate) | jaccard (densified MinHash) | jaccard_classic (independent MinHashes) | rff (random Fourier features, for M2M) | hist (per-attribute histograms, for M2M)")
       ("bandwidth", po::value(&bandwidth)->default_value(1.0), "p-stable bucket width w (l2)")
@@ -81,14 +96,15 @@ int cmd_sketch(int argc, char** argv) {
       ("drop-self-loops", "edgelist: drop u-u edges (they are counted in the summary either way)")
       ("nodes", po::value<std::uint64_t>(), "edgelist: declared node count; ids must be below it")
       ("graph-cache", po::value<std::string>(), "edgelist: binary CSR cache file, reused while the input is unchanged")
-      ("chunk-rows", po::value(&chunk_rows)->default_value(65536), "rows read per chunk (bounds memory)")
+      ("chunk-rows", po::value(&chunk_rows)->default_value(65536), "rows read per chunk (bounds memory; under mpirun a multiple of 4096)")
       ("quiet,q", "no summary on stderr")
       ("timings", "print the stage timings as one JSON line on stderr (read, allocate, fill, merge, noise, encode, write, fsync)");
-  const auto vm = parse("usage: privrace sketch --input FILE --rows R --width W (--epsilon E | --no-privacy) -o OUT.rsk [options]\n"
-                        "       privrace sketch --input FILE --kernel rff --features M --sigma S (--epsilon E | --no-privacy) -o OUT.rsk\n"
-                        "       privrace sketch --input FILE --kernel hist --bins B --domain LO:HI (--epsilon E | --no-privacy) -o OUT.rsk",
-                        desc, argc, argv);
-  ReleaseParams params;
+  job.vm = parse("usage: privrace sketch --input FILE --rows R --width W (--epsilon E | --no-privacy) -o OUT.rsk [options]\n"
+                 "       privrace sketch --input FILE --kernel rff --features M --sigma S (--epsilon E | --no-privacy) -o OUT.rsk\n"
+                 "       privrace sketch --input FILE --kernel hist --bins B --domain LO:HI (--epsilon E | --no-privacy) -o OUT.rsk\n"
+                 "       mpirun -np K privrace sketch ... (built with -DPRIVRACE_MPI=ON): the same sketch, byte for byte, from K ranks",
+                 desc, argc, argv);
+  const po::variables_map& vm = job.vm;
   params.family.kernel = parse_kernel(kernel);
   params.family.bandwidth = bandwidth;
   params.family.power = power;
@@ -118,8 +134,10 @@ int cmd_sketch(int argc, char** argv) {
     params.family.rows = rows;
     params.width = width;
   }
-  const bool no_privacy = vm.count("no-privacy") > 0;
-  if (no_privacy) {
+  job.no_privacy = vm.count("no-privacy") > 0;
+  job.quiet = vm.count("quiet") > 0;
+  job.timings = vm.count("timings") > 0;
+  if (job.no_privacy) {
     if (vm.count("epsilon")) throw UsageError("--epsilon and --no-privacy exclude each other");
   } else {
     if (!vm.count("epsilon")) throw UsageError("--epsilon is required (or --no-privacy for an exact, non-releasable sketch)");
@@ -143,42 +161,76 @@ int cmd_sketch(int argc, char** argv) {
   if (chunk_rows == 0) throw UsageError("--chunk-rows must be at least 1");
   if (threads > 0) omp_set_num_threads(threads);  // the noise, the encoder and the checksum too
 
-  const bool set_kernel = is_set_kernel(k);
-  const bool graph_input = format == "edgelist" || format == "snap" || format == "jlg";
-  if (graph_input && !set_kernel) throw UsageError("--format " + format + " needs --kernel jaccard");
-  if (!graph_input && (vm.count("undirected") || vm.count("drop-self-loops") || vm.count("nodes") || vm.count("graph-cache")))
+  job.set_kernel = is_set_kernel(k);
+  job.graph_input = format == "edgelist" || format == "snap" || format == "jlg";
+  if (job.graph_input && !job.set_kernel) throw UsageError("--format " + format + " needs --kernel jaccard");
+  if (!job.graph_input && (vm.count("undirected") || vm.count("drop-self-loops") || vm.count("nodes") || vm.count("graph-cache")))
     throw UsageError("--undirected, --drop-self-loops, --nodes and --graph-cache apply to --format edgelist or jlg");
-  const MasterSeed seed = MasterSeed::resolve(params.seed);
-
-  const auto t0 = std::chrono::steady_clock::now();
-  std::optional<ExactSketch> exact;
-  double read_seconds = 0.0;  // graphs are read before the build; tables stream into it
-  nlohmann::json graph_info;
-  if (set_kernel) {
-    if (format != "auto" && format != "sets" && !graph_input)
+  if (job.set_kernel) {
+    if (format != "auto" && format != "sets" && !job.graph_input)
       throw UsageError("the " + kernel + " kernel reads --format sets (one set of ids per line), edgelist or jlg");
-    const SetCollection sets = read_set_input(input, format, graph_input, vm, graph_info);
-    if (sets.size() == 0) throw InputError(input + ": no sets");
-    read_seconds = seconds_since(t0);
-    exact.emplace(build_exact(params, seed, sets));
   } else {
     if (format == "sets") throw UsageError("--format sets needs --kernel jaccard");
-    TableOptions topts;
-    topts.format = parse_table_format(format);
-    topts.label_column = label_column;
-    topts.dim = dim;
-    TableReader reader(input, topts);
-    try {
-      exact.emplace(build_exact(params, seed, reader.dim(),
-                                [&](DenseMatrix& chunk) { return reader.next_chunk(chunk, chunk_rows); }));
-    } catch (const InputError& e) {
-      const std::string what = e.what();
-      if (what.rfind("record ", 0) == 0) throw InputError(input + ": " + what);  // a record the family refused
-      throw;
-    }
+    job.table.format = parse_table_format(format);
+    job.table.label_column = label_column;
+    job.table.dim = dim;
   }
+  return job;
+}
+
+ExactSketch build_local(const SketchJob& job, const MasterSeed& seed, nlohmann::json& graph_info, double& read_seconds) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (job.set_kernel) {
+    const SetCollection sets = read_set_input(job.input, job.format, job.graph_input, job.vm, graph_info);
+    if (sets.size() == 0) throw InputError(job.input + ": no sets");
+    read_seconds = seconds_since(t0);
+    return build_exact(job.params, seed, sets);
+  }
+  TableReader reader(job.input, job.table);
+  return build_table(job, seed, reader.dim(), [&](DenseMatrix& chunk) { return reader.next_chunk(chunk, job.chunk_rows); });
+}
+
+ExactSketch build_table(const SketchJob& job, const MasterSeed& seed, std::size_t dim, const DenseChunkReader& next,
+                        std::uint64_t first_record) {
+  try {
+    return build_exact(job.params, seed, dim, next);
+  } catch (const InputError& e) {
+    std::string what = e.what();
+    if (what.rfind("record ", 0) == 0) {  // a record the family refused: name the file (and the global record)
+      if (first_record > 0) {
+        std::size_t digits = 7;
+        while (digits < what.size() && std::isdigit(static_cast<unsigned char>(what[digits]))) ++digits;
+        if (digits > 7) what = "record " + std::to_string(std::stoull(what.substr(7, digits - 7)) + first_record) + what.substr(digits);
+      }
+      throw InputError(job.input + ": " + what);
+    }
+    throw;
+  }
+}
+
+int cmd_sketch(int argc, char** argv) {
+#ifdef PRIVRACE_WITH_MPI
+  if (launched_by_mpi()) return distributed_sketch(argc, argv);
+#endif
+  const SketchJob job = parse_sketch(argc, argv);
+  const MasterSeed seed = MasterSeed::resolve(job.params.seed);
+  const auto t0 = std::chrono::steady_clock::now();
+  double read_seconds = 0.0;  // graphs are read before the build; tables stream into it
+  nlohmann::json graph_info;
+  ExactSketch exact = build_local(job, seed, graph_info, read_seconds);
+  write_sketch(job, std::move(exact), seed, t0, read_seconds, graph_info);
+  return 0;
+}
+
+void write_sketch(const SketchJob& job, ExactSketch&& exact, const MasterSeed& seed, std::chrono::steady_clock::time_point t0,
+                  double read_seconds, const nlohmann::json& graph_info, const nlohmann::json& distributed) {
+  const std::string& input = job.input;
+  const std::string& output = job.output;
+  const std::string& kernel = job.kernel;
+  const ReleaseParams& params = job.params;
+  const bool no_privacy = job.no_privacy;
   const double build_seconds = seconds_since(t0) - read_seconds;
-  const Release release = std::move(*exact).release();  // noise once (or, --no-privacy, the exact counts)
+  const Release release = std::move(exact).release();  // noise once (or, --no-privacy, the exact counts)
   const double noise_seconds = seconds_since(t0) - read_seconds - build_seconds;
   const BuildReport& report = release.build();
   nlohmann::json extra = {{"build", release.build_record(input)}};
@@ -186,12 +238,12 @@ int cmd_sketch(int argc, char** argv) {
   const double before_write = seconds_since(t0);
   SketchWriteTimings write_timings;
   save_release(output, release, extra, &write_timings);
-  if (vm.count("timings")) {
+  if (job.timings) {
     // Wall seconds per stage. Tables stream: "read" is the time the build waited for the
     // (serial) reader, inside "build". fill_thread_max / fill_thread_mean shows imbalance.
     const auto& st = report.stages;
     const NoiseReport& noise_report = release.noise();
-    const nlohmann::json timings = {
+    nlohmann::json timings = {
         {"threads", report.threads}, {"strategy", report.strategy}, {"points", report.points},
         {"rows", release.sketch().rows()}, {"width", release.sketch().width()}, {"total", seconds_since(t0)},
         {"graph_read", read_seconds}, {"build", build_seconds}, {"read", st.read}, {"allocate", st.allocate},
@@ -200,13 +252,15 @@ int cmd_sketch(int argc, char** argv) {
         {"noise_setup", noise_report.setup_seconds}, {"noise_draw", noise_report.draw_seconds},
         {"noise_blocks", noise_report.blocks}, {"encode", write_timings.encode_seconds},
         {"write", write_timings.write_seconds}, {"fsync", write_timings.sync_seconds}, {"file_bytes", write_timings.bytes}};
+    for (const auto& [key, value] : distributed.items()) timings[key] = value;  // ranks, reduce, ...
     std::fprintf(stderr, "privrace: timings %s\n", timings.dump().c_str());
   }
-  if (!vm.count("quiet")) {
+  if (!job.quiet) {
     const double total = seconds_since(t0);
-    std::fprintf(stderr, "privrace: sketched %zu records (%s, R=%zu, W=%zu) on %d thread(s), %s, in %.3f s "
+    const std::string ranks = distributed.contains("ranks") ? std::to_string(distributed["ranks"].get<int>()) + " rank(s) x " : "";
+    std::fprintf(stderr, "privrace: sketched %zu records (%s, R=%zu, W=%zu) on %s%d thread(s), %s, in %.3f s "
                  "(%sbuild %.3f s, noise %.3f s, write %.3f s)%s -> %s\n",
-                 report.points, kernel.c_str(), params.rows(), params.columns(), report.threads, report.strategy.c_str(), total,
+                 report.points, kernel.c_str(), params.rows(), params.columns(), ranks.c_str(), report.threads, report.strategy.c_str(), total,
                  read_seconds > 0 ? ("read " + std::to_string(read_seconds).substr(0, 5) + " s, ").c_str() : "",
                  build_seconds, noise_seconds, total - before_write,
                  no_privacy ? " WITHOUT NOISE" : (seed.fixed() ? " (seeded noise: NOT fit for release)" : ""), output.c_str());
@@ -217,7 +271,6 @@ int cmd_sketch(int argc, char** argv) {
                    graph_info["self_loops_kept"].get<bool>() ? "kept" : "dropped", graph_info["duplicates"].dump().c_str(),
                    graph_info["max_degree"].dump().c_str());
   }
-  return 0;
 }
 
 int cmd_merge(int argc, char** argv) {

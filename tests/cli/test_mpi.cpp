@@ -1,19 +1,26 @@
-// privrace-mpi under mpirun on this machine (-np 1, 2, 3 with --oversubscribe): the exact
-// sketch equals the single-process one, the seeded release is byte-identical, and bad input
-// (more ranks than records, an unreadable input, ranks that disagree, --threads < 0) fails on
-// every rank with a message and no file. Skipped unless built with -DPRIVRACE_MPI=ON.
+// `mpirun -np K privrace sketch` on this machine (-np 1, 2, 3 with --oversubscribe): each rank
+// reads its byte range of the file, and the seeded sketch is byte-identical to one process for
+// a CSV with a header, one without (CRLF and LF line ends, no newline at the end), lines of very
+// uneven length (so the byte ranges split records and batches straddle ranks), fewer records
+// than ranks, and gzip input (read by rank 0 alone). Bad input (a malformed record in one
+// rank's share, an unreadable input, ranks that disagree, --threads < 0) fails on every rank
+// with a message and no file. Skipped unless built with -DPRIVRACE_MPI=ON.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
+#include "privrace/io/table_reader.hpp"
 #include "test_util.hpp"
 
 namespace fs = std::filesystem;
 
-#ifdef PRIVRACE_MPI_DRIVER
+#ifdef PRIVRACE_MPIEXEC
 namespace {
 struct RunResult {
   int code;
@@ -33,64 +40,215 @@ std::string mpirun(int np) {
   return std::string(PRIVRACE_MPIEXEC) + " -np " + std::to_string(np) + " --oversubscribe" +
          (::geteuid() == 0 ? " --allow-run-as-root" : "") + " ";
 }
+const std::string kCli = PRIVRACE_CLI;
 
 class Mpi : public ::testing::Test {
  protected:
   void SetUp() override {
     dir = privrace::testing::temp_dir("mpi");
-    // 20,000 rows: with --chunk-rows 4096 every rank gets several chunks and a partial batch.
+    // 20,000 rows: with --chunk-rows 4096 every rank gets several chunks and partial batches.
     const privrace::DenseMatrix x = privrace::testing::clustered_points(20000, 3, 31);
-    std::ofstream csv(dir / "data.csv");
-    csv << "a,b,c\n";
-    for (Eigen::Index i = 0; i < x.rows(); ++i) csv << x(i, 0) << "," << x(i, 1) << "," << x(i, 2) << "\n";
+    std::mt19937 rng(5);
+    std::ofstream header(dir / "header.csv", std::ios::binary), plain(dir / "plain.csv", std::ios::binary),
+        uneven(dir / "uneven.csv", std::ios::binary);
+    header << "a,b,c\n";
+    uneven << "# a comment line\n\nx, y ,z\n";
+    char buf[64];
+    for (Eigen::Index i = 0; i < x.rows(); ++i) {
+      header << x(i, 0) << "," << x(i, 1) << "," << x(i, 2) << "\n";
+      // CRLF on some lines, LF on the others, no newline after the last line.
+      plain << x(i, 0) << "," << x(i, 1) << "," << x(i, 2) << (i + 1 == x.rows() ? "" : i % 3 == 0 ? "\r\n" : "\n");
+      // Lines from 8 to about 150 bytes: precision, padding, blank and comment lines vary.
+      for (int c = 0; c < 3; ++c) {
+        const int digits = static_cast<int>(rng() % 12);
+        const int pad = static_cast<int>(rng() % 4 == 0 ? rng() % 30 : 0);
+        std::snprintf(buf, sizeof buf, "%*s%.*f", pad, "", digits, static_cast<double>(x(i, c)));
+        uneven << (c ? "," : "") << buf;
+      }
+      uneven << "\n";
+      if (rng() % 97 == 0) uneven << "\n# between records\n";
+    }
+    header.close();
     std::ofstream(dir / "two.csv") << "1,2,3\n4,5,6\n";
+    ASSERT_EQ(std::system(("gzip -c " + (dir / "header.csv").string() + " > " + (dir / "header.csv.gz").string()).c_str()), 0);
   }
   void TearDown() override { fs::remove_all(dir); }
   std::string args(const std::string& input, const std::string& out, const std::string& extra, int threads = 2,
                    int rows = 40) const {
-    return " --input " + (dir / input).string() + " --rows " + std::to_string(rows) + " --width 3000 --bandwidth 2 --seed 9 --threads " +
-           std::to_string(threads) + " --chunk-rows 4096 -q " + extra + " -o " + (dir / out).string();
+    return " sketch --input " + (dir / input).string() + " --rows " + std::to_string(rows) +
+           " --width 3000 --bandwidth 2 --seed 7 --threads " + std::to_string(threads) + " --chunk-rows 4096 -q " + extra +
+           " -o " + (dir / out).string();
+  }
+  // The single-process file and the files of 1, 2 and 3 ranks: the same bytes.
+  void expect_identical(const std::string& input, const std::string& extra) {
+    const std::string tag = fs::path(input).stem().string();
+    const RunResult single = shell(kCli + args(input, tag + ".rsk", extra), dir);
+    ASSERT_EQ(single.code, 0) << single.err;
+    const std::string expected = slurp(dir / (tag + ".rsk"));
+    ASSERT_FALSE(expected.empty());
+    for (const int np : {1, 2, 3}) {
+      const std::string out = tag + std::to_string(np) + ".rsk";
+      const RunResult r = shell(mpirun(np) + kCli + args(input, out, extra), dir);
+      ASSERT_EQ(r.code, 0) << input << ", " << np << " ranks: " << r.err;
+      EXPECT_TRUE(slurp(dir / out) == expected) << input << " " << extra << ", " << np << " ranks";
+    }
   }
   fs::path dir;
 };
 }  // namespace
 
-TEST_F(Mpi, ExactAndSeededSketchesAreByteIdenticalToOneProcess) {
-  for (const std::string privacy : {"--no-privacy", "--epsilon 1"}) {
-    const std::string tag = privacy == "--no-privacy" ? "exact" : "noisy";
-    const RunResult single = shell(std::string(PRIVRACE_CLI) + " sketch" + args("data.csv", tag + ".rsk", privacy), dir);
-    ASSERT_EQ(single.code, 0) << single.err;
-    const std::string expected = slurp(dir / (tag + ".rsk"));
-    for (const int np : {1, 2, 3}) {
-      const std::string out = tag + std::to_string(np) + ".rsk";
-      const RunResult r = shell(mpirun(np) + PRIVRACE_MPI_DRIVER + args("data.csv", out, privacy), dir);
-      ASSERT_EQ(r.code, 0) << np << " ranks: " << r.err;
-      EXPECT_TRUE(slurp(dir / out) == expected) << tag << ", " << np << " ranks";
-    }
+TEST_F(Mpi, SeededSketchesOfAHeaderedCsvAreByteIdenticalToOneProcess) {
+  expect_identical("header.csv", "--no-privacy");
+  expect_identical("header.csv", "--epsilon 1");
+}
+
+TEST_F(Mpi, SplitRecordsCrlfAndNoFinalNewlineGiveTheSameSketch) {
+  expect_identical("plain.csv", "--epsilon 1");
+  expect_identical("uneven.csv", "--epsilon 1");
+  expect_identical("uneven.csv", "--kernel angular --power 2 --epsilon 0.5");
+}
+
+TEST_F(Mpi, FeatureSketchesAndFewerRecordsThanRanks) {
+  // rff and hist: one GEMM (or bin pass) per batch, as one process.
+  const std::string rff = " --kernel rff --features 40 --sigma 1.5 --epsilon 1";
+  for (const int np : {1, 3}) {
+    ASSERT_EQ(shell(kCli + " sketch --input " + (dir / "uneven.csv").string() + " --seed 7 -t 2 -q" + rff + " -o " +
+                        (dir / "rff.rsk").string(), dir).code, 0);
+    const RunResult r = shell(mpirun(np) + kCli + " sketch --input " + (dir / "uneven.csv").string() + " --seed 7 -t 2 -q" +
+                                  rff + " -o " + (dir / "rff_mpi.rsk").string(), dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(slurp(dir / "rff.rsk") == slurp(dir / "rff_mpi.rsk")) << np << " ranks";
   }
+  // A rank whose share holds no record contributes zeros.
+  expect_identical("two.csv", "--epsilon 1");
+}
+
+TEST_F(Mpi, GzipInputIsReadByRankZeroAndGivesTheSameSketch) {
+  expect_identical("header.csv.gz", "--epsilon 1");
+  const RunResult r = shell(mpirun(2) + kCli + " sketch --input " + (dir / "header.csv.gz").string() +
+                                " --rows 10 --width 20 --seed 7 --epsilon 1 -o " + (dir / "gz.rsk").string(), dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("gzip-compressed and cannot be split: rank 0 reads it all"), std::string::npos) << r.err;
 }
 
 TEST_F(Mpi, BadInputFailsOnEveryRankWithoutAFile) {
-  RunResult r = shell(mpirun(3) + PRIVRACE_MPI_DRIVER + args("two.csv", "few.rsk", "--epsilon 1"), dir);
-  EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.err.find("2 records for 3 ranks"), std::string::npos) << r.err;
-  EXPECT_FALSE(fs::exists(dir / "few.rsk"));
-  r = shell(mpirun(2) + PRIVRACE_MPI_DRIVER + args("missing.csv", "missing.rsk", "--epsilon 1"), dir);
+  // A malformed record near the end: it lies in the last rank's share.
+  std::string text = slurp(dir / "header.csv");
+  const std::size_t at = text.rfind('\n', text.size() - 2000);
+  text.insert(at + 1, "1.5,abc,2\n");
+  std::ofstream(dir / "bad.csv", std::ios::binary) << text;
+  const std::size_t line = static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at) + 1, '\n')) + 1;
+  RunResult r = shell(mpirun(3) + kCli + args("bad.csv", "bad.rsk", "--epsilon 1"), dir);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("rank 2: error: " + (dir / "bad.csv").string() + ":" + std::to_string(line) +
+                       ": column 2: expected a number, found 'abc'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a rank failed; no output written"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "bad.rsk"));
+  r = shell(mpirun(2) + kCli + args("missing.csv", "missing.rsk", "--epsilon 1"), dir);
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("cannot open"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "missing.rsk"));
   // MPMD: the two ranks get different --rows.
-  r = shell(mpirun(1) + PRIVRACE_MPI_DRIVER + args("data.csv", "mixed.rsk", "--epsilon 1") + " : -np 1 " + PRIVRACE_MPI_DRIVER +
-                args("data.csv", "mixed.rsk", "--epsilon 1", 2, 41),
+  r = shell(mpirun(1) + kCli + args("header.csv", "mixed.rsk", "--epsilon 1") + " : -np 1 " + kCli +
+                args("header.csv", "mixed.rsk", "--epsilon 1", 2, 41),
             dir);
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("ranks disagree on their parameters"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "mixed.rsk"));
-  r = shell(mpirun(2) + PRIVRACE_MPI_DRIVER + args("data.csv", "neg.rsk", "--epsilon 1", -1), dir);
-  EXPECT_NE(r.code, 0);
+  r = shell(mpirun(2) + kCli + args("header.csv", "neg.rsk", "--epsilon 1", -1), dir);
+  EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--threads must be 0 (all) or positive"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "neg.rsk"));
+  r = shell(mpirun(2) + kCli + " sketch --input " + (dir / "header.csv").string() + " --rows 10 --width 20 --epsilon 1 "
+                "--chunk-rows 5000 -o " + (dir / "chunk.rsk").string(), dir);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("a multiple of 4096"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "chunk.rsk"));
 }
 #else
-TEST(Mpi, NotBuilt) { GTEST_SKIP() << "configure with -DPRIVRACE_MPI=ON to build privrace-mpi and test it"; }
+TEST(Mpi, NotBuilt) { GTEST_SKIP() << "configure with -DPRIVRACE_MPI=ON to run `mpirun -np K privrace sketch`"; }
 #endif
+
+// The byte-range reader under every split (built without MPI too): shares [k S / K, (k + 1) S / K)
+// read every record exactly once, in order, whatever the byte the split falls on.
+namespace {
+std::vector<float> read_all(const std::string& path, privrace::TableOptions opts, std::uint64_t* counted = nullptr) {
+  if (counted != nullptr) *counted = privrace::TableReader(path, opts).count_remaining();
+  privrace::TableReader reader(path, opts);
+  privrace::DenseMatrix chunk;
+  std::vector<float> out;
+  while (const std::size_t n = reader.next_chunk(chunk, 3)) out.insert(out.end(), chunk.data(), chunk.data() + n * chunk.cols());
+  return out;
+}
+}  // namespace
+
+TEST(TableShares, EverySplitReadsEveryRecordOnce) {
+  const fs::path dir = privrace::testing::temp_dir("shares");
+  // A BOM, comments and blank lines before the header, CRLF, lone CR and LF line ends, padded
+  // fields, a blank line at a split, a last line without a newline.
+  const std::string text =
+      "\xEF\xBB\xBF# comment\r\n\nx,y\r\n1,2\r\n 3.5 , -4\n\n5,6\r7,8e1\r\n# c\n9,10\n11,12\r\n\r\n13,14";
+  std::ofstream(dir / "t.csv", std::ios::binary) << text;
+  const std::string path = (dir / "t.csv").string();
+  privrace::TableReader whole(path);
+  const privrace::TableLayout layout = whole.layout();
+  ASSERT_TRUE(layout.splittable) << layout.why_not;
+  ASSERT_EQ(layout.fields, 2u);
+  ASSERT_TRUE(layout.header_at.has_value());
+  EXPECT_EQ(*layout.header_at, text.find("x,y"));
+  EXPECT_EQ(layout.bytes, text.size());
+  const std::vector<float> expected = read_all(path, {});
+  ASSERT_EQ(expected.size(), 14u);
+  for (std::uint64_t K = 1; K <= 4; ++K)
+    for (std::uint64_t cut = 0; cut <= text.size(); ++cut) {
+      // K shares; with K = 2 every byte is a split point, with more the shares end at `cut` and split the rest evenly.
+      std::vector<std::uint64_t> ends;
+      if (K == 1) ends = {text.size()};
+      else {
+        ends.push_back(cut);
+        for (std::uint64_t k = 1; k < K; ++k) ends.push_back(cut + (text.size() - cut) * k / (K - 1));
+      }
+      std::vector<float> got;
+      std::uint64_t begin = 0, counted_total = 0;
+      for (const std::uint64_t end : ends) {
+        privrace::TableOptions opts;
+        opts.format = layout.format;
+        opts.share = privrace::TableShare{begin, end, layout.fields, layout.header_at};
+        std::uint64_t counted = 0;
+        const std::vector<float> part = read_all(path, opts, &counted);
+        EXPECT_EQ(counted * 2, part.size());
+        counted_total += counted;
+        got.insert(got.end(), part.begin(), part.end());
+        begin = end;
+      }
+      EXPECT_EQ(got, expected) << K << " shares, first split at byte " << cut;
+      EXPECT_EQ(counted_total, 7u);
+      if (K == 1) break;
+    }
+  // A bad record in a later share is reported with its line in the whole file.
+  std::ofstream(dir / "bad.csv", std::ios::binary) << "a,b\n1,2\n3,4\n5,x\n";
+  privrace::TableOptions opts;
+  opts.format = privrace::TableFormat::Csv;
+  opts.share = privrace::TableShare{10, 20, 2, 0};
+  privrace::TableReader share((dir / "bad.csv").string(), opts);
+  privrace::DenseMatrix chunk;
+  EXPECT_EQ(privrace::testing::message_of([&] { share.next_chunk(chunk, 10); }), (dir / "bad.csv").string() + ":4: column 2: expected a number, found 'x'");
+  // A BOM before the first record: its bytes belong to the first line, whichever share a split gives them to.
+  const std::string bom = "\xEF\xBB\xBF" "1,2\n3,4\n";
+  std::ofstream(dir / "bom.csv", std::ios::binary) << bom;
+  for (std::uint64_t cut = 0; cut <= bom.size(); ++cut) {
+    std::vector<float> got;
+    for (const auto& [b, e] : {std::pair<std::uint64_t, std::uint64_t>{0, cut}, {cut, bom.size()}}) {
+      privrace::TableOptions o;
+      o.format = privrace::TableFormat::Csv;
+      o.share = privrace::TableShare{b, e, 2, std::nullopt};
+      const std::vector<float> part = read_all((dir / "bom.csv").string(), o);
+      got.insert(got.end(), part.begin(), part.end());
+    }
+    EXPECT_EQ(got, (std::vector<float>{1, 2, 3, 4})) << "split at byte " << cut;
+  }
+  // Gzip input cannot be split.
+  ASSERT_EQ(std::system(("gzip -kf " + path).c_str()), 0);
+  EXPECT_EQ(privrace::TableReader(path + ".gz").layout().why_not, "gzip-compressed");
+  fs::remove_all(dir);
+}

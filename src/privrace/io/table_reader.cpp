@@ -49,11 +49,17 @@ std::string show(std::string_view s) {
   return out;
 }
 
-// File and physical line for messages.
+class LineSource;
+// The physical line of a share's source in the whole file (counted on demand: errors only).
+std::size_t file_line(const LineSource& src);
+
+// File and physical line for messages. `src`: a share's source, whose own count starts at the
+// share; the line in the whole file is then counted when a message needs it.
 struct Where {
   const std::string* name;
   std::size_t line;
-  std::string at() const { return *name + ":" + std::to_string(line) + ": "; }
+  const LineSource* src = nullptr;
+  std::string at() const { return *name + ":" + std::to_string(src != nullptr ? file_line(*src) : line) + ": "; }
   std::string at(std::size_t col) const { return at() + "column " + std::to_string(col) + ": "; }
 };
 
@@ -68,7 +74,7 @@ struct Where {
 [[noreturn, gnu::cold, gnu::noinline]] void fail_ragged(const Where& w, std::size_t found, std::size_t expected,
                                                          std::size_t ref_line) {
   fail(w.at() + "found " + std::to_string(found) + " field" + (found == 1 ? "" : "s") + ", expected " +
-       std::to_string(expected) + " (as on line " + std::to_string(ref_line) + ")");
+       std::to_string(expected) + (ref_line > 0 ? " (as on line " + std::to_string(ref_line) + ")" : " (as on the table's first row)"));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -167,7 +173,22 @@ bool is_number(std::string_view s) {
 // stays valid until the next call to next().
 class LineSource {
  public:
-  LineSource(const std::string& path, const std::string& display) : display_(display) {
+  LineSource(const std::string& path, const std::string& display) : display_(display), path_(path) { open_whole(path); }
+  // A share of a plain regular file: the lines whose first byte lies in [begin, end), read
+  // with read(2) (never through zlib: a share may start with bytes that look like a gzip header).
+  LineSource(const std::string& path, const std::string& display, std::uint64_t begin, std::uint64_t end)
+      : display_(display), path_(path) {
+    open_share(begin, end);
+  }
+  // The whole file, or the share when there is one.
+  LineSource(const std::string& path, const std::string& display, const std::optional<TableShare>& share)
+      : display_(display), path_(path) {
+    if (share) open_share(share->begin, share->end);
+    else open_whole(path);
+  }
+
+ private:
+  void open_whole(const std::string& path) {
     const int fd = path == "-" ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) open_error(path, errno);
     struct stat st {};
@@ -189,14 +210,45 @@ class LineSource {
     cap_ = 2 * static_cast<std::size_t>(kBlock);
     buf_ = std::make_unique_for_overwrite<char[]>(cap_);
   }
+  void open_share(std::uint64_t begin, std::uint64_t end) {
+    ranged_ = true;
+    share_begin_ = begin;
+    limit_ = end;
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) open_error(path_, errno);
+    regular_ = true;
+    cap_ = 2 * static_cast<std::size_t>(kBlock);
+    buf_ = std::make_unique_for_overwrite<char[]>(cap_);
+    if (begin >= end) {
+      done_ = true;
+      return;
+    }
+    if (begin > 0) {
+      // The line holding byte begin - 1 (with its terminator) belongs to an earlier share:
+      // what follows it is the first line that starts at or after `begin`.
+      first_ = false;
+      base_ = begin - 1;
+      if (::lseek(fd_, static_cast<off_t>(base_), SEEK_SET) < 0) fail(display_ + ": cannot seek: " + std::generic_category().message(errno));
+      const std::uint64_t keep = limit_;
+      limit_ = std::numeric_limits<std::uint64_t>::max();
+      std::string_view discard;
+      next(discard);
+      limit_ = keep;
+      line_no_ = 0;
+    }
+  }
+
+ public:
   ~LineSource() {
     if (gz_ != nullptr) gzclose(gz_);
+    if (fd_ >= 0) ::close(fd_);
   }
   LineSource(const LineSource&) = delete;
   LineSource& operator=(const LineSource&) = delete;
 
   // The next physical line without its terminator ("\n", "\r\n" or "\r"); false at end.
   bool next(std::string_view& line) {
+    if (done_) return false;
     std::size_t scanned = 0;  // bytes of the pending partial line already searched
     for (;;) {
       if (skip_lf_ && begin_ < end_) {  // second half of a "\r\n" split across blocks
@@ -208,6 +260,11 @@ class LineSource {
         std::size_t i = begin_ + scanned;
         while (i < end_ && p[i] != '\n' && p[i] != '\r') ++i;
         if (i < end_) {
+          line_start_ = start_offset();
+          if (line_start_ >= limit_) {  // the next share's first line
+            done_ = true;
+            return false;
+          }
           line = std::string_view(p + begin_, i - begin_);
           skip_lf_ = p[i] == '\r';
           begin_ = i + 1;
@@ -219,6 +276,11 @@ class LineSource {
       if (eof_) {
         skip_lf_ = false;
         if (begin_ == end_) return false;
+        line_start_ = start_offset();
+        if (line_start_ >= limit_) {
+          done_ = true;
+          return false;
+        }
         line = std::string_view(buf_.get() + begin_, end_ - begin_);  // last line, no terminator
         begin_ = end_;
         ++line_no_;
@@ -230,8 +292,22 @@ class LineSource {
 
   std::size_t line_no() const { return line_no_; }
   bool regular() const { return regular_; }
+  // File offset of the first byte of the line last returned.
+  std::uint64_t line_start() const { return line_start_; }
+  // A share's source: counts are relative to the share.
+  bool ranged() const { return ranged_; }
+  std::uint64_t share_begin() const { return share_begin_; }
+  const std::string& path() const { return path_; }
+  const std::string& display() const { return display_; }
+  // zlib read the file as it is (not gzip-compressed); after the first line.
+  bool direct() const { return gz_ == nullptr || gzdirect(gz_) == 1; }
 
  private:
+  std::uint64_t start_offset() const {
+    const std::uint64_t at = base_ + begin_;
+    return bom_ != 0 && at == bom_ ? 0 : at;
+  }
+
   [[noreturn]] static void open_error(const std::string& path, int err) {
     fail("cannot open '" + path + "': " + std::generic_category().message(err));
   }
@@ -249,6 +325,7 @@ class LineSource {
   void fill() {
     if (begin_ > 0) {  // keep only the partial line, at the front
       std::memmove(buf_.get(), buf_.get() + begin_, end_ - begin_);
+      base_ += begin_;
       end_ -= begin_;
       begin_ = 0;
     }
@@ -259,6 +336,19 @@ class LineSource {
       std::memcpy(bigger.get(), buf_.get(), end_);
       buf_ = std::move(bigger);
       cap_ = grown;
+    }
+    if (ranged_) {
+      ssize_t got;
+      do got = ::read(fd_, buf_.get() + end_, kBlock);
+      while (got < 0 && errno == EINTR);
+      if (got < 0) fail(display_ + ": read error: " + std::generic_category().message(errno));
+      if (got == 0) eof_ = true;
+      if (first_) {
+        first_ = false;
+        if (got >= 3 && std::memcmp(buf_.get(), "\xEF\xBB\xBF", 3) == 0) begin_ = bom_ = 3;  // UTF-8 BOM
+      }
+      end_ += static_cast<std::size_t>(got);
+      return;
     }
     const int n = gzread(gz_, buf_.get() + end_, kBlock);
     if (n < 0) {
@@ -276,18 +366,37 @@ class LineSource {
     }
     if (first_) {
       first_ = false;
-      if (n >= 3 && std::memcmp(buf_.get(), "\xEF\xBB\xBF", 3) == 0) begin_ = 3;  // UTF-8 BOM
+      if (n >= 3 && std::memcmp(buf_.get(), "\xEF\xBB\xBF", 3) == 0) begin_ = bom_ = 3;  // UTF-8 BOM
     }
     end_ += static_cast<std::size_t>(n);
   }
 
-  std::string display_;
+  std::string display_, path_;
   gzFile gz_ = nullptr;
+  int fd_ = -1;  // a share's file (read(2)); -1 otherwise
+  bool ranged_ = false, done_ = false;
+  std::uint64_t share_begin_ = 0, base_ = 0, line_start_ = 0;  // base_: file offset of buf_[0]
+  std::uint64_t limit_ = std::numeric_limits<std::uint64_t>::max();
+  std::size_t bom_ = 0;  // 3 after a UTF-8 BOM: its bytes belong to the first line (which starts at 0)
   std::unique_ptr<char[]> buf_;  // cap_ bytes; [begin_, end_) holds unread text
   std::size_t cap_ = 0;
   std::size_t begin_ = 0, end_ = 0, line_no_ = 0;
   bool eof_ = false, skip_lf_ = false, first_ = true, regular_ = false;
 };
+
+std::size_t file_line(const LineSource& src) {
+  if (!src.ranged() || src.share_begin() == 0) return src.line_no();
+  // Count the lines that start before this one, from the start of the file (an error path).
+  try {
+    LineSource whole(src.path(), src.display(), 0, src.line_start());
+    std::string_view l;
+    std::size_t lines = 0;
+    while (whole.next(l)) ++lines;
+    return lines + 1;
+  } catch (const std::exception&) {
+    return src.line_no();
+  }
+}
 
 std::string display_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
 
@@ -441,6 +550,8 @@ struct TableReader::Impl {
   std::size_t count_line = 0; // the line that fixed nfields, for ragged-row messages
   std::size_t dim = 0, rows = 0;
   bool header = false;
+  std::optional<std::uint64_t> header_at;  // the header line's byte offset (a whole-file reader)
+  std::optional<std::uint64_t> skip_at;    // a share: the header line to skip, if it lies here
   std::vector<std::string> names;
   std::string scratch;  // unquoted CSV field
   // The first data row, parsed during construction.
@@ -448,9 +559,21 @@ struct TableReader::Impl {
   std::vector<Real> pending_row;
   double pending_label = 0;
 
-  Impl(const std::string& p, const TableOptions& o) : path(p), display(display_name(p)), opts(o), src(p, display) {
+  Impl(const std::string& p, const TableOptions& o) : path(p), display(display_name(p)), opts(o), src(p, display, o.share) {
     if (opts.label_column < 0)
       throw UsageError("label column must be 0 (none) or a 1-based column, got " + std::to_string(opts.label_column));
+    if (opts.share) {
+      // A share: the layout comes from the start of the whole file; no first line to look at.
+      if (opts.format != TableFormat::Csv && opts.format != TableFormat::Whitespace)
+        throw UsageError(display + ": a share of a table is read as csv or whitespace, not libsvm or auto");
+      format = opts.format;
+      nfields = opts.share->fields;
+      label_col = static_cast<std::size_t>(opts.label_column);
+      if (nfields == 0 || label_col > nfields) throw UsageError(display + ": a share needs the table's field count");
+      dim = nfields - (label_col > 0 ? 1 : 0);
+      skip_at = opts.share->header_at;
+      return;
+    }
     std::string_view line;
     if (!next_data_line(line)) fail(display + ": no data rows");
     format = opts.format == TableFormat::Auto ? detect_format(line) : opts.format;
@@ -462,12 +585,12 @@ struct TableReader::Impl {
 
   bool next_data_line(std::string_view& line) {
     while (src.next(line)) {
-      if (!skipped(line)) return true;
+      if (!skipped(line) && !(skip_at && src.line_start() == *skip_at)) return true;
     }
     return false;
   }
 
-  Where where() const { return Where{&display, src.line_no()}; }
+  Where where() const { return Where{&display, src.line_no(), src.ranged() ? &src : nullptr}; }
 
   void init_libsvm(std::string_view line) {
     dim = opts.dim;
@@ -507,6 +630,7 @@ struct TableReader::Impl {
         header = c + 1 != label_col && !fields[c].empty() && !is_number(fields[c]);
     }
     if (header) {
+      header_at = src.line_start();
       for (std::size_t c = 0; c < nfields; ++c)
         if (c + 1 != label_col) names.push_back(std::move(fields[c]));
       if (!next_data_line(line)) fail(display + ": no data rows");
@@ -551,6 +675,34 @@ std::size_t TableReader::dim() const { return impl_->dim; }
 TableFormat TableReader::format() const { return impl_->format; }
 bool TableReader::has_labels() const { return impl_->format == TableFormat::Libsvm || impl_->label_col > 0; }
 std::size_t TableReader::rows_read() const { return impl_->rows; }
+
+std::uint64_t TableReader::count_remaining() {
+  Impl& im = *impl_;
+  std::uint64_t n = im.pending ? 1 : 0;
+  im.pending = false;
+  im.pending_row = {};
+  std::string_view line;
+  while (im.next_data_line(line)) ++n;
+  return n;
+}
+
+TableLayout TableReader::layout() const {
+  const Impl& im = *impl_;
+  TableLayout l;
+  l.format = im.format;
+  l.fields = im.nfields;
+  l.dim = im.dim;
+  l.header_at = im.header_at;
+  struct stat st {};
+  const bool regular = im.path != "-" && ::stat(im.path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  if (regular) l.bytes = static_cast<std::uint64_t>(st.st_size);
+  if (im.opts.share) l.why_not = "already a share";
+  else if (!regular) l.why_not = "not a regular file (stdin or a pipe)";
+  else if (!im.src.direct()) l.why_not = "gzip-compressed";
+  else if (im.format == TableFormat::Libsvm) l.why_not = "libsvm";
+  l.splittable = l.why_not.empty();
+  return l;
+}
 const std::string& TableReader::path() const { return impl_->path; }
 bool TableReader::had_header() const { return impl_->header; }
 std::vector<std::string> TableReader::column_names() const { return impl_->names; }

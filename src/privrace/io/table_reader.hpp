@@ -4,6 +4,7 @@
 // All malformed input is reported as InputError naming file, physical line (1-based),
 // column (1-based) and what was expected.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,19 @@ enum class TableFormat { Auto, Csv, Whitespace, Libsvm };
 // "auto", "csv", "whitespace", "libsvm"; UsageError otherwise.
 TableFormat parse_table_format(const std::string& name);
 
+// One rank's share of a plain (uncompressed) regular file: the records whose first byte lies in
+// [begin, end). Shares [k S / K, (k + 1) S / K) of a file of S bytes cover every record exactly
+// once, whatever the line lengths and line ends. What every share must agree on comes from the
+// start of the whole file (TableReader::layout() of a reader of the whole file): the field count
+// and the byte offset of the header line, which the share holding that offset skips.
+// A share may hold no record (allowed; next_chunk returns 0). Line numbers in messages are
+// those of the whole file (counted from its start when an error is reported).
+struct TableShare {
+  std::uint64_t begin = 0, end = 0;
+  std::size_t fields = 0;                   // fields per line, as in the file's first data row
+  std::optional<std::uint64_t> header_at;   // byte offset of the header line, if the file has one
+};
+
 struct TableOptions {
   TableFormat format = TableFormat::Auto;
   // 1-based column split off as the label (CSV/whitespace); 0 = none.
@@ -29,6 +43,22 @@ struct TableOptions {
   // nullopt = detect: the first line is a header iff a non-label field is not a number.
   // Ignored for libsvm, which has no header.
   std::optional<bool> header;
+  // Read only a share of the file (a distributed build): see TableShare. `format` must then be
+  // Csv or Whitespace, and `header` is ignored (the share knows where the header line is).
+  std::optional<TableShare> share;
+};
+
+// What a reader of a whole file found at its start, and whether the file can be read in shares.
+struct TableLayout {
+  TableFormat format = TableFormat::Auto;
+  std::size_t fields = 0;   // fields per line (CSV/whitespace)
+  std::size_t dim = 0;      // feature columns
+  std::optional<std::uint64_t> header_at;  // byte offset of the header line
+  std::uint64_t bytes = 0;  // file size (plain regular files)
+  // Shares need a plain regular file in CSV or whitespace format; otherwise why not
+  // ("gzip-compressed", "not a regular file (stdin or a pipe)", "libsvm").
+  bool splittable = false;
+  std::string why_not;
 };
 
 // Format rules:
@@ -58,6 +88,12 @@ class TableReader {
   // non-null, their labels (resized to n; 0 when the input has no labels). Returns n;
   // 0 means end of input. Memory is bounded by the chunk, not by the input size.
   std::size_t next_chunk(DenseMatrix& out, std::size_t max_rows, std::vector<double>* labels = nullptr);
+
+  // Counts the records left without parsing them (non-blank, non-comment lines; the header
+  // line excluded) and consumes them: a distributed build's first pass over its share.
+  std::uint64_t count_remaining();
+  // The start of the file as this reader found it (a reader of a whole file, not a share).
+  TableLayout layout() const;
 
   std::size_t rows_read() const;  // rows returned by next_chunk so far
   const std::string& path() const;

@@ -1,5 +1,5 @@
 #pragma once
-// THE release API. Every front end (privrace sketch, privrace-mpi, the Python module, the
+// THE release API. Every front end (privrace sketch, one process or under mpirun, the Python module, the
 // experiment tasks) releases a sketch through it:
 //
 //   ReleaseParams p;  ...;  p.validate();                       typed parameters, checked once
@@ -69,7 +69,7 @@ class MasterSeed {
  public:
   // A given seed (reproducible, recorded as NOT fit for release) or, without one, the OS's CSPRNG.
   static MasterSeed resolve(const std::optional<std::uint64_t>& seed);
-  // A master drawn elsewhere (privrace-mpi: rank 0 resolves and broadcasts); `fixed` = the user gave it.
+  // A master drawn elsewhere (privrace sketch under mpirun: rank 0 resolves and broadcasts); `fixed` = the user gave it.
   static MasterSeed of(std::uint64_t value, bool fixed) { return MasterSeed(value, fixed); }
 
   std::uint64_t value() const { return value_; }
