@@ -30,8 +30,13 @@ TEST(LdpErmConfigs, OptimumIsInteriorForEveryShippedSourceAndDimension) {
     const fs::path path = fs::path(PRIVRACE_SOURCE_DIR) / "configs" / name;
     const auto cfg = load_config(path.string(), false, builtin_registry(), datasets);
     const double half_width = (cfg.task_options.at("hi").get<double>() - cfg.task_options.at("lo").get<double>()) / 2;
+    // The claim is about the shipped real data: where it is absent the run uses a generated
+    // stand-in (possibly separable, with its optimum on the edge), so its rows are not checked.
+    const bool real_present = !load_dataset(datasets, cfg.dataset, {}, env.search).stand_in;
+    if (!real_present) std::cout << name << ": data set '" << cfg.dataset << "' absent; its real-source rows not checked\n";
     for (std::size_t n : {std::size_t{1000}, std::size_t{100000}})
       for (const auto& o : ldp_erm_optima(cfg, env, n)) {
+        if (o.source == "real" && !real_present) continue;
         std::cout << name << " " << o.source << " p=" << o.p << " n=" << n << " theta* = (";
         for (double t : o.theta) std::cout << t << " ";
         std::cout << ") distance to the boundary " << o.boundary_distance << " loss range over the box "
@@ -42,7 +47,7 @@ TEST(LdpErmConfigs, OptimumIsInteriorForEveryShippedSourceAndDimension) {
         ++checked;
       }
   }
-  EXPECT_GE(checked, 2 * 2 * 2 * 3);  // two configs, two n, two sources, p = 1..3
+  EXPECT_GE(checked, 2 * 2 * 3);  // two configs, two n, p = 1..3 (and as many again where the real data are here)
 }
 
 }  // namespace
