@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 
+#include "privrace/core/clock.hpp"
 #include "privrace/baselines/objective_perturbation.hpp"
 #include "privrace/core/progress.hpp"
 #include "privrace/privacy/budget.hpp"
@@ -26,9 +27,6 @@ DoubleMatrix logistic_inputs(const DenseMatrix& x) {
 
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 template <typename T>
 std::vector<T> pick(const std::vector<T>& v, const std::vector<std::size_t>& idx) {

@@ -11,6 +11,7 @@
 
 #include "metrics.hpp"
 #include "kde_task.hpp"  // read_truth_cache / write_truth_cache: the same cache file format
+#include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/core/progress.hpp"
 #include "privrace/lsh/family.hpp"
@@ -23,9 +24,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 std::string csr_digest(const SetCollection& s) {
   const std::string a = sha256_hex(s.offsets.data(), s.offsets.size() * sizeof(std::uint64_t));

@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "metrics.hpp"
+#include "privrace/core/clock.hpp"
 #include "privrace/core/progress.hpp"
 #include "privrace/io/sketch_file.hpp"
 #include "privrace/privacy/budget.hpp"
@@ -26,9 +27,6 @@ namespace {
 constexpr char kCacheMagic[8] = {'P', 'R', 'G', 'T', 'C', 'A', 'C', 'H'};
 constexpr std::uint32_t kCacheVersion = 1;
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 template <typename T>
 void put(std::string& out, const T& v) {

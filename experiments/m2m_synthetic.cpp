@@ -24,6 +24,7 @@
 #include <memory>
 
 #include "m2m_task.hpp"
+#include "privrace/core/clock.hpp"
 #include "privrace/baselines/synthetic.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
@@ -33,9 +34,6 @@ namespace {
 
 using K = ParamSpec::Kind;
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 class SyntheticM2mMethod final : public TypedMethod<M2mContext> {
  public:

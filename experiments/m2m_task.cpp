@@ -8,6 +8,7 @@
 
 #include "classify_task.hpp"
 #include "metrics.hpp"
+#include "privrace/core/clock.hpp"
 #include "privrace/baselines/objective_perturbation.hpp"
 #include "privrace/core/progress.hpp"
 #include "privrace/privacy/budget.hpp"
@@ -18,9 +19,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 json nan_metrics() {
   return {{"mean_mre", kNaN}, {"moment2_mre", kNaN}, {"cdf_emd", kNaN},

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "metrics.hpp"
+#include "privrace/core/clock.hpp"
 #include "privrace/baselines/histogram.hpp"
 #include "privrace/core/progress.hpp"
 #include "privrace/privacy/budget.hpp"
@@ -18,9 +19,6 @@ namespace {
 
 using K = ParamSpec::Kind;
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 double nan() { return std::numeric_limits<double>::quiet_NaN(); }
 

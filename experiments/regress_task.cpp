@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 
+#include "privrace/core/clock.hpp"
 #include "privrace/baselines/linear_regression.hpp"
 #include "privrace/privacy/budget.hpp"
 #include "release_sweep.hpp"
@@ -13,9 +14,6 @@
 namespace privrace::experiments {
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 class RegressionTask final : public Task {
  public:

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/io/table_reader.hpp"
 #include "privrace/sketch/release.hpp"
@@ -64,9 +65,6 @@ namespace {
 constexpr std::size_t kBatch = 4096;                            // BuildOptions::batch: the hashing grid
 constexpr std::size_t kMaxReduceCounts = std::size_t{1} << 28;  // counts per MPI_Reduce call
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 std::uint64_t fnv1a(const std::string& s) {
   std::uint64_t h = 0xcbf29ce484222325ULL;

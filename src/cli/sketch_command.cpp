@@ -13,6 +13,7 @@
 #ifdef PRIVRACE_WITH_MPI
 #include "distributed.hpp"
 #endif
+#include "privrace/core/clock.hpp"
 #include "privrace/io/edge_list.hpp"
 #include "privrace/io/table_reader.hpp"
 #include "privrace/sketch/feature_sketch.hpp"
@@ -23,9 +24,6 @@ namespace privrace::cli {
 
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // The records of a set kernel: one set per line, or a graph's out-neighbourhoods. `info` gets
 // the graph summary for the header.

@@ -21,14 +21,12 @@
 #include <memory>
 #include <algorithm>
 
+#include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
 
 namespace privrace {
 
 namespace {
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 constexpr char kMagic[8] = {'P', 'R', 'I', 'V', 'R', 'A', 'C', 'E'};
 

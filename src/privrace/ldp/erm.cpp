@@ -9,6 +9,7 @@
 #include <limits>
 #include <numbers>
 
+#include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/ldp/protocols.hpp"
 #include "privrace/privacy/mechanisms.hpp"
@@ -16,9 +17,6 @@
 namespace privrace::ldp {
 
 namespace {
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 double dot(const double* a, const double* b, std::size_t p) {
   double s = 0;
   for (std::size_t j = 0; j < p; ++j) s += a[j] * b[j];

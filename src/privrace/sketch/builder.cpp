@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 
+#include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
 
 namespace privrace {
@@ -14,9 +15,6 @@ namespace privrace {
 namespace {
 double physical_memory() {
   return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-}
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 // Static slice t of [0, n) among T threads: contiguous, sizes differ by at most one.
 std::pair<std::size_t, std::size_t> slice(std::size_t n, int t, int threads) {

@@ -6,16 +6,11 @@
 #include <functional>
 #include <memory>
 
+#include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/privacy/mechanisms.hpp"
 
 namespace privrace {
-
-namespace {
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-}  // namespace
 
 Sensitivity sketch_sensitivity(const LshFamily& family, NeighborRelation neighbors) {
   if (family.accumulates_values()) return value_sum_sensitivity(family.record_l1(), family.record_l2(), neighbors);

@@ -5,18 +5,13 @@
 #include <filesystem>
 #include <memory>
 
+#include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
 #include "privrace/sketch/set_builder.hpp"
 #include "privrace/sketch/sketch_io.hpp"
 
 namespace privrace {
-
-namespace {
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Parameters

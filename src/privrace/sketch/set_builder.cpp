@@ -5,15 +5,13 @@
 #include <algorithm>
 #include <chrono>
 
+#include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/core/zeroed_pages.hpp"
 
 namespace privrace {
 
 namespace {
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 int resolve_threads(int t) { return t > 0 ? t : omp_get_max_threads(); }
 }  // namespace
 

@@ -10,15 +10,13 @@
 #include <nlopt.hpp>
 #include <sstream>
 
+#include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
 
 namespace privrace {
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 std::size_t chunk_count(std::size_t n) { return (n + kM2mChunk - 1) / kM2mChunk; }
 
