@@ -97,7 +97,9 @@ NoiseReport privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSo
   {
     std::unique_ptr<RandomSource> os_rng;
     if (!source.seeded) os_rng = std::make_unique<CryptoRandom>();
-#pragma omp for schedule(dynamic, 4)
+    // One block at a time: a 1000 x 1000 sketch has 16 blocks, which chunks of 4 left to 4
+    // threads (docs/scaling.md); a block is 2^16 draws, far more than the scheduling costs.
+#pragma omp for schedule(dynamic, 1)
     for (std::size_t b = 0; b < blocks; ++b) {
       try {
         std::unique_ptr<RandomSource> block_rng;
