@@ -4,6 +4,12 @@
 #   ./run_all.sh --quick    each config's "quick" section (small grids, few repetitions)
 #   ./run_all.sh --all      also the configs named scaling* (long thread-scaling studies)
 #   ./run_all.sh --plan     print the cells and the time estimate of each config, run nothing
+#   ./run_all.sh --no-fetch download no data set (also PRIVRACE_NO_FETCH=1): offline use
+# Every data set the configs name that is not present and verified (datasets/registry.json's
+# sha256) is first downloaded by datasets/fetch.sh (PRIVRACE_DATA_MIRROR=URL: from a mirror,
+# see datasets/README.md). Only a data set that cannot be downloaded (offline, no URL in the
+# registry, or --no-fetch) runs on a synthetic stand-in, named at the start and in the final
+# summary; a download that fails its checksum stops the run before anything runs.
 # A rerun resumes: finished cells are skipped (see configs/README.md).
 # Before it starts, it prints the cells of every config and an estimate of the time, priced
 # from measured wall time per cell (configs/calibration/cell_costs.json, remade by
@@ -16,13 +22,16 @@ REPO=$(pwd)
 QUICK=()
 ALL=0
 PLAN=0
+NO_FETCH=0
+case ${PRIVRACE_NO_FETCH:-} in ""|0) ;; *) NO_FETCH=1 ;; esac
 for arg in "$@"; do
   case "$arg" in
     --quick) QUICK=(--quick) ;;
     --all) ALL=1 ;;
     --plan) PLAN=1 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
-    *) echo "run_all.sh: unknown option '$arg' (expected --quick, --all, --plan)" >&2; exit 2 ;;
+    --no-fetch) NO_FETCH=1 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) echo "run_all.sh: unknown option '$arg' (expected --quick, --all, --plan, --no-fetch)" >&2; exit 2 ;;
   esac
 done
 
@@ -58,6 +67,116 @@ for c in configs/*.json; do
   fi
   configs+=("$c")
 done
+
+# Data: each data set the configs name, fetched when absent (or differing from the registry) in
+# datasets/. The loader's search order decides what is present: $PRIVRACE_DATA, datasets/,
+# ../shared/datasets (datasets/README.md).
+declare -A data_kind data_configs data_state data_detail present_in
+data_sets=()
+stand_ins=()  # "name: why" of each data set that runs on a synthetic stand-in
+PYJ=$(command -v python3 || command -v /usr/bin/python3 || true)
+if [[ -z "$PYJ" ]]; then
+  echo "run_all.sh: no python3 to read the configs' data sets; nothing fetched (absent data runs on stand-ins)" >&2
+else
+  while IFS=$'\t' read -r name kind used_by; do
+    [[ -n "$name" ]] || continue
+    data_sets+=("$name") data_kind[$name]=$kind data_configs[$name]=$used_by
+  done < <("$PYJ" - datasets/registry.json "${configs[@]}" <<'PYEOF'
+import json, os, sys
+try:
+    reg = json.load(open(sys.argv[1]))["datasets"]
+except (OSError, ValueError, KeyError):
+    reg = {}
+used = {}
+for path in sys.argv[2:]:
+    try:
+        cfg = json.load(open(path))
+        d, task = cfg.get("dataset"), cfg.get("task") or {}
+        source = task.get("source", "dataset") if isinstance(task, dict) else "dataset"
+    except (OSError, ValueError, AttributeError):
+        continue  # the runner reports a broken config itself
+    if source != "dataset":
+        continue  # generated rows (mixture, uniform, rmat): the entry gives only the shape
+    name = d.get("name") if isinstance(d, dict) else d
+    if isinstance(name, str):
+        used.setdefault(name, []).append(os.path.basename(path)[:-5])
+for name, cfgs in used.items():
+    print(f"{name}\t{reg.get(name, {}).get('kind', 'table')}\t{', '.join(cfgs)}")
+PYEOF
+  )
+fi
+to_fetch=()
+if (( ${#data_sets[@]} )); then
+  status=$(bash datasets/fetch.sh --status "${data_sets[@]}") || { echo "run_all.sh: datasets/fetch.sh --status failed" >&2; exit 1; }
+  while IFS=$'\t' read -r name state detail; do
+    data_state[$name]=$state data_detail[$name]=$detail
+  done <<<"$status"
+  for name in "${data_sets[@]}"; do
+    case ${data_state[$name]:-unknown} in
+      ok|unverified) present_in[${data_detail[$name]}]+=" $name" ;;
+      synthetic|unknown) ;;
+      missing) to_fetch+=("$name") ;;
+      mismatch)
+        echo "run_all.sh: $name: ${data_detail[$name]}" >&2
+        if [[ ${data_detail[$name]} == "$REPO/datasets/"* ]]; then
+          to_fetch+=("$name")
+        else
+          echo "run_all.sh: $name: that copy is used as it is (its records say checksum: mismatch); datasets/fetch.sh cannot replace it there" >&2
+        fi ;;
+      no_url) stand_ins+=("$name: no copy found and no download URL in the registry") ;;
+    esac
+  done
+fi
+for dir in "${!present_in[@]}"; do echo "data: present in $dir:${present_in[$dir]}"; done
+refused=()
+if (( ${#to_fetch[@]} )); then
+  if (( NO_FETCH )); then
+    for name in "${to_fetch[@]}"; do
+      [[ ${data_state[$name]} == mismatch ]] || stand_ins+=("$name: not fetched (--no-fetch / PRIVRACE_NO_FETCH)")
+    done
+  elif (( PLAN )); then
+    echo "data: a run first fetches ${to_fetch[*]} (datasets/fetch.sh; a stand-in only if the download is impossible)"
+  else
+    for name in "${to_fetch[@]}"; do
+      echo "== fetching $name (datasets/fetch.sh $name)"
+      rc=0
+      bash datasets/fetch.sh "$name" || rc=$?
+      if (( rc == 3 )); then
+        [[ ${data_state[$name]} == mismatch ]] || stand_ins+=("$name: the download failed (offline, or the URL is gone: see the fetch.sh message above)")
+      elif (( rc != 0 )); then
+        refused+=("$name")
+      fi
+    done
+  fi
+fi
+if (( ${#refused[@]} )); then
+  echo "run_all.sh: datasets/fetch.sh refused ${refused[*]} (checksum mismatch or a failed step: see above);" \
+       "nothing was run. Rerun when the source is fixed, use PRIVRACE_DATA_MIRROR, or --no-fetch to run on stand-ins." >&2
+  exit 1
+fi
+
+# Says loudly which data sets are not real data in this run (at the start and at the end).
+stand_in_banner() {
+  (( ${#stand_ins[@]} )) || return 0
+  local line name
+  {
+    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+    echo "!! SYNTHETIC STAND-INS: ${#stand_ins[@]} data set(s) of this run are NOT the real data:"
+    for line in "${stand_ins[@]}"; do
+      name=${line%%:*}
+      echo "!!   $line"
+      if [[ ${data_kind[$name]} == graph ]]; then
+        echo "!!     -> an R-MAT graph of the registry's size; configs: ${data_configs[$name]}"
+      else
+        echo "!!     -> a seeded Gaussian mixture of the registry's shape; configs: ${data_configs[$name]}"
+      fi
+    done
+    echo "!! Their records say \"stand_in\": true and their plot titles say so; fetch them with"
+    echo "!! datasets/fetch.sh NAME (or set PRIVRACE_DATA_MIRROR) and rerun into a fresh results/."
+    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+  } >&2
+}
+stand_in_banner
 
 # "12m30s" for a number of seconds; "?" for nan (never measured).
 duration() {
@@ -156,6 +275,12 @@ echo
 echo "results: $REPO/results/*.jsonl (one record per cell), *.csv, *.summary.json"
 echo "figures: $REPO/plots/*.png and *.pdf"
 echo "total time: $(( $(date +%s) - start )) s (estimated $(duration "$est_total")); one line per config in $LOG"
+if (( ${#stand_ins[@]} )); then
+  printf '%s stand_ins=%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(printf '%s\n' "${stand_ins[@]}" | cut -d: -f1 | paste -sd,)" >>"$LOG"
+  stand_in_banner
+elif (( ${#data_sets[@]} )); then
+  echo "data: no synthetic stand-in in this run"
+fi
 if (( ${#failed[@]} > 0 )); then
   echo "failed configs: ${failed[*]}" >&2
   exit 1

@@ -2,8 +2,10 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <limits>
@@ -14,6 +16,7 @@
 #include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/core/progress.hpp"
+#include "privrace/core/random.hpp"
 #include "privrace/lsh/family.hpp"
 #include "privrace/privacy/budget.hpp"
 #include "release_sweep.hpp"
@@ -32,17 +35,116 @@ std::string csr_digest(const SetCollection& s) {
   return sha256_hex(ab.data(), ab.size());
 }
 
-// The first search directory holding the entry's data file.
-std::string find_graph_file(const json& entry, const std::string& name, const DataSearch& search) {
+// The first search directory holding the entry's data file, or "" (then `tried` lists the
+// directories searched).
+std::string find_graph_file(const json& entry, const DataSearch& search, std::string& tried) {
   const std::string rel = entry.at("files").at(0).at("path").get<std::string>();
-  std::string tried;
   for (const auto& dir : data_search_path(search)) {
     const fs::path p = fs::path(dir) / rel;
     if (fs::is_regular_file(p)) return p.string();
     tried += (tried.empty() ? "" : ", ") + dir;
   }
-  throw InputError("graph data set '" + name + "': " + rel + " not found in " + (tried.empty() ? "(no directory)" : tried) +
-                   (entry.value("missing_here", false) ? " (not shipped: fetch it with datasets/fetch.sh, or use task.source = \"rmat\")" : ""));
+  if (tried.empty()) tried = "(no directory)";
+  return {};
+}
+
+// Ids at or above `nodes` folded onto id - nodes (R-MAT makes 2^scale nodes; a registry graph
+// rarely has a power of two), each set sorted and de-duplicated; u-u dropped unless kept.
+SetCollection fold_nodes(const SetCollection& g, std::uint64_t nodes, bool keep_loops, int threads, EdgeListReport& rep) {
+  const std::uint64_t n = g.size();
+  const auto fold = [nodes](std::uint32_t v) { return static_cast<std::uint32_t>(v >= nodes ? v - nodes : v); };
+  SetCollection out;
+  out.offsets.assign(nodes + 1, 0);
+  for (std::uint64_t u = 0; u < nodes; ++u)
+    out.offsets[u + 1] = out.offsets[u] + g.set(u).size() + (u + nodes < n ? g.set(u + nodes).size() : 0);
+  out.ids.resize(out.offsets[nodes]);
+  std::vector<std::uint64_t> kept(nodes);
+  std::uint64_t loops = 0, dups = 0;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 256) reduction(+ : loops, dups)
+  for (std::uint64_t u = 0; u < nodes; ++u) {
+    auto* b = out.ids.data() + out.offsets[u];
+    auto* e = b;
+    for (const std::uint32_t v : g.set(u)) *e++ = fold(v);
+    if (u + nodes < n)
+      for (const std::uint32_t v : g.set(u + nodes)) *e++ = fold(v);
+    std::sort(b, e);
+    auto* ue = std::unique(b, e);
+    dups += static_cast<std::uint64_t>(e - ue);
+    auto* self = std::lower_bound(b, ue, static_cast<std::uint32_t>(u));
+    if (self != ue && *self == u) {
+      ++loops;
+      if (!keep_loops) ue = std::move(self + 1, ue, self);
+    }
+    kept[u] = static_cast<std::uint64_t>(ue - b);
+  }
+  std::uint64_t pos = 0, max_deg = 0, empty = 0;
+  for (std::uint64_t u = 0; u < nodes; ++u) {
+    const std::uint64_t from = out.offsets[u];
+    if (from != pos) std::memmove(out.ids.data() + pos, out.ids.data() + from, kept[u] * sizeof(std::uint32_t));
+    out.offsets[u] = pos;
+    pos += kept[u];
+    max_deg = std::max(max_deg, kept[u]);
+    empty += kept[u] == 0;
+  }
+  out.offsets[nodes] = pos;
+  out.ids.resize(pos);
+  out.ids.shrink_to_fit();
+  rep.nodes = nodes;
+  rep.edges = pos;
+  rep.self_loops = loops;
+  rep.duplicates += dups;
+  rep.max_degree = max_deg;
+  rep.empty_sets = empty;
+  return out;
+}
+
+// Edges in the registry's unit: stored neighbours when directed, unordered pairs when not.
+std::uint64_t registry_edges(const SetCollection& g, bool directed, bool keep_loops) {
+  if (directed) return g.ids.size();
+  std::uint64_t loops = 0;
+  if (keep_loops)
+    for (std::uint64_t u = 0; u < g.size(); ++u) {
+      const auto s = g.set(u);
+      loops += std::binary_search(s.begin(), s.end(), static_cast<std::uint32_t>(u));
+    }
+  return (g.ids.size() + loops) / 2;
+}
+
+// An R-MAT graph with the registry's node and edge counts, for a graph whose file is absent.
+// Duplicate edges grow with density, so the edge factor is corrected (a few regenerations,
+// each cheap next to the exact sums) until the edge count is within 1% of the registry's.
+SetCollection rmat_stand_in(const json& entry, const std::string& name, bool directed, bool keep_loops,
+                            std::uint64_t seed, int threads, EdgeListReport& rep, json& detail) {
+  const std::uint64_t nodes = entry.at("nodes").get<std::uint64_t>(), edges = entry.at("edges").get<std::uint64_t>();
+  unsigned scale = 1;
+  while ((std::uint64_t{1} << scale) < nodes) ++scale;
+  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a of the name: each data set its own graph
+  for (const unsigned char ch : name) h = (h ^ ch) * 0x100000001b3ULL;
+  RmatOptions ro;
+  ro.scale = scale;
+  ro.seed = derive_seed(seed, h);
+  ro.undirected = !directed;
+  ro.keep_self_loops = keep_loops;
+  ro.threads = threads;
+  double factor = static_cast<double>(edges) / static_cast<double>(std::uint64_t{1} << scale);
+  SetCollection g;
+  std::uint64_t got = 0;
+  int rounds = 0;
+  for (; rounds < 5; ++rounds) {
+    ro.edge_factor = factor;
+    EdgeListReport gen;
+    const SetCollection raw = generate_rmat(ro, &gen);
+    rep = gen;
+    g = fold_nodes(raw, nodes, keep_loops, threads, rep);
+    got = registry_edges(g, directed, keep_loops);
+    if (std::abs(static_cast<double>(got) - static_cast<double>(edges)) <= 0.01 * static_cast<double>(edges)) break;
+    factor *= std::clamp(static_cast<double>(edges) / static_cast<double>(std::max<std::uint64_t>(got, 1)), 0.5, 4.0);
+  }
+  rep.symmetrised = !directed;
+  detail = {{"stand_in_for", name}, {"nodes", nodes}, {"edges", got}, {"registry_edges", edges}, {"scale", ro.scale},
+            {"edge_factor", ro.edge_factor}, {"seed", ro.seed}, {"a", ro.a}, {"b", ro.b}, {"c", ro.c},
+            {"folded_to_nodes", nodes}, {"rounds", std::min(rounds + 1, 5)}};
+  return g;
 }
 
 class GraphTask final : public Task {
@@ -51,7 +153,7 @@ class GraphTask final : public Task {
   std::vector<ParamSpec> options() const override {
     using K = ParamSpec::Kind;
     return {
-        {"source", K::String, "dataset", {"dataset", "rmat"}, "dataset: the registry's edge list; rmat: a synthetic R-MAT graph standing in for it"},
+        {"source", K::String, "dataset", {"dataset", "rmat"}, "dataset: the registry's edge list (absent: an R-MAT graph of its nodes and edges stands in); rmat: a synthetic R-MAT graph of rmat_scale standing in for it"},
         {"directed", K::String, "registry", {"registry", "directed", "undirected"}, "undirected: every edge in both sets (registry: its 'directed' field)"},
         {"self_loops", K::String, "registry", {"registry", "keep", "drop"}, "u-u edges (registry: its 'self_loops' field, else keep)"},
         {"power", K::PositiveInt, 1, {}, "kernel J^p"},
@@ -60,7 +162,7 @@ class GraphTask final : public Task {
         {"ground_truth", K::Bool, true, {}, "compute the exact sums (false: timing studies only)"},
         {"rmat_scale", K::PositiveInt, 19, {}, "rmat: 2^scale nodes"},
         {"rmat_edge_factor", K::PositiveNumber, 13.0, {}, "rmat: generated edges per node"},
-        {"rmat_seed", K::NonNegativeInt, 1, {}, "rmat: generator seed"},
+        {"rmat_seed", K::NonNegativeInt, 1, {}, "rmat, and the R-MAT stand-in for an absent graph file: generator seed"},
     };
   }
   std::vector<std::string> metrics() const override { return {"mre", "mre_debiased", "mre_density"}; }
@@ -81,13 +183,42 @@ class GraphTask final : public Task {
     const auto t0 = std::chrono::steady_clock::now();
     json source_json;
     // A synthetic registry entry (R-MAT) is generated, whatever task.source says, and is the
-    // data set itself; R-MAT in place of a real entry is a stand-in and recorded as such.
+    // data set itself; R-MAT in place of a real entry (task.source = "rmat", or its file
+    // absent) is a stand-in and recorded as such.
     const bool synthetic = entry.value("synthetic", "") == "rmat";
     if (synthetic) ctx->source = "rmat";
+    std::string path;  // the registry graph's file
+    std::string missing;  // why it is absent: an R-MAT graph of its size stands in
     if (ctx->source == "dataset") {
       if (entry.value("kind", "table") != "graph")
         throw ConfigError(cfg.file + ": $.dataset.name: '" + cfg.dataset + "' is not a graph data set");
-      const std::string path = find_graph_file(entry, cfg.dataset, env.search);
+      std::string tried;
+      path = find_graph_file(entry, env.search, tried);
+      if (path.empty()) {
+        missing = "no copy of " + entry.at("files").at(0).at("path").get<std::string>() + " in " + tried;
+        const auto positive = [&](const char* key) {
+          return entry.contains(key) && entry.at(key).is_number_unsigned() && entry.at(key).get<std::uint64_t>() > 0;
+        };
+        const bool sized = positive("nodes") && positive("edges");
+        if (!env.search.allow_stand_in || !sized)
+          throw InputError("graph data set '" + cfg.dataset + "': " + missing +
+                           (sized ? std::string()
+                                  : " (registry entry '" + cfg.dataset +
+                                        "' gives no positive \"nodes\" and \"edges\" to size an R-MAT stand-in)") +
+                           "; fetch it with datasets/fetch.sh " + cfg.dataset + ", or use task.source = \"rmat\"");
+      }
+    }
+    if (!missing.empty()) {
+      ctx->source = "rmat";
+      json detail;
+      ctx->sets = rmat_stand_in(entry, cfg.dataset, directed, loops == "keep", o.at("rmat_seed").get<std::uint64_t>(),
+                                env.threads, rep, detail);
+      ctx->data.stand_in = true;
+      ctx->data.stand_in_reason = missing + "; an R-MAT graph of the registry's size (" + std::to_string(ctx->sets.size()) +
+                                  " nodes, " + detail.at("edges").dump() + " edges; the registry says " +
+                                  entry.at("edges").dump() + ") stands in";
+      source_json = {{"rmat", detail}};
+    } else if (ctx->source == "dataset") {
       EdgeListOptions eo;
       eo.format = entry.value("format", "snap_edgelist") == "jlg" ? EdgeListFormat::Jlg : EdgeListFormat::Snap;
       eo.symmetrise = !directed;
@@ -142,6 +273,7 @@ class GraphTask final : public Task {
         if (!ctx->symmetric) transposed = transpose_sets(ctx->sets, ctx->nodes);
         ctx->truth = exact_jaccard_sums_nodes(ctx->sets, ctx->symmetric ? ctx->sets : transposed, ctx->query_nodes, env.threads);
         ctx->truth_seconds = seconds_since(t1);
+        fs::create_directories(env.cache_dir);  // also when no file was read (an R-MAT graph)
         write_truth_cache(path, key, ctx->truth);
         if (Progress::enabled()) std::cerr << "exact Jaccard sums: " << ctx->truth_seconds << " s, cached in " << path << "\n";
       }
