@@ -1,6 +1,7 @@
 // privrace-experiment CONFIG [--quick] [--out DIR] [--threads T] [--data-dir D] [--repo DIR] [--plan] [--sample K]
 // Exit codes: 0 success, 2 bad usage (flags), 1 any other error (config, data, I/O).
 #include <boost/program_options.hpp>
+#include <csignal>
 #include <filesystem>
 #include <iostream>
 
@@ -29,6 +30,9 @@ int main(int argc, char** argv) {
       "  CONFIG-NAME  CELLS  FINISHED  PENDING  ESTIMATE-SECONDS (nan if never measured)  UNPRICED  BASIS\n"
       "The estimate prices each pending cell by the measured wall time of its method and\n"
       "parameters (earlier records of this run, then configs/calibration/cell_costs.json).\n";
+  // A write past the file-size limit (ulimit -f) then fails with EFBIG and is reported like
+  // any write error instead of the signal ending the process mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     experiments::RunOptions opts;
     std::string repo;

@@ -112,17 +112,24 @@ ResultsFile::~ResultsFile() {
 void ResultsFile::append(const json& record) {
   const std::string line = record.dump() + "\n";
   // One write() for the whole line; a short write is completed, and fsync makes the record
-  // durable before the next cell starts.
+  // durable before the next cell starts. A failed append (disk full, file-size limit) cuts the
+  // file back to its finished records, so no partial line is left behind.
+  const off_t before = ::lseek(fd_, 0, SEEK_END);
+  auto fail = [&](const std::string& what) {
+    const int err = errno;
+    if (before >= 0 && ::ftruncate(fd_, before) == 0) ::fsync(fd_);
+    throw Error(what + " '" + path_ + "': " + std::strerror(err));
+  };
   std::size_t done = 0;
   while (done < line.size()) {
     const ssize_t w = ::write(fd_, line.data() + done, line.size() - done);
     if (w < 0) {
       if (errno == EINTR) continue;
-      throw Error("cannot append to '" + path_ + "': " + std::strerror(errno));
+      fail("cannot append to");
     }
     done += static_cast<std::size_t>(w);
   }
-  if (::fsync(fd_) != 0) throw Error("cannot fsync '" + path_ + "': " + std::strerror(errno));
+  if (::fsync(fd_) != 0) fail("cannot fsync");
   keys_.insert(record.at("key").get<std::string>());
   records_.push_back(record);
   ++appended_;

@@ -3,7 +3,10 @@
 // sketch and merge: sketch_command.cpp (through the release API); m2m: m2m_command.cpp.
 #include <omp.h>
 
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -133,14 +136,29 @@ int main(int argc, char** argv) {
     std::printf("privrace %s (%s)\n", version(), git_commit());
     return 0;
   }
+  // A write past the file-size limit (ulimit -f) then fails with EFBIG and is reported like
+  // any write error (the temporary removed) instead of the signal ending the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
-    if (command == "sketch") return cmd_sketch(argc - 1, argv + 1);
-    if (command == "query") return cmd_query(argc - 1, argv + 1);
-    if (command == "merge") return cmd_merge(argc - 1, argv + 1);
-    if (command == "info") return cmd_info(argc - 1, argv + 1);
-    if (command == "m2m") return cmd_m2m(argc - 1, argv + 1);
-    std::fprintf(stderr, "privrace: unknown command '%s'\n\n%s", command.c_str(), kTopUsage);
-    return 2;
+    int rc = 2;
+    if (command == "sketch") rc = cmd_sketch(argc - 1, argv + 1);
+    else if (command == "query") rc = cmd_query(argc - 1, argv + 1);
+    else if (command == "merge") rc = cmd_merge(argc - 1, argv + 1);
+    else if (command == "info") rc = cmd_info(argc - 1, argv + 1);
+    else if (command == "m2m") rc = cmd_m2m(argc - 1, argv + 1);
+    else {
+      std::fprintf(stderr, "privrace: unknown command '%s'\n\n%s", command.c_str(), kTopUsage);
+      return 2;
+    }
+    // Answers printed on standard output must not be lost silently (a full disk, a closed pipe).
+    std::cout.flush();
+    errno = 0;
+    if (rc == 0 && (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout))) {
+      std::fprintf(stderr, "privrace %s: error: cannot write to standard output: %s\n", command.c_str(),
+                   errno ? std::strerror(errno) : "a write failed");
+      return 1;
+    }
+    return rc;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "privrace %s: %s\n", command.c_str(), e.what());
     return 2;

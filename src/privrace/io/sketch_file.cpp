@@ -1,6 +1,7 @@
 #include "privrace/io/sketch_file.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -282,6 +283,30 @@ void decode_counts_v2(const std::string& path, std::string_view payload, std::sp
   }
   if (!error.empty()) throw InputError(bad + error);
 }
+
+// Removes the temporaries of a target ("." + name + ".tmp" + mkstemp's 6 characters) left by
+// writers that died before their rename (kill -9, a crash). A writer holds an exclusive flock
+// on its temporary from creation to rename, so a temporary that can be locked has no writer.
+// Best effort: what cannot be opened, locked or stat'ed is left alone.
+void remove_stale_temporaries(const std::filesystem::path& dir, const std::string& prefix) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> stale;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() == prefix.size() + 6 && name.compare(0, prefix.size(), prefix) == 0) stale.push_back(it->path());
+  }
+  for (const auto& p : stale) {
+    const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) continue;
+    struct stat by_fd {}, by_name {};
+    // The name must still be the file that was locked (not already replaced or removed).
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &by_fd) == 0 && S_ISREG(by_fd.st_mode) &&
+        ::lstat(p.c_str(), &by_name) == 0 && by_fd.st_dev == by_name.st_dev && by_fd.st_ino == by_name.st_ino)
+      ::unlink(p.c_str());
+    ::close(fd);
+  }
+}
+
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {
@@ -298,9 +323,21 @@ void write_file_atomically(const std::string& path, std::span<const std::string_
   }
   const std::filesystem::path target(path);
   const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
-  std::string tmpl = (dir / ("." + target.filename().string() + ".tmpXXXXXX")).string();
-  const int fd = mkstemp(tmpl.data());
-  if (fd < 0) throw Error("cannot create a file in '" + dir.string() + "': " + std::strerror(errno));
+  const std::string prefix = "." + target.filename().string() + ".tmp";
+  std::string tmpl;
+  int fd = -1;
+  for (int attempt = 0; fd < 0; ++attempt) {
+    tmpl = (dir / (prefix + "XXXXXX")).string();
+    fd = mkostemp(tmpl.data(), O_CLOEXEC);
+    if (fd < 0) throw Error("cannot create a file in '" + dir.string() + "': " + std::strerror(errno));
+    // Locked until the rename, so that another writer's clean-up never takes it for a stale
+    // temporary; one removed between mkostemp and flock (no links left) is made again.
+    struct stat st {};
+    if (::flock(fd, LOCK_EX) == 0 && ::fstat(fd, &st) == 0 && st.st_nlink == 0 && attempt < 8) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
   auto fail = [&](const std::string& what) {
     const int err = errno;
     ::close(fd);
@@ -339,15 +376,10 @@ void write_file_atomically(const std::string& path, std::span<const std::string_
   if (::fsync(fd) != 0) fail("fsync");
   if (sync_seconds) *sync_seconds = now_seconds() - t_sync;
   if (::fchmod(fd, 0644) != 0) fail("chmod");
-  if (::close(fd) != 0) {
-    ::unlink(tmpl.c_str());
-    throw Error("cannot write '" + path + "': close: " + std::strerror(errno));
-  }
-  if (std::rename(tmpl.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmpl.c_str());
-    throw Error("cannot write '" + path + "': rename: " + std::strerror(err));
-  }
+  if (std::rename(tmpl.c_str(), path.c_str()) != 0) fail("rename");
+  // Closed (and unlocked) only after the rename; the bytes are already durable (fsync above).
+  ::close(fd);
+  remove_stale_temporaries(dir, prefix);
 }
 
 void write_sketch_file(const std::string& path, const nlohmann::json& header, std::span<const std::int64_t> counts,

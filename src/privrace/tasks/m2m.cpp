@@ -1,6 +1,7 @@
 #include "privrace/tasks/m2m.hpp"
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -127,6 +128,20 @@ M2mDesign::M2mDesign(std::shared_ptr<const FeatureMap> map, const M2mOptions& op
   if (options_.samples == 0) throw UsageError("m2m: the number of synthetic samples must be positive");
   if (options_.threads > 0) omp_set_num_threads(options_.threads);
   m_ = map_->size();
+  {
+    // Refused before allocating: the m x m Gram matrix and its Cholesky copy (M2mModel), and
+    // the synthetic points (a RACE sketch's m is R x W, so a KDE-sized sketch is far too big).
+    const double m = static_cast<double>(m_);
+    const double need = 2.0 * m * m * sizeof(double) +
+                        static_cast<double>(options_.samples) * static_cast<double>(options_.domain.dim()) * sizeof(Real);
+    const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+    if (need > 0.8 * memory)
+      throw ResourceError("m2m: the " + map_->kind() + " map has m = " + std::to_string(m_) +
+                          " features; its m x m system needs about " +
+                          std::to_string(static_cast<long long>(need / 1048576.0)) + " MiB, more than 80% of the " +
+                          std::to_string(static_cast<long long>(memory / 1048576.0)) +
+                          " MiB of memory; refused before allocating (use a sketch with fewer features)");
+  }
   active_ = map_->active_per_point();
   if (active_ > 0 && m_ % active_ != 0) block_structured_ = false;
 
