@@ -24,6 +24,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 def graph_name(records):
     d = records[0].get("data", {})
     name = d.get("name", records[0].get("config"))
+    if any(r.get("stand_in") for r in records) and d.get("source") != "rmat":
+        return f"{name} (synthetic R-MAT stand-in)"  # the real file was missing
     if d.get("source") == "rmat":
         return f"{name} (R-MAT)"
     sub = common.substitute_label(records)
