@@ -170,12 +170,14 @@ esac
 
 # A short body (the server closed early) is an error for all three: curl and wget compare
 # with Content-Length, the python reader checks it itself.
+TRIES=${PRIVRACE_FETCH_TRIES:-3}  # attempts a file (curl and wget retry transient failures)
+[[ "$TRIES" =~ ^[1-9][0-9]*$ ]] || { echo "fetch.sh: PRIVRACE_FETCH_TRIES must be a positive integer, not '$TRIES'" >&2; exit 2; }
 download() {  # url out
   case "$TOOL" in
     curl) local quiet=()
           [[ -t 2 ]] || quiet=(-sS)  # the progress meter only on a terminal
-          curl -fL "${quiet[@]}" --connect-timeout 20 --retry 2 -o "$2" "$1" ;;
-    wget) wget -q --tries=3 --timeout=30 -O "$2" "$1" ;;
+          curl -fL "${quiet[@]}" --connect-timeout 20 --retry $((TRIES - 1)) -o "$2" "$1" ;;
+    wget) wget -q --tries="$TRIES" --timeout=30 -O "$2" "$1" ;;
     python) "$PY" - "$1" "$2" <<'PYEOF'
 import sys, urllib.request
 url, out = sys.argv[1], sys.argv[2]

@@ -130,6 +130,7 @@ command -v curl >/dev/null && tools+=(curl)
 command -v wget >/dev/null && tools+=(wget)
 echo "downloaders: ${tools[*]}; server $BASE"
 
+export PRIVRACE_FETCH_TRIES=1  # a refused or cut-short download fails at once, without retry waits
 for tool in "${tools[@]}"; do
   export PRIVRACE_FETCH_TOOL=$tool
   unset PRIVRACE_DATA_MIRROR
