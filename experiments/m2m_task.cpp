@@ -297,6 +297,9 @@ class M2mSketchMethod final : public TypedMethod<M2mContext> {
       for (auto& noise : race_noise_parameters()) params.push_back(std::move(noise));
     }
     params.push_back({"regularization", K::PositiveNumber, 1.0, {}, "R of Algorithm 1: lambda = sigma_xi^2 / (n + zeta) * R"});
+    params.push_back({"intercept", K::Bool, false, {}, "an unpenalised constant feature with sketch value 1 (post-processing)"});
+    params.push_back({"lambda_rule", K::String, "eq5", {"eq5", "auto-noise"},
+                      "eq5: the paper's lambda; auto-noise: matched to the release's noise and signal (times R)"});
     return params;
   }
   std::string check(const json& p) const override {
@@ -316,6 +319,8 @@ class M2mSketchMethod final : public TypedMethod<M2mContext> {
     opt.samples = ctx.samples;
     opt.seed = derive_seed(group.seed, 0x4D324D);  // public synthetic points, shared by the group
     opt.extra_regularization = p.at("regularization").get<double>();
+    opt.intercept = p.at("intercept").get<bool>();
+    opt.lambda_rule = parse_m2m_lambda_rule(p.at("lambda_rule").get<std::string>());
     std::shared_ptr<const M2mDesign> design;
     const auto privacy_of = [&](double epsilon) {
       FeatureSketchPrivacy privacy;

@@ -420,7 +420,8 @@ class PyRaceSketch {
 // the section-4 task functions on its weighted synthetic points. Post-processing only.
 class PyM2M {
  public:
-  PyM2M(const std::string& path, const py::object& domain, std::size_t samples, std::uint64_t seed, int threads) {
+  PyM2M(const std::string& path, const py::object& domain, std::size_t samples, std::uint64_t seed, int threads,
+        bool intercept, const std::string& lambda_rule) {
     if (samples == 0) throw UsageError("samples must be positive");
     {
       py::gil_scoped_release unlocked;
@@ -432,6 +433,8 @@ class PyM2M {
     options_.samples = samples;
     options_.seed = seed;
     options_.threads = threads;
+    options_.intercept = intercept;
+    options_.lambda_rule = parse_m2m_lambda_rule(lambda_rule);
     py::gil_scoped_release unlocked;
     model_.emplace(release_, options_);
     synthetic_ = model_->synthetic().cast<double>();
@@ -464,6 +467,7 @@ class PyM2M {
     return weighted_counts(synthetic_, omega_, qs);
   }
   double released_count() const { return model_->count_used(); }
+  double lambda() const { return model_->lambda(); }
   const Eigen::VectorXd& weights() const { return model_->weights(); }
   const DoubleMatrix& synthetic() const { return synthetic_; }
   py::dict header() const { return to_python(release_.header); }
@@ -602,11 +606,13 @@ M2M (Houssiau et al.): moments, CDFs, covariance and counting queries from a rel
 sketch (`privrace sketch --kernel rff|hist`, or a RACE sketch), as `privrace m2m` computes them.
 Post-processing of the release: no data is read and no budget spent.
 
-M2M(path, domain=(lo, hi), samples=100000, seed=0x4d324d, threads=0)
-  domain: the box every record lies in, (lo, hi) for all attributes or (los, his) per attribute.)doc")
-      .def(py::init<const std::string&, const py::object&, std::size_t, std::uint64_t, int>(), py::arg("path"),
-           py::kw_only(), py::arg("domain"), py::arg("samples") = 100000, py::arg("seed") = 0x4d324d,
-           py::arg("threads") = 0)
+M2M(path, domain=(lo, hi), samples=100000, seed=0x4d324d, threads=0, intercept=False, lambda_rule="eq5")
+  domain: the box every record lies in, (lo, hi) for all attributes or (los, his) per attribute.
+  intercept: fit an unpenalised constant feature whose sketch value is 1 (`privrace m2m --intercept`).
+  lambda_rule: "eq5" (the paper's sigma_xi^2 / (n + zeta)) or "auto-noise" (`--lambda auto-noise`).)doc")
+      .def(py::init<const std::string&, const py::object&, std::size_t, std::uint64_t, int, bool, const std::string&>(),
+           py::arg("path"), py::kw_only(), py::arg("domain"), py::arg("samples") = 100000, py::arg("seed") = 0x4d324d,
+           py::arg("threads") = 0, py::arg("intercept") = false, py::arg("lambda_rule") = "eq5")
       .def("mean", &PyM2M::mean, "Per-attribute means.")
       .def("moment2", &PyM2M::moment2, "Per-attribute second moments.")
       .def("cdf", &PyM2M::cdf, py::arg("points") = 10,
@@ -616,6 +622,7 @@ M2M(path, domain=(lo, hi), samples=100000, seed=0x4d324d, threads=0)
            "Fractions of records matching each query [(attribute, '<=' or '>=', value), ...]; times .released_count for counts.")
       .def_property_readonly("released_count", &PyM2M::released_count, "n + zeta as used by the model.")
       .def_property_readonly("weights", &PyM2M::weights, "w_i of the implicit M2M, one per synthetic point.")
+      .def_property_readonly("lambda_", &PyM2M::lambda, "The ridge term used.")
       .def_property_readonly("synthetic", &PyM2M::synthetic, "The n_s synthetic points (public, seeded).")
       .def_property_readonly("header", &PyM2M::header)
       .def_property_readonly("fit_info", &PyM2M::describe);

@@ -52,3 +52,19 @@ def test_bad_input(release, tmp_path):
         m.count([[(0, "<", 0.3), (1, ">=", 0.2), (2, "<=", 0.5)]])
     with pytest.raises(OSError, match="cannot open"):
         privrace.M2M(str(tmp_path / "missing.rsk"), domain=(0.0, 1.0))
+
+
+def test_intercept_and_auto_noise_match_the_cli(cli, release):
+    path, _, x = release
+    fmt = lambda v: "%.9g" % v  # noqa: E731
+    m = privrace.M2M(str(path), domain=(0.0, 1.0), samples=SAMPLES, intercept=True, lambda_rule="auto-noise")
+    cli_mean = [r[0] for r in cli_numbers(cli, path, "mean", "--intercept", "--lambda", "auto-noise")]
+    assert cli_mean == list(map(fmt, m.mean()))
+    # The unpenalised constant: the weights average to exactly 1, and lambda never exceeds eq. (5).
+    assert abs(m.weights.mean() - 1.0) < 1e-10
+    eq5 = privrace.M2M(str(path), domain=(0.0, 1.0), samples=SAMPLES, intercept=True)
+    assert 0 < m.lambda_ <= eq5.lambda_
+    assert m.fit_info["intercept"] is True
+    assert np.all(np.abs(m.mean() - x.mean(axis=0)) < 0.05)
+    with pytest.raises(ValueError, match="expected eq5 or auto-noise"):
+        privrace.M2M(str(path), domain=(0.0, 1.0), samples=100, lambda_rule="gcv")

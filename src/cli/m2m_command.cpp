@@ -95,18 +95,30 @@ int cmd_m2m(int argc, char** argv) {
   std::string sketch_path, domain, task_name, queries_path;
   std::size_t samples = 100000;
   std::uint64_t seed = 0x4d324d;
+  bool intercept = false;
+  std::string lambda_rule = "eq5";
   desc.add_options()("help,h", "show this help")
       ("sketch", po::value(&sketch_path)->required(), "feature sketch file: rff, hist, or a RACE sketch (positional)")
       ("task", po::value(&task_name)->required(), "mean | moment2 | cdf | cov | count")
       ("domain", po::value(&domain)->required(), "LO:HI, the box [LO, HI]^d every record lies in (M2M's psi is uniform on it)")
       ("samples", po::value(&samples)->default_value(100000), "n_s synthetic points")
       ("seed", po::value(&seed)->default_value(0x4d324d), "seed of the synthetic points (public)")
-      ("queries", po::value(&queries_path), "count: one query per line, 'i op value; j op value; k op value', op <= or >=, attributes from 0");
+      ("queries", po::value(&queries_path), "count: one query per line, 'i op value; j op value; k op value', op <= or >=, attributes from 0")
+      ("intercept", po::bool_switch(&intercept), "fit an unpenalised constant (sketch value 1) beside the features")
+      ("lambda", po::value(&lambda_rule)->default_value("eq5"),
+       "ridge term of a private sketch: eq5 (sigma_xi^2 / (n + zeta)) | auto-noise (matched to the release's noise and signal)");
   po::positional_options_description pos;
   pos.add("sketch", 1);
-  parse("usage: privrace m2m SKETCH --task mean|moment2|cdf|cov|count --domain LO:HI [--samples N] [--queries FILE]", desc,
-        argc, argv, &pos);
+  parse("usage: privrace m2m SKETCH --task mean|moment2|cdf|cov|count --domain LO:HI [--samples N] [--queries FILE] "
+        "[--intercept] [--lambda eq5|auto-noise]",
+        desc, argc, argv, &pos);
   const auto [lo, hi] = parse_domain(domain);
+  M2mLambdaRule rule = M2mLambdaRule::Eq5;
+  try {
+    rule = parse_m2m_lambda_rule(lambda_rule);
+  } catch (const UsageError&) {
+    throw UsageError("--lambda '" + lambda_rule + "': expected eq5 or auto-noise");
+  }
   if (samples == 0) throw UsageError("--samples must be positive");
   const FeatureSketchRelease release = load_feature_release(sketch_path);
   const M2mTask task = parse_task(task_name);
@@ -126,6 +138,8 @@ int cmd_m2m(int argc, char** argv) {
   options.domain = BoxDomain::uniform(d, lo, hi);
   options.samples = samples;
   options.seed = seed;
+  options.intercept = intercept;
+  options.lambda_rule = rule;
   const std::string out = format_answer(answer_m2m(release, task, options, queries));  // complete before anything is printed
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;

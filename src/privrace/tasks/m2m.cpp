@@ -160,6 +160,7 @@ M2mDesign::M2mDesign(std::shared_ptr<const FeatureMap> map, const M2mOptions& op
   if (active_ > 0) accumulate_one_hot(gram_);
   else accumulate_dense(gram_);
   gram_.triangularView<Eigen::Lower>() /= static_cast<double>(ns);
+  if (options_.intercept) feature_mean_ = cross(Eigen::MatrixXd::Ones(static_cast<Eigen::Index>(ns), 1)).col(0);
   gram_seconds_ = seconds_since(t0);
 }
 
@@ -328,23 +329,59 @@ void M2mModel::fit(const FeatureSketchRelease& release) {
   // least 1 record.
   count_used_ = std::max(release.count, 1.0);
   z_ = release.sums / count_used_;
-  // eq. (5): lambda = sigma_xi^2 / (n + zeta) * R; the paper's 1e-9 when there is no noise.
   const M2mOptions& o = design_->options();
   noisy_ = release.is_private && release.noise_variance > 0;
-  lambda_ = noisy_ ? release.noise_variance / count_used_ * o.extra_regularization : o.nonprivate_lambda;
+  lambda_ = choose_lambda(*design_, release);
 
   auto t0 = std::chrono::steady_clock::now();
   factor_ = design_->gram();
+  // The intercept: the centred design C = P^T P / n_s - mu mu^T (lower triangle).
+  if (o.intercept) factor_.selfadjointView<Eigen::Lower>().rankUpdate(design_->feature_mean(), -1.0);
   factor_.diagonal().array() += lambda_;
   if (!parallel_cholesky_lower(factor_))
-    throw Error("m2m: P^T P / n_s + lambda I is not numerically positive definite (lambda = " + number_text(lambda_) +
+    throw Error(std::string("m2m: ") + (o.intercept ? "C" : "P^T P / n_s") +
+                " + lambda I is not numerically positive definite (lambda = " + number_text(lambda_) +
                 ", m = " + std::to_string(m) + "); raise the regularisation");
-  solved_ = z_;
+  solved_ = o.intercept ? Eigen::VectorXd(z_ - design_->feature_mean()) : z_;
   cholesky_solve_lower(factor_, solved_);
   factor_seconds_ = seconds_since(t0);
   t0 = std::chrono::steady_clock::now();
   weights_ = design_->apply(solved_);  // w_i = Phi(x~_i)^T S z-hat
+  // With the intercept, w_i = 1 + (Phi(x~_i) - mu)^T S (z-hat - mu).
+  if (o.intercept) weights_.array() += 1.0 - design_->feature_mean().dot(solved_);
   weight_seconds_ = seconds_since(t0);
+}
+
+std::string to_string(M2mLambdaRule rule) { return rule == M2mLambdaRule::AutoNoise ? "auto-noise" : "eq5"; }
+
+M2mLambdaRule parse_m2m_lambda_rule(const std::string& text) {
+  if (text == "eq5") return M2mLambdaRule::Eq5;
+  if (text == "auto-noise") return M2mLambdaRule::AutoNoise;
+  throw UsageError("lambda rule '" + text + "': expected eq5 or auto-noise");
+}
+
+double M2mModel::choose_lambda(const M2mDesign& design, const FeatureSketchRelease& release) {
+  const M2mOptions& o = design.options();
+  if (!(release.is_private && release.noise_variance > 0)) return o.nonprivate_lambda;
+  const double count = std::max(release.count, 1.0);
+  // eq. (5): lambda = sigma_xi^2 / (n + zeta) * R.
+  if (o.lambda_rule == M2mLambdaRule::Eq5) return release.noise_variance / count * o.extra_regularization;
+  // Empirical-Bayes scale of the signal (docs/privacy.md): release and design only.
+  const double m = static_cast<double>(design.features());
+  const double noise = release.noise_variance / (count * count);  // per feature of z-hat
+  const Eigen::VectorXd z = release.sums / count;
+  double residual = 0, trace = 0;
+  if (o.intercept) {
+    const Eigen::VectorXd& mu = design.feature_mean();
+    residual = (z - mu).squaredNorm();
+    trace = design.gram().diagonal().sum() - mu.squaredNorm();
+  } else {
+    residual = z.squaredNorm();
+    trace = design.gram().diagonal().sum();
+  }
+  double scale = 1.0 / count;  // the sampling spread of n draws from psi: the least signal
+  if (trace > 0) scale = std::max(scale, (residual - m * noise) / trace);
+  return noise / scale * o.extra_regularization;
 }
 
 Eigen::VectorXd M2mModel::estimate(const Eigen::Ref<const Eigen::MatrixXd>& f_values) const {
@@ -354,8 +391,14 @@ Eigen::VectorXd M2mModel::estimate(const Eigen::Ref<const Eigen::MatrixXd>& f_va
 
 Eigen::MatrixXd M2mModel::coefficients(const Eigen::Ref<const Eigen::MatrixXd>& f_values) const {
   Eigen::MatrixXd a = design_->cross(f_values);
+  if (intercept()) a -= design_->feature_mean() * f_values.colwise().mean();
   cholesky_solve_lower(factor_, a);
   return a;
+}
+
+Eigen::VectorXd M2mModel::intercepts(const Eigen::Ref<const Eigen::MatrixXd>& f_values) const {
+  if (!intercept()) return Eigen::VectorXd::Zero(f_values.cols());
+  return f_values.colwise().mean().transpose() - coefficients(f_values).transpose() * design_->feature_mean();
 }
 
 std::size_t M2mModel::solve_bytes() const {
@@ -373,7 +416,11 @@ nlohmann::json M2mModel::describe() const {
           {"seed", o.seed},
           {"domain", o.domain.to_json()},
           {"lambda", lambda_},
-          {"lambda_rule", noisy_ ? "eq. (5): noise variance / (n + zeta) * R" : "no noise: fixed"},
+          {"lambda_rule", !noisy_ ? "no noise: fixed"
+                          : o.lambda_rule == M2mLambdaRule::AutoNoise
+                              ? "auto-noise: sigma_e^2 / max(1 / (n + zeta), matched signal scale) * R"
+                              : "eq. (5): noise variance / (n + zeta) * R"},
+          {"intercept", o.intercept},
           {"extra_regularization", o.extra_regularization},
           {"count_used", count_used_},
           {"gram_seconds", design_->gram_seconds()},

@@ -17,6 +17,17 @@
 // one factorisation and ONE solve S z-hat give every target f as a weighted average over the
 // synthetic points; `coefficients` gives the explicit a for the same factorisation.
 //
+// Options (post-processing too; docs/privacy.md, "M2M: intercept and lambda"):
+// * intercept: an unpenalised constant feature whose sketch value is exactly 1 (the targets
+//   are averages, and the average of 1 is 1). The ridge then runs on the centred design,
+//   a = (C + lambda I)^{-1} (P - 1 mu^T)^T F / n_s with C = P^T P / n_s - mu mu^T,
+//   mu = P^T 1 / n_s, and f-hat = mean(F) + <a, z-hat - mu>; so w_i = 1 + (Phi(x~_i) - mu)^T S
+//   (z-hat - mu) and the weights average to exactly 1.
+// * lambda_rule AutoNoise: lambda = sigma_e^2 / s with sigma_e^2 = sigma_xi^2 / (n + zeta)^2 and
+//   s = max(1 / (n + zeta), (||r||^2 - m sigma_e^2) / tr(G)), the prior scale of the signal
+//   matched to the release (r = z-hat - mu and G = C with the intercept; z-hat and P^T P / n_s
+//   without). Never above eq. (5); equal to it when the data look like draws from psi.
+//
 // Cost. P (n_s x m) is never materialised: P^T P is accumulated over fixed chunks of synthetic
 // points. Dense maps (RFF): one GEMM per chunk and tile of P^T P. One-hot maps (RACE, HIST:
 // Phi(x) has one 1 in each of k blocks of width m / k): P^T P is a sum of outer products of
@@ -50,6 +61,11 @@ struct BoxDomain {
   nlohmann::json to_json() const;
 };
 
+// How lambda is chosen for a private release (eq. 5 is the paper's; see the options above).
+enum class M2mLambdaRule { Eq5, AutoNoise };
+std::string to_string(M2mLambdaRule rule);    // "eq5" | "auto-noise"
+M2mLambdaRule parse_m2m_lambda_rule(const std::string& text);  // UsageError naming the text
+
 struct M2mOptions {
   BoxDomain domain;
   std::size_t samples = 100000;       // n_s
@@ -57,6 +73,8 @@ struct M2mOptions {
   double extra_regularization = 1.0;  // R of Algorithm 1
   double nonprivate_lambda = 1e-9;    // lambda when the release is not private (the paper's value)
   int threads = 0;                    // 0 = OpenMP default
+  bool intercept = false;             // an unpenalised constant feature with sketch value 1
+  M2mLambdaRule lambda_rule = M2mLambdaRule::Eq5;
 };
 
 // Synthetic points are generated in chunks of this many rows, chunk c from its own stream
@@ -83,6 +101,8 @@ class M2mDesign {
   std::size_t samples() const { return static_cast<std::size_t>(synthetic_.rows()); }
   const DenseMatrix& synthetic() const { return synthetic_; }
   const Eigen::MatrixXd& gram() const { return gram_; }  // P^T P / n_s, lower triangle valid
+  // mu = P^T 1 / n_s, the synthetic mean of each feature (computed when options().intercept).
+  const Eigen::VectorXd& feature_mean() const { return feature_mean_; }
   double gram_seconds() const { return gram_seconds_; }
   // Phi(x~_i)^T v for every synthetic point (chunk by chunk, P never materialised).
   Eigen::VectorXd apply(const Eigen::VectorXd& v) const;
@@ -99,6 +119,7 @@ class M2mDesign {
   bool block_structured_ = true;
   DenseMatrix synthetic_;
   Eigen::MatrixXd gram_;
+  Eigen::VectorXd feature_mean_;
   double gram_seconds_ = 0;
 };
 
@@ -122,8 +143,19 @@ class M2mModel {
   Eigen::VectorXd average_weights() const { return weights_ / static_cast<double>(samples()); }
   // f-hat for each column k of F (n_s x k, F(i, k) = f_k(x~_i)): (1/n_s) sum_i w_i F(i, k).
   Eigen::VectorXd estimate(const Eigen::Ref<const Eigen::MatrixXd>& f_values) const;
-  // The explicit ridge coefficients a = S P^T F / n_s (m x k) from the kept factorisation.
+  // The explicit ridge coefficients a = S P^T F / n_s (m x k) from the kept factorisation
+  // (with the intercept: a = S (P - 1 mu^T)^T F / n_s).
   Eigen::MatrixXd coefficients(const Eigen::Ref<const Eigen::MatrixXd>& f_values) const;
+  // The unpenalised constant b = mean(F) - a^T mu per column (zero without the intercept):
+  // f-hat = <a, z-hat> + b.
+  Eigen::VectorXd intercepts(const Eigen::Ref<const Eigen::MatrixXd>& f_values) const;
+  bool intercept() const { return design_->options().intercept; }
+  // The factor L of the solved system (lower triangle): L L^T = P^T P / n_s + lambda I, or
+  // C + lambda I with the intercept.
+  const Eigen::MatrixXd& factor() const { return factor_; }
+  // The lambda of a rule for a release on a design, from public quantities only (the release's
+  // z-hat, count and noise variance; the design's P^T P / n_s and mu). No noise: nonprivate_lambda.
+  static double choose_lambda(const M2mDesign& design, const FeatureSketchRelease& release);
   const Eigen::VectorXd& z_hat() const { return z_; }
   // Seconds of each stage and the sizes, for records and benchmarks.
   nlohmann::json describe() const;
