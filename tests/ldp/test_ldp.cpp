@@ -11,6 +11,7 @@
 #include "privrace/ldp/erm.hpp"
 #include "privrace/ldp/protocols.hpp"
 #include "privrace/ldp/randomizers.hpp"
+#include "privrace/ldp/simulation.hpp"
 #include "privrace/ldp/smooth.hpp"
 #include "test_util.hpp"
 
@@ -780,4 +781,213 @@ TEST(LdpSmooth, BadInputIsRefusedWithAClearError) {
   EXPECT_EQ(data.clipped, 2u);
   EXPECT_EQ(data.x[11], 1.0);
   EXPECT_EQ(data.x[18], -1.0);
+}
+
+// ------------------------------------------------------------------------------------------
+// The simulation's fast path (simulation.hpp): counter-based player words and the report
+// "stochastic rounding + discrete Laplace" drawn by inversion.
+
+namespace {
+// The former simulation of one Algorithm 1/2 player, kept as the reference: her own seeded
+// generator and LaplaceRandomizer::report (the engine's exact table sampler).
+std::vector<std::int64_t> former_reports(const LaplaceRandomizer& r, std::span<const double> u, std::uint64_t seed,
+                                         std::uint64_t player) {
+  SeededRandom rng(derive_seed(seed, player));
+  std::vector<std::int64_t> out(u.size());
+  r.report(u, out, rng);
+  return out;
+}
+// Exact pmf of R(x) + N: floor(x) + Bernoulli(x - floor(x)) plus discrete Laplace.
+double rounded_laplace_pmf(const DiscreteLaplace& dl, double x, long long y) {
+  const double f = std::floor(x), p = x - f;
+  const auto fl = static_cast<long long>(f);
+  return (1 - p) * dl.pmf(y - fl) + p * dl.pmf(y - fl - 1);
+}
+}  // namespace
+
+TEST(LdpSimulation, VectorisedLogIsWithinOneUlpOfTheLibraryLog) {
+  SeededRandom rng(31);
+  double worst = 0;
+  auto check = [&](double u) {
+    const double a = log_normal_positive(u), b = std::log(u);
+    const double ulp = std::abs(std::nextafter(b, b < 0 ? -1e300 : 1e300) - b);
+    worst = std::max(worst, b == 0 ? std::abs(a) : std::abs(a - b) / ulp);
+  };
+  for (int i = 0; i < 1000000; ++i) {
+    check(1.0 - unit53(rng.next()));                      // the sampler's inputs, (0, 1]
+    check(1.0 - std::ldexp(unit53(rng.next()), -20));     // near 1, where cancellation bites
+    check(std::ldexp(1.0 + unit53(rng.next()), -(i % 1000)));  // every binade down to 2^-1000
+  }
+  for (double u : {1.0, 0x1.0p-53, 0.5, 0x1.fffffffffffffp-1, std::sqrt(0.5), std::sqrt(2.0)}) check(u);
+  EXPECT_LE(worst, 1.0);
+  EXPECT_EQ(log_normal_positive(1.0), 0.0);
+}
+
+TEST(LdpSimulation, PlayerWordsAreUniformAndIndependentAcrossPlayersAndPositions) {
+  // Seeded chi-square: the top 4 bits of word t for 2^18 players (16 cells), and the joint top
+  // 3 bits of (player i, word 0) with (player i + 1, word 0) and with (player i, word 1) (64 cells).
+  const std::uint64_t n = 1u << 18;
+  std::map<long long, long long> single, across, within;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const PlayerStream a(5, i), b(5, i + 1);
+    ++single[static_cast<long long>(a.word(7) >> 60)];
+    ++across[static_cast<long long>((a.word(0) >> 61) * 8 + (b.word(0) >> 61))];
+    ++within[static_cast<long long>((a.word(0) >> 61) * 8 + (a.word(1) >> 61))];
+  }
+  const auto [s1, d1] = privrace::testing::chi_square(single, [](long long) { return 1.0 / 16; }, 0, 15, n);
+  const auto [s2, d2] = privrace::testing::chi_square(across, [](long long) { return 1.0 / 64; }, 0, 63, n);
+  const auto [s3, d3] = privrace::testing::chi_square(within, [](long long) { return 1.0 / 64; }, 0, 63, n);
+  EXPECT_LT(s1, privrace::testing::chi_square_critical(d1));
+  EXPECT_LT(s2, privrace::testing::chi_square_critical(d2));
+  EXPECT_LT(s3, privrace::testing::chi_square_critical(d3));
+  // Reproducible, and a different seed or player gives other words.
+  EXPECT_EQ(PlayerStream(5, 9).word(3), PlayerStream(5, 9).word(3));
+  EXPECT_NE(PlayerStream(5, 9).word(3), PlayerStream(6, 9).word(3));
+  EXPECT_NE(PlayerStream(5, 9).word(3), PlayerStream(5, 10).word(3));
+}
+
+TEST(LdpSimulation, LatticeLaplaceReportHasTheExactDistribution) {
+  // Seeded chi-square of R(x) + N against its exact pmf, one coordinate per player, at small
+  // scales (where "-0" is redrawn often: (1 - a)/2 = 0.38 at scale 0.7) and moderate ones, on
+  // and off the lattice, with the noise in several coordinates of one player.
+  const long long total = 300000;
+  for (double scale : {0.7, 2.5, 40.0}) {
+    const DiscreteLaplace dl(scale);
+    for (double x : {3.0, 3.25, -7.6}) {
+      std::map<long long, long long> hist[3];
+      const double xs[3] = {x, x + 100, x - 50};  // three coordinates of each player
+      double out[3];
+      for (long long i = 0; i < total; ++i) {
+        lattice_laplace(xs, 3, dl.scale(), PlayerStream(77, static_cast<std::uint64_t>(i)), 0, out);
+        for (int c = 0; c < 3; ++c) ++hist[c][static_cast<long long>(out[c])];
+      }
+      for (int c = 0; c < 3; ++c) {
+        const long long centre = static_cast<long long>(std::floor(xs[c]));
+        const long long w = static_cast<long long>(30 * scale) + 10;
+        const auto [stat, df] = privrace::testing::chi_square(
+            hist[c], [&](long long y) { return rounded_laplace_pmf(dl, xs[c], y); }, centre - w, centre + w, total);
+        EXPECT_LT(stat, privrace::testing::chi_square_critical(df)) << "scale " << scale << " x " << xs[c] << " df " << df;
+      }
+    }
+  }
+  // Without noise: only the stochastic rounding, P(up) = x - floor(x).
+  std::map<long long, long long> hist;
+  for (long long i = 0; i < total; ++i) {
+    const double x = 12.3;
+    double out;
+    lattice_laplace(&x, 1, 0.0, PlayerStream(78, static_cast<std::uint64_t>(i)), 0, &out);
+    ++hist[static_cast<long long>(out)];
+  }
+  EXPECT_EQ(hist.size(), 2u);
+  const double up = static_cast<double>(hist[13]) / total;
+  EXPECT_NEAR(up, 0.3, 5 * std::sqrt(0.21 / total));
+}
+
+TEST(LdpSimulation, RoundingIsExactWhenItsFirstTenBitsTie) {
+  // With noise, the rounding reads 10 bits of the noise word and a fresh word when they tie
+  // with floor(1024 p) (probability 2^-10). p = 300.95 / 1024 puts 0.95 / 1024 of P(up) in the
+  // ties: 2 10^7 roundings measure P(up) to 1.0e-4, so losing the ties would be 9 SD off.
+  // Scale 10^-3: the noise is 0 (after its "-0" redraws), so the report is the rounding alone.
+  const double p = 300.95 / 1024, x0 = 5 + p;
+  const std::size_t d = 1000, players = 20000;
+  std::vector<double> x(d, x0), out(d);
+  double ups = 0;
+  for (std::size_t i = 0; i < players; ++i) {
+    lattice_laplace(x.data(), d, 1e-3, PlayerStream(80, i), 0, out.data());
+    for (double v : out) {
+      ASSERT_TRUE(v == 5 || v == 6) << v;
+      ups += v - 5;
+    }
+  }
+  const double n = static_cast<double>(d * players);
+  EXPECT_NEAR(ups / n, p, 5 * std::sqrt(p * (1 - p) / n));
+}
+
+TEST(LdpSimulation, LargeScaleNoiseMatchesTheExactCdf) {
+  // The scales of Algorithm 7 (about 2 10^5 .. 2 10^6 lattice steps): Kolmogorov-Smirnov
+  // distance of 2 10^5 reports to the exact CDF of R(x) + N (conservative for a discrete law;
+  // critical value 1.95 / sqrt(n), p = 0.001), and the variance against DiscreteLaplace's.
+  const std::size_t n = 200000;
+  for (double scale : {231900.0, 1855000.0}) {
+    const DiscreteLaplace dl(scale);
+    const double a = std::exp(-1.0 / dl.scale());
+    auto laplace_cdf = [&](double y) {  // P(N <= y), y integer
+      return y >= 0 ? 1 - std::pow(a, y + 1) / (1 + a) : std::pow(a, -y) / (1 + a);
+    };
+    const double x = 1234.75;
+    std::vector<double> v(n);
+    for (std::size_t i = 0; i < n; ++i) lattice_laplace(&x, 1, dl.scale(), PlayerStream(79, i), 0, &v[i]);
+    std::sort(v.begin(), v.end());
+    double ks = 0, sum2 = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double F = 0.25 * laplace_cdf(v[i] - 1234) + 0.75 * laplace_cdf(v[i] - 1235);
+      ks = std::max({ks, std::abs(F - static_cast<double>(i + 1) / n), std::abs(F - static_cast<double>(i) / n)});
+      sum2 += (v[i] - x) * (v[i] - x);
+    }
+    EXPECT_LT(ks, 1.95 / std::sqrt(static_cast<double>(n))) << "scale " << scale;
+    // Var(N) + rounding variance 3/16; the sample variance's SD is about sqrt(5) Var / sqrt(n) (kurtosis 6).
+    const double var = dl.variance() + 0.1875;
+    EXPECT_NEAR(sum2 / n, var, 5 * std::sqrt(5.0) * var / std::sqrt(static_cast<double>(n))) << "scale " << scale;
+  }
+}
+
+TEST(LdpSimulation, Algorithm2ReportsMatchTheFormerSimulation) {
+  // Two-sample chi-square: the fast path against the former one (a seeded generator per player
+  // and LaplaceRandomizer's exact table sampler), same randomiser, values off the lattice.
+  const std::uint64_t L = 16, reports = 2, n = 150000;
+  const double eps = 1.0;
+  const LaplaceRandomizer r(eps, reports, L);
+  const double u[2] = {0.3, 0.8};
+  std::map<long long, long long> now, before;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    double x[2], out[2];
+    for (int j = 0; j < 2; ++j) x[j] = u[j] * static_cast<double>(L);
+    lattice_laplace(x, 2, r.noise_scale(), PlayerStream(3, i), 0, out);
+    const auto old = former_reports(r, u, 4, i);
+    for (int j = 0; j < 2; ++j) {
+      ++now[j * 100000 + static_cast<long long>(out[j])];
+      ++before[j * 100000 + old[static_cast<std::size_t>(j)]];
+    }
+  }
+  // Pool the tails (fewer than 20 expected in either sample) into one cell per coordinate and side.
+  std::map<long long, std::pair<double, double>> cells;
+  for (int j = 0; j < 2; ++j)
+    for (long long y = -400; y <= 400; ++y) {
+      const long long key = j * 100000 + y;
+      const double a = now.count(key) ? now[key] : 0, b = before.count(key) ? before[key] : 0;
+      const long long cell = a + b < 40 ? j * 100000 + (y < 8 ? -1000 : 1000) : key;
+      cells[cell].first += a;
+      cells[cell].second += b;
+    }
+  double stat = 0;
+  for (const auto& [k, ab] : cells) {
+    const auto [a, b] = ab;
+    if (a + b > 0) stat += (a - b) * (a - b) / (a + b);  // equal sample sizes
+  }
+  const double df = static_cast<double>(cells.size()) - 1;
+  EXPECT_GT(df, 50);
+  EXPECT_LT(stat, privrace::testing::chi_square_critical(df)) << "df " << df;
+}
+
+TEST(LdpSimulation, SeededRunsAreReproducibleAndSeedsMatter) {
+  const std::uint64_t n = 50000;
+  auto value = [](std::uint64_t i, std::span<double> u) {
+    for (std::size_t j = 0; j < u.size(); ++j) u[j] = std::fmod(0.11 * static_cast<double>(i + 3 * j), 1.0);
+  };
+  const VectorEstimate a = laplace_average(n, 5, 2.0, 41, value, 2), b = laplace_average(n, 5, 2.0, 41, value, 3),
+                       c = laplace_average(n, 5, 2.0, 42, value, 2);
+  EXPECT_EQ(a.mean, b.mean);
+  EXPECT_NE(a.mean, c.mean);
+  const int nh = 5000, d = 100, m = 10;
+  SeededRandom rng(10);
+  std::vector<Eigen::Triplet<double>> e;
+  for (int i = 0; i < nh; ++i) e.emplace_back(i, static_cast<int>(rng.below(d)), rng.bit() ? 0.7 : -0.7);
+  SparseRows X(nh, d);
+  X.setFromTriplets(e.begin(), e.end());
+  const Eigen::VectorXd y = Eigen::VectorXd::Constant(nh, 0.2);
+  const HighDimResult h1 = ldp_compressed_regression(X, y, m, 1.0, SparseSet::L1Ball, 1.0, 3, 1.5, 1);
+  const HighDimResult h2 = ldp_compressed_regression(X, y, m, 1.0, SparseSet::L1Ball, 1.0, 3, 1.5, 3);
+  const HighDimResult h3 = ldp_compressed_regression(X, y, m, 1.0, SparseSet::L1Ball, 1.0, 4, 1.5, 2);
+  EXPECT_EQ(h1.w, h2.w);
+  EXPECT_NE(h1.w, h3.w);
 }

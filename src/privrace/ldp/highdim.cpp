@@ -11,6 +11,7 @@
 #include "privrace/core/random.hpp"
 #include "privrace/ldp/erm.hpp"
 #include "privrace/ldp/randomizers.hpp"
+#include "privrace/ldp/simulation.hpp"
 #include "privrace/privacy/mechanisms.hpp"
 
 namespace privrace::ldp {
@@ -163,7 +164,8 @@ HighDimResult ldp_compressed_regression(const SparseRows& X, const Eigen::Vector
   const Eigen::MatrixXd Phi = gaussian_projection(m, static_cast<int>(d), derive_seed(seed, 1));  // public
   HighDimResult out;
   const bool noisy = std::isfinite(eps);
-  // Lattice and noise (exact discrete Laplace on integers, no floating-point Laplace).
+  // Lattice and noise (discrete Laplace on integers, no floating-point Laplace; the simulation
+  // draws it by inversion to double precision, lattice_laplace in simulation.hpp).
   // z: stochastic rounding of z / Delta to k in Z^m, |k_j - z_j / Delta| < 1. For any two
   // records (clipped to ||z||_2 <= z_max) and any roundings k, k' of them,
   //   ||k - k'||_1 < ||z - z'||_1 / Delta + 2m <= sqrt(m) ||z - z'||_2 / Delta + 2m
@@ -176,13 +178,10 @@ HighDimResult ldp_compressed_regression(const SparseRows& X, const Eigen::Vector
   const double lambda_z = std::ceil(2 * std::sqrt(static_cast<double>(m)) * z_max / delta) + 2.0 * m;
   const double lambda_y = std::ceil(2 / delta_y) + 2;
   std::unique_ptr<DiscreteLaplace> noise_z, noise_y;
-  std::shared_ptr<const ExactGeometric> table_z, table_y;
   double var_z = 0, var_y = 0;  // noise variance in lattice units
   if (noisy) {
     noise_z = std::make_unique<DiscreteLaplace>(lambda_z / (eps / 2));
     noise_y = std::make_unique<DiscreteLaplace>(lambda_y / (eps / 2));
-    table_z = noise_z->bulk_sampler();
-    table_y = noise_y->bulk_sampler();
     var_z = noise_z->variance();
     var_y = noise_y->variance();
     out.noise_scale = noise_z->scale() * delta;
@@ -190,61 +189,59 @@ HighDimResult ldp_compressed_regression(const SparseRows& X, const Eigen::Vector
   }
   out.lattice_step = delta;
   // Fixed chunks of players (independent of the thread count); each chunk's partial moments
-  // in integer-valued doubles per block, then summed in chunk order: thread-invariant.
+  // (lower triangle of sum z~ z~^T, in lattice units), summed in chunk order: thread-invariant.
+  // Player i's report comes from her counter-based words (lattice_laplace: the same
+  // distribution as stochastic rounding plus the exact discrete Laplace sampler).
   constexpr Eigen::Index kBlock = 1024;
   const Eigen::Index chunks = std::min<Eigen::Index>(64, std::max<Eigen::Index>(1, (n + kBlock - 1) / kBlock));
   const Eigen::Index per_chunk = (n + chunks - 1) / chunks;
-  std::vector<Eigen::MatrixXd> S_part(static_cast<std::size_t>(chunks), Eigen::MatrixXd::Zero(m, m));
-  std::vector<Eigen::VectorXd> g_part(static_cast<std::size_t>(chunks), Eigen::VectorXd::Zero(m));
+  std::vector<Eigen::MatrixXd> S_part(static_cast<std::size_t>(chunks));
+  std::vector<Eigen::VectorXd> g_part(static_cast<std::size_t>(chunks));
   std::vector<std::size_t> clipped(static_cast<std::size_t>(chunks), 0);
   const std::uint64_t player_seed = derive_seed(seed, 2);
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (Eigen::Index c = 0; c < chunks; ++c) {
-    const Eigen::Index begin = c * per_chunk, end = std::min(n, begin + per_chunk);
-    Eigen::MatrixXd Zb(kBlock, m);
-    Eigen::VectorXd Yb(kBlock);
-    std::vector<std::int64_t> k(static_cast<std::size_t>(m)), ky(1);
-    Eigen::VectorXd z(m);
-    for (Eigen::Index b = begin; b < end; b += kBlock) {
-      const Eigen::Index rows = std::min(kBlock, end - b);
-      for (Eigen::Index q = 0; q < rows; ++q) {
-        const Eigen::Index i = b + q;
-        z.setZero();
-        for (SparseRows::InnerIterator it(X, i); it; ++it) z += it.value() * Phi.col(it.col());
-        const double nz = z.norm();
-        if (nz > z_max) {
-          z *= z_max / nz;
-          ++clipped[static_cast<std::size_t>(c)];
+  const double scale_z = noisy ? noise_z->scale() : 0.0, scale_y = noisy ? noise_y->scale() : 0.0;
+#pragma omp parallel num_threads(threads)
+  {
+    Eigen::MatrixXd Zt(m, kBlock);  // one player a column: her m reports, contiguous
+    Eigen::VectorXd Yb(kBlock), z(m);
+#pragma omp for schedule(dynamic, 1)
+    for (Eigen::Index c = 0; c < chunks; ++c) {
+      const Eigen::Index begin = c * per_chunk, end = std::min(n, begin + per_chunk);
+      Eigen::MatrixXd& S_c = S_part[static_cast<std::size_t>(c)];
+      Eigen::VectorXd& g_c = g_part[static_cast<std::size_t>(c)];
+      S_c = Eigen::MatrixXd::Zero(m, m);
+      g_c = Eigen::VectorXd::Zero(m);
+      for (Eigen::Index b = begin; b < end; b += kBlock) {
+        const Eigen::Index rows = std::min(kBlock, end - b);
+        for (Eigen::Index q = 0; q < rows; ++q) {
+          const Eigen::Index i = b + q;
+          z.setZero();
+          for (SparseRows::InnerIterator it(X, i); it; ++it) z += it.value() * Phi.col(it.col());
+          const double nz = z.norm();
+          if (nz > z_max) {
+            z *= z_max / nz;
+            ++clipped[static_cast<std::size_t>(c)];
+          }
+          z /= delta;  // lattice units
+          const double yl = std::clamp(y(i), -1.0, 1.0) / delta_y;
+          const PlayerStream words(player_seed, static_cast<std::uint64_t>(i));  // player i's words
+          lattice_laplace(z.data(), static_cast<std::size_t>(m), scale_z, words, 0, Zt.col(q).data());
+          lattice_laplace(&yl, 1, scale_y, words, static_cast<std::uint64_t>(m), &Yb(q));
         }
-        const double yi = std::clamp(y(i), -1.0, 1.0);
-        SeededRandom rng(derive_seed(player_seed, static_cast<std::uint64_t>(i)));  // player i's stream
-        for (Eigen::Index j = 0; j < m; ++j) {
-          const double u = z(j) / delta, f = std::floor(u);
-          k[static_cast<std::size_t>(j)] = static_cast<std::int64_t>(f) + (rng.unit() < u - f ? 1 : 0);
-        }
-        {
-          const double u = yi / delta_y, f = std::floor(u);
-          ky[0] = static_cast<std::int64_t>(f) + (rng.unit() < u - f ? 1 : 0);
-        }
-        if (noisy) {
-          noise_z->add_to(k, rng, table_z.get());
-          noise_y->add_to(ky, rng, table_y.get());
-        }
-        for (Eigen::Index j = 0; j < m; ++j) Zb(q, j) = static_cast<double>(k[static_cast<std::size_t>(j)]);
-        Yb(q) = static_cast<double>(ky[0]);
+        // Lattice units here; scaled by Delta at the end. Lower triangle only (SYRK).
+        S_c.selfadjointView<Eigen::Lower>().rankUpdate(Zt.leftCols(rows));
+        g_c.noalias() += Zt.leftCols(rows) * Yb.head(rows);
       }
-      // Lattice units here; scaled by Delta at the end.
-      S_part[static_cast<std::size_t>(c)].noalias() += Zb.topRows(rows).transpose() * Zb.topRows(rows);
-      g_part[static_cast<std::size_t>(c)].noalias() += Zb.topRows(rows).transpose() * Yb.head(rows);
     }
   }
   Eigen::MatrixXd S = Eigen::MatrixXd::Zero(m, m);
   Eigen::VectorXd g = Eigen::VectorXd::Zero(m);
   for (Eigen::Index c = 0; c < chunks; ++c) {
-    S += S_part[static_cast<std::size_t>(c)];
+    S.triangularView<Eigen::Lower>() += S_part[static_cast<std::size_t>(c)];
     g += g_part[static_cast<std::size_t>(c)];
     out.clipped += clipped[static_cast<std::size_t>(c)];
   }
+  S.triangularView<Eigen::StrictlyUpper>() = S.transpose();
   const double nn = static_cast<double>(std::max<Eigen::Index>(n, 1));
   S *= delta * delta / nn;
   g *= delta * delta_y / nn;

@@ -2,8 +2,9 @@
 // Simulated non-interactive LDP protocols over n players (templates: the player's value
 // function is inlined into the per-player loop).
 //
-// Reproducible, parallel and thread-invariant: player i's randomness is her own stream
-// (derive_seed(seed, i)); players are processed in fixed blocks by OpenMP threads, each
+// Reproducible, parallel and thread-invariant: player i's randomness is her own counter-based
+// words (PlayerStream(seed, i), or derive_seed(seed, i) for the one-bit protocols, no
+// generator set up per player); players are processed in fixed blocks by OpenMP threads, each
 // thread sums integer reports (lattice values + discrete Laplace noise, or bits) into its own
 // counters, and the counters are merged by integer addition. The server's estimate is thus
 // bit-identical for any thread count and schedule.
@@ -16,6 +17,7 @@
 
 #include "privrace/core/random.hpp"
 #include "privrace/ldp/randomizers.hpp"
+#include "privrace/ldp/simulation.hpp"
 
 namespace privrace::ldp {
 
@@ -34,32 +36,37 @@ inline std::size_t public_coordinate(std::uint64_t public_seed, std::uint64_t pl
 
 // Algorithm 1 (d = 1) and Algorithm 2's collection (d = (k+1)^p): every player sends all d
 // values through LaplaceRandomizer with eps / d each. fill(i, span<double> u) writes player
-// i's d values in [0, 1].
+// i's d values in [0, 1]. Simulated with player i's counter-based words (lattice_laplace:
+// the LaplaceRandomizer report's distribution without a per-player generator); each thread
+// sums the integer reports of its fixed blocks, and integer sums do not depend on the order.
 template <class Fill>
 VectorEstimate laplace_average(std::uint64_t n, std::size_t d, double eps, std::uint64_t seed, Fill&& fill,
                                int threads = 0) {
   const LaplaceRandomizer rnd(eps, d);
   if (threads <= 0) threads = omp_get_max_threads();
-  std::vector<std::int64_t> total(d, 0);
+  const double L = static_cast<double>(rnd.levels()), scale = rnd.noise_scale();
+  std::vector<std::vector<std::int64_t>> partial(static_cast<std::size_t>(threads));
   constexpr std::uint64_t kBlock = 1024;
   const std::int64_t blocks = static_cast<std::int64_t>((n + kBlock - 1) / kBlock);
 #pragma omp parallel num_threads(threads)
   {
-    std::vector<std::int64_t> sum(d, 0), report(d);
-    std::vector<double> u(d);
+    std::vector<std::int64_t>& sum = partial[static_cast<std::size_t>(omp_get_thread_num())];
+    sum.assign(d, 0);
+    std::vector<double> u(d), report(d);
 #pragma omp for schedule(dynamic, 4)
     for (std::int64_t b = 0; b < blocks; ++b) {
       const std::uint64_t end = std::min<std::uint64_t>(n, (static_cast<std::uint64_t>(b) + 1) * kBlock);
       for (std::uint64_t i = static_cast<std::uint64_t>(b) * kBlock; i < end; ++i) {
         fill(i, std::span<double>(u));
-        SeededRandom rng(derive_seed(seed, i));  // player i's own stream
-        rnd.report(u, report, rng);
-        for (std::size_t j = 0; j < d; ++j) sum[j] += report[j];
+        for (std::size_t j = 0; j < d; ++j) u[j] = (u[j] < 0 ? 0 : (u[j] > 1 ? 1 : u[j])) * L;  // lattice units
+        lattice_laplace(u.data(), d, scale, PlayerStream(seed, i), 0, report.data());  // player i's words
+        for (std::size_t j = 0; j < d; ++j) sum[j] += static_cast<std::int64_t>(report[j]);
       }
     }
-#pragma omp critical(privrace_ldp_merge)
-    for (std::size_t j = 0; j < d; ++j) total[j] += sum[j];
   }
+  std::vector<std::int64_t> total(d, 0);
+  for (const auto& sum : partial)  // thread order (integer sums: any order gives the same)
+    for (std::size_t j = 0; j < sum.size(); ++j) total[j] += sum[j];
   VectorEstimate est;
   est.players = n;
   est.mean.resize(d);
