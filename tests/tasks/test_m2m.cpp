@@ -16,12 +16,18 @@
 #include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
 #include "privrace/tasks/m2m.hpp"
+#include "m2m_test_util.hpp"
 #include "test_util.hpp"
 
 namespace fs = std::filesystem;
 using namespace privrace;
 
 namespace {
+
+using privrace::testing::hist_spec;
+using privrace::testing::race_spec;
+using privrace::testing::rff_spec;
+using privrace::testing::uniform_rows;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -30,47 +36,11 @@ double mean_rel_err(const Eigen::VectorXd& est, const Eigen::VectorXd& truth) {
                                                           std::span<const double>(truth.data(), static_cast<std::size_t>(truth.size())));
 }
 
-DenseMatrix uniform_rows(std::size_t n, std::size_t d, std::uint64_t seed) {
-  SeededRandom rng(seed);
-  DenseMatrix x(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(d));
-  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = static_cast<Real>(rng.unit());
-  return x;
-}
-
 FeatureSketchRelease exact_release(const DenseMatrix& x, const FeatureSketchSpec& spec) {
   const auto sums = build_feature_sums(x, spec);
   FeatureSketchPrivacy privacy;
   privacy.epsilon = kInf;
   return release_feature_sketch(*sums, privacy, NoiseSource{true, 1});
-}
-
-FeatureSketchSpec rff_spec(std::size_t features, double sigma) {
-  FeatureSketchSpec spec;
-  spec.kind = "rff";
-  spec.features = features;
-  spec.sigma = sigma;
-  spec.seed = 11;
-  return spec;
-}
-
-FeatureSketchSpec hist_spec(std::size_t bins) {
-  FeatureSketchSpec spec;
-  spec.kind = "hist";
-  spec.bins = bins;
-  spec.lo = {0.0};
-  spec.hi = {1.0};
-  spec.seed = 3;
-  return spec;
-}
-
-FeatureSketchSpec race_spec(std::size_t rows, std::size_t width, double bandwidth) {
-  FeatureSketchSpec spec;
-  spec.kind = "race";
-  spec.rows = rows;
-  spec.width = width;
-  spec.bandwidth = bandwidth;
-  spec.seed = 5;
-  return spec;
 }
 
 Eigen::VectorXd column_means(const DenseMatrix& x) { return x.cast<double>().colwise().mean().transpose(); }

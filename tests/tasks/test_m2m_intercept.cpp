@@ -15,6 +15,7 @@
 #include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
 #include "privrace/tasks/m2m.hpp"
+#include "m2m_test_util.hpp"
 #include "test_util.hpp"
 
 namespace fs = std::filesystem;
@@ -22,14 +23,12 @@ using namespace privrace;
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using privrace::testing::hist_spec;
+using privrace::testing::race_spec;
+using privrace::testing::rff_spec;
+using privrace::testing::uniform_rows;
 
-DenseMatrix uniform_rows(std::size_t n, std::size_t d, std::uint64_t seed) {
-  SeededRandom rng(seed);
-  DenseMatrix x(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(d));
-  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = static_cast<Real>(rng.unit());
-  return x;
-}
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 FeatureSketchRelease release_of(const DenseMatrix& x, const FeatureSketchSpec& spec, double epsilon,
                                 std::uint64_t noise_seed = 1) {
@@ -37,35 +36,6 @@ FeatureSketchRelease release_of(const DenseMatrix& x, const FeatureSketchSpec& s
   FeatureSketchPrivacy privacy;
   privacy.epsilon = epsilon;
   return release_feature_sketch(*sums, privacy, NoiseSource{true, noise_seed});
-}
-
-FeatureSketchSpec rff_spec(std::size_t features, double sigma) {
-  FeatureSketchSpec spec;
-  spec.kind = "rff";
-  spec.features = features;
-  spec.sigma = sigma;
-  spec.seed = 11;
-  return spec;
-}
-
-FeatureSketchSpec hist_spec(std::size_t bins) {
-  FeatureSketchSpec spec;
-  spec.kind = "hist";
-  spec.bins = bins;
-  spec.lo = {0.0};
-  spec.hi = {1.0};
-  spec.seed = 3;
-  return spec;
-}
-
-FeatureSketchSpec race_spec(std::size_t rows, std::size_t width, double bandwidth) {
-  FeatureSketchSpec spec;
-  spec.kind = "race";
-  spec.rows = rows;
-  spec.width = width;
-  spec.bandwidth = bandwidth;
-  spec.seed = 5;
-  return spec;
 }
 
 M2mOptions unit_box(std::size_t d, std::size_t samples, bool intercept) {
