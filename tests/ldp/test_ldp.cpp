@@ -349,6 +349,33 @@ TEST(LdpErm, Algorithm2AtInfiniteEpsilonFindsTheLogisticMinimiserWithinGridResol
   }
 }
 
+TEST(LdpErm, GridLossesAgreeWithTheLossAtEveryGridPoint) {
+  // The players' side of Algorithm 2 (factored exponentials, vectorised logarithm) against
+  // loss() / b at each grid point, for both losses, p = 1..3, a box where the factored path
+  // runs and one wide enough to take the direct path.
+  for (const Loss kind : {Loss::Logistic, Loss::Squared})
+    for (int p = 1; p <= 3; ++p)
+      for (const double radius : {8.0, 400.0}) {
+        ErmProblem pr = logistic_problem(p);
+        pr.kind = kind;
+        pr.lo = -radius;
+        pr.hi = 0.5 * radius;
+        const int k = p == 1 ? 113 : (p == 2 ? 17 : 6);
+        const Players pl = generate_players(kind, 50, static_cast<std::size_t>(p), 7, 1.5);
+        std::vector<double> out(grid_points(k, p)), scratch(static_cast<std::size_t>(k) + 1), t(p), theta(p);
+        double worst = 0;
+        for (std::size_t i = 0; i < pl.size(); ++i) {
+          grid_losses(pr, k, pl.row(i), pl.y[i], out.data(), scratch.data());
+          for (std::size_t j = 0; j < out.size(); ++j) {
+            grid_point(j, k, p, t.data());
+            pr.theta_from_unit(t.data(), theta.data());
+            worst = std::max(worst, std::abs(out[j] - pr.loss(theta.data(), pl.row(i), pl.y[i]) / pr.loss_bound()));
+          }
+        }
+        EXPECT_LT(worst, 1e-12) << "p " << p << " radius " << radius;
+      }
+}
+
 TEST(LdpErm, ResultsAreIdenticalForOneTwoAndThreeThreads) {
   const ErmProblem pr = logistic_problem(2);
   const Players pl = generate_players(Loss::Logistic, 30000, 2, 4, 1.5);

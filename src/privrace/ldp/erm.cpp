@@ -12,6 +12,7 @@
 #include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/ldp/protocols.hpp"
+#include "privrace/ldp/simulation.hpp"
 #include "privrace/privacy/mechanisms.hpp"
 
 namespace privrace::ldp {
@@ -332,18 +333,53 @@ ErmResult finish_bernstein(const ErmProblem& pr, const Players& pl, const Grid& 
 }
 }  // namespace
 
+void grid_losses(const ErmProblem& pr, int k, const double* x, double y, double* out, double* scratch) {
+  const std::size_t p = static_cast<std::size_t>(pr.p), m = static_cast<std::size_t>(k) + 1;
+  const double inv_b = 1.0 / pr.loss_bound(), step = k > 0 ? (pr.hi - pr.lo) / k : 0.0;
+  std::size_t points = 1;
+  for (std::size_t d = 0; d < p; ++d) points *= m;
+  double z_bound = 0;  // |y <x, theta>| over the box
+  for (std::size_t d = 0; d < p; ++d) z_bound += std::abs(y * x[d]) * pr.radius();
+  if (pr.kind != Loss::Logistic || z_bound > 600) {  // (600: no factor or product leaves double range)
+    std::vector<double> t(p), theta(p);
+    for (std::size_t j = 0; j < points; ++j) {
+      grid_point(j, k, pr.p, t.data());
+      pr.theta_from_unit(t.data(), theta.data());
+      out[j] = pr.loss(theta.data(), x, y) * inv_b;
+    }
+    return;
+  }
+  // f_d[a] = e^{-y x_d (lo + a step)} by the recurrence f_d[a] = f_d[a-1] e^{-y x_d step}
+  // (relative error below (k+1) ulp), then e_j = prod_d f_d[j_d], the last coordinate fastest.
+  double* f = scratch;  // m values, reused per coordinate
+  double* e = out;      // built in place: after coordinate d it holds m^(d+1) products
+  std::size_t filled = 1;
+  e[0] = 1.0;
+  for (std::size_t d = 0; d < p; ++d) {
+    const double c = -y * x[d];
+    const double r = std::exp(c * step);
+    f[0] = std::exp(c * pr.lo);
+    for (std::size_t a = 1; a < m; ++a) f[a] = f[a - 1] * r;
+    for (std::size_t i = filled; i-- > 0;) {  // from the back: e[i] is read before its block is written
+      const double v = e[i];
+      for (std::size_t a = 0; a < m; ++a) e[i * m + a] = v * f[a];
+    }
+    filled *= m;
+  }
+#pragma omp simd
+  for (std::size_t j = 0; j < points; ++j) out[j] = log_normal_positive(1.0 + e[j]) * inv_b;
+}
+
 ErmResult ldp_bernstein(const ErmProblem& pr, const Players& pl, double eps, const BernsteinOptions& o,
                         std::uint64_t seed, int threads) {
   const Grid g = make_grid(pr, pl.size(), eps, o, false);
-  const double inv_b = 1.0 / pr.loss_bound();
-  const std::size_t p = static_cast<std::size_t>(pr.p);
   const auto t0 = std::chrono::steady_clock::now();
   const VectorEstimate est = laplace_average(
       pl.size(), g.points, eps, seed,
       [&](std::uint64_t i, std::span<double> u) {
-        const double* x = pl.row(i);
-        const double y = pl.y[i];
-        for (std::size_t j = 0; j < u.size(); ++j) u[j] = pr.loss(g.theta.data() + j * p, x, y) * inv_b;
+        thread_local std::vector<double> scratch;
+        if (scratch.size() < static_cast<std::size_t>(g.k) + 1) scratch.resize(static_cast<std::size_t>(g.k) + 1);
+        grid_losses(pr, g.k, pl.row(i), pl.y[i], u.data(), scratch.data());
       },
       threads);
   return finish_bernstein(pr, pl, g, est, o, seconds_since(t0), threads <= 0 ? omp_get_max_threads() : threads);

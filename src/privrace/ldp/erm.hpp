@@ -95,6 +95,13 @@ struct BernsteinOptions {
   double max_bytes = 4.0 * 1073741824.0;  // refuse larger grids
   bool exact_grid_error = false;          // also compute the exact grid to report max_grid_noise (slow: a diagnostic)
 };
+// Player (x, y)'s losses at every point of the grid {lo + (hi - lo) a / k : a = 0..k}^p, in
+// grid_point's index order, divided by b: what an Algorithm 2 player evaluates. The logistic
+// loss takes (k+1) p exponentials instead of (k+1)^p (e^{-y<x,theta>} factors over the tensor
+// grid) and a vectorised logarithm; values agree with loss() / b to about 1e-13 (test), far
+// below the report lattice's step 2^-16. `scratch` holds k + 1 doubles.
+void grid_losses(const ErmProblem& problem, int k, const double* x, double y, double* out, double* scratch);
+
 // Algorithm 2: every player evaluates her normalised loss at every grid point and sends the
 // (k+1)^p values through LaplaceRandomizer (eps / (k+1)^p each); the server forms
 // B_k^(h) of the averages and minimises it.
