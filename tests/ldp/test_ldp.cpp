@@ -584,6 +584,30 @@ TEST(LdpHighDim, ProjectionsOntoL1BallAndSimplex) {
   EXPECT_NEAR(s(0), 0.85, 1e-12);  // threshold 0.05 on (0.9, 0.2)
 }
 
+TEST(LdpHighDim, SimplexProjectionMatchesTheSortedThreshold) {
+  // Against the sort-based threshold of Duchi et al. (2008) on random vectors of several sizes,
+  // radii and signs, including vectors already inside (only a shift) and ties.
+  SeededRandom rng(17);
+  for (int trial = 0; trial < 300; ++trial) {
+    const Eigen::Index d = 1 + static_cast<Eigen::Index>(rng.next() % 400);
+    const double r = 0.1 + 3 * rng.unit();
+    Eigen::VectorXd w(d);
+    for (Eigen::Index i = 0; i < d; ++i) w(i) = trial % 7 == 0 ? std::round(4 * sample_normal(rng)) / 4 : sample_normal(rng) / (1 + trial % 5);
+    std::vector<double> u(w.data(), w.data() + d);
+    std::sort(u.begin(), u.end(), std::greater<>());
+    double cum = 0, tau = 0;
+    for (std::size_t j = 0; j < u.size(); ++j) {
+      cum += u[j];
+      const double t = (cum - r) / static_cast<double>(j + 1);
+      if (u[j] - t > 0) tau = t;
+    }
+    Eigen::VectorXd got = w;
+    project_simplex(got, r);
+    for (Eigen::Index i = 0; i < d; ++i) ASSERT_NEAR(got(i), std::max(w(i) - tau, 0.0), 1e-12) << "trial " << trial;
+    EXPECT_NEAR(got.sum(), r, 1e-9);
+  }
+}
+
 TEST(LdpHighDim, CompressedSensingRecoversAPlantedSparseVectorWithoutNoise) {
   const int d = 1000, m = 200;
   const Eigen::MatrixXd Phi = gaussian_projection(m, d, 3);
