@@ -10,7 +10,7 @@ packages=(
   libnlopt-cxx-dev libmpfr-dev libssl-dev libzstd-dev
   libtorch-dev
   python3 python3-numpy python3-matplotlib
-  python3-dev pybind11-dev python3-pybind11 python3-pytest python3-pandas  # the Python module and its tests
+  python3-dev pybind11-dev python3-pybind11 python3-pytest python3-pandas python3-dask python3-distributed  # the Python module, privrace.dask and their tests
 )
 if [[ "${PRIVRACE_WITH_MPI:-0}" == 1 ]]; then packages+=(libopenmpi-dev openmpi-bin); fi
 if [[ "${PRIVRACE_SANITIZE:-}" == thread ]]; then packages+=(clang libomp-dev); fi  # TSan with Archer

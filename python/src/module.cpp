@@ -1,7 +1,9 @@
 // privrace._core: the Python face of the engine. Every computation is the library's own
 // (the release API of sketch/release.hpp: build_exact, release, ReleaseMerge; save_sketch /
 // load_sketch, RaceSketch::query_*); this file only converts arguments, releases the GIL and
-// maps errors.
+// maps errors. privrace.dask (python/privrace/dask.py) uses the same calls per partition:
+// RaceSketch._exact_partial builds a share's exact counts, _combine sums them (ExactSketch::merge),
+// _release adds the noise once (ExactSketch::release).
 //
 // Data: the engine stores records as float32 rows (core/types.hpp). A float32 array whose
 // rows are contiguous (C order, or a row slice of one) is read in place, without a copy; any
@@ -16,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -49,10 +52,16 @@ std::string shape_text(const py::array& a) {
   return s + (a.ndim() == 1 ? ",)" : ")");
 }
 
-// A 2-D numeric array as the engine reads it. `name` ("X", "Q") starts every message.
+// A 2-D numeric array as the engine reads it. `name` ("X", "Q") starts every message. A part of
+// a larger collection (privrace.dask) passes where its first row lies in the collection and
+// where the collection's partitions that it overlaps start (the first of them numbered
+// `first_partition`): messages then name the partition, the row within it and the row of the
+// collection.
 class DenseInput {
  public:
-  DenseInput(const py::handle& obj, const std::string& name) : name_(name) {
+  DenseInput(const py::handle& obj, const std::string& name, std::uint64_t first_row = 0,
+             std::vector<std::uint64_t> partition_starts = {}, std::size_t first_partition = 0)
+      : name_(name), first_row_(first_row), partition_starts_(std::move(partition_starts)), first_partition_(first_partition) {
     if (!py::isinstance<py::array>(obj)) {
       // Lists and other sequences: numpy decides the dtype; no copy can be avoided anyway.
       array_ = py::module_::import("numpy").attr("asarray")(obj);
@@ -129,8 +138,21 @@ class DenseInput {
 
  private:
   std::string where(std::size_t row, std::size_t col) const {
-    return name_ + ": row " + std::to_string(row + 1) + ": column " + std::to_string(col + 1) + ": ";
+    return name_ + ": " + row_text(row) + ": column " + std::to_string(col + 1) + ": ";
   }
+
+ public:
+  // "row 5" (1-based), or in a collection "partition 2: row 5 (row 8197 of the collection)".
+  std::string row_text(std::size_t row) const {
+    if (partition_starts_.empty()) return "row " + std::to_string(row + 1);
+    const std::uint64_t g = first_row_ + row;
+    const auto it = std::upper_bound(partition_starts_.begin(), partition_starts_.end(), g);
+    const std::size_t k = it == partition_starts_.begin() ? 0 : static_cast<std::size_t>(it - partition_starts_.begin()) - 1;
+    return "partition " + std::to_string(first_partition_ + k) + ": row " + std::to_string(g - partition_starts_[k] + 1) + " (row " +
+           std::to_string(g + 1) + " of the collection)";
+  }
+
+ private:
   static std::string number(double v) {
     std::ostringstream s;
     s << v;
@@ -138,6 +160,9 @@ class DenseInput {
   }
 
   std::string name_;
+  std::uint64_t first_row_ = 0;
+  std::vector<std::uint64_t> partition_starts_;
+  std::size_t first_partition_ = 0;
   py::array array_;
   std::size_t rows_ = 0, cols_ = 0;
   bool is_float32_ = false, in_place_ = false;
@@ -145,8 +170,28 @@ class DenseInput {
   const char* data_ = nullptr;
 };
 
+// The exact sketch of a dense input: read in place when its layout allows, else converted a
+// block of kBlockRows rows at a time (a multiple of the builder's 4096-row batch, so the batches
+// are the same either way). Runs without the GIL.
+ExactSketch build_exact_dense(const ReleaseParams& params, const MasterSeed& seed, const DenseInput& input) {
+  if (input.in_place()) {
+    const auto view = input.view();
+    input.check_finite(view, 0);
+    return build_exact(params, seed, view);
+  }
+  std::size_t next = 0;
+  return build_exact(params, seed, input.cols(), [&](DenseMatrix& chunk) {
+    const std::size_t n = std::min(kBlockRows, input.rows() - next);
+    if (n > 0) input.convert(next, n, chunk);
+    next += n;
+    return n;
+  });
+}
+
 // A list of integer arrays (or sequences) as the engine's sorted, duplicate-free sets.
-SetCollection to_sets(const py::handle& obj, const std::string& name) {
+// `label`, when given, names set i in messages instead of name[i] (privrace.dask: the partition).
+SetCollection to_sets(const py::handle& obj, const std::string& name, bool allow_empty = false,
+                      const std::function<std::string(std::size_t)>& label = {}) {
   if (py::isinstance<py::array>(obj) || !py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj))
     throw UsageError(name + " must be a list of integer arrays (one set of element ids each)");
   const auto seq = py::reinterpret_borrow<py::sequence>(obj);
@@ -156,7 +201,7 @@ SetCollection to_sets(const py::handle& obj, const std::string& name) {
   for (std::size_t i = 0; i < seq.size(); ++i) {
     py::array a = np.attr("asarray")(seq[i]);
     const char kind = a.dtype().kind();
-    const std::string at = name + "[" + std::to_string(i) + "]: ";
+    const std::string at = (label ? label(i) : name + "[" + std::to_string(i) + "]") + ": ";
     if (a.ndim() != 1) throw UsageError(at + "a set must be a 1-D array of element ids, got shape " + shape_text(a));
     if (a.size() > 0 && kind != 'i' && kind != 'u')
       throw UsageError(at + "element ids must be integers 0..4294967295, got dtype " + std::string(py::str(a.dtype())));
@@ -172,7 +217,7 @@ SetCollection to_sets(const py::handle& obj, const std::string& name) {
     cur.erase(std::unique(cur.begin(), cur.end()), cur.end());
     sets.push_back(cur);
   }
-  if (sets.size() == 0) throw UsageError(name + ": no sets");
+  if (sets.size() == 0 && !allow_empty) throw UsageError(name + ": no sets");
   return sets;
 }
 
@@ -194,6 +239,86 @@ Kernel race_kernel(const std::string& name) {
                    "' (the rff and hist feature maps are built with the privrace command)");
 }
 
+// ---------------------------------------------------------------------------------------------
+// privrace.dask: the exact counts of one partition of a collection, summed across workers and
+// released once. An ExactPartial holds exact (non-private) counts in memory only: it has no save
+// or write method and no counts accessor, its repr shows no count, and it pickles (to bytes in
+// memory) only so that a Dask worker can hand it to another.
+
+// What a partial's parameters are made from: the RaceSketch arguments (kernel, R, W, bandwidth,
+// p, pair mode, seed), the fit's arguments, the master seed drawn once for the whole collection,
+// and the records' dimension (0 for sets).
+struct PartialSpec {
+  ReleaseParams sketch;  // as the RaceSketch constructor set it: no privacy yet
+  FitArgs fit;
+  std::uint64_t master = 0;
+  bool fixed = false;
+  std::size_t dim = 0;
+};
+
+// The first field in which two partials' parameters differ, or "" (threads and strategy may differ).
+std::string spec_difference(const PartialSpec& a, const PartialSpec& b) {
+  const ReleaseParams &x = a.sketch, &y = b.sketch;
+  if (x.family.kernel != y.family.kernel) return "kernel";
+  if (x.family.rows != y.family.rows) return "rows";
+  if (x.width != y.width) return "width";
+  if (x.family.bandwidth != y.family.bandwidth) return "bandwidth";
+  if (x.family.power != y.family.power) return "power";
+  if (x.family.pair_mode != y.family.pair_mode) return "pair_mode";
+  if (x.seed != y.seed) return "seed";
+  if (a.master != b.master || a.fixed != b.fixed) return "master seed";
+  if (a.dim != b.dim) return "dimension";
+  if (a.fit.epsilon != b.fit.epsilon) return "epsilon";
+  if (a.fit.mechanism != b.fit.mechanism) return "mechanism";
+  if (a.fit.delta != b.fit.delta) return "delta";
+  if (a.fit.neighbors != b.fit.neighbors) return "neighbors";
+  if (a.fit.allow_non_private != b.fit.allow_non_private) return "allow_non_private";
+  return "";
+}
+
+class PyExactPartial {
+ public:
+  PyExactPartial(PartialSpec spec, ExactSketch exact) : spec_(std::move(spec)), exact_(std::move(exact)) {
+    threads_ = exact_->report().threads;
+    strategy_ = exact_->report().strategy;
+  }
+
+  const PartialSpec& spec() const { return spec_; }
+  int build_threads() const { return threads_; }
+  const std::string& build_strategy() const { return strategy_; }
+  const ExactSketch& exact() const {
+    if (!exact_) throw UsageError("this exact partial was released already (noise is added once)");
+    return *exact_;
+  }
+  // Hands the exact counts over to a release; the object is spent afterwards.
+  ExactSketch take() {
+    exact();
+    ExactSketch e = std::move(*exact_);
+    exact_.reset();
+    return e;
+  }
+
+  // The exact sum of partials of disjoint records (same parameters and master seed): a new
+  // object; the parts are unchanged.
+  static PyExactPartial sum(const std::vector<const PyExactPartial*>& parts);
+
+  // Pickle state: the parameters, the build record and the counts as bytes (in memory only).
+  py::tuple state() const;
+  static PyExactPartial from_state(const py::tuple& t);
+
+  std::string repr() const {
+    const ReleaseParams& p = spec_.sketch;
+    return "ExactPartial(kernel='" + to_string(p.family.kernel) + "', rows=" + std::to_string(p.family.rows) +
+           ", width=" + std::to_string(p.width) + (exact_ ? ", exact counts in memory, not private" : ", released") + ")";
+  }
+
+ private:
+  PartialSpec spec_;
+  std::optional<ExactSketch> exact_;
+  int threads_ = 1;        // the build record of the release: the partitions' thread count
+  std::string strategy_;   // and the strategy of the first partition with records
+};
+
 class PyRaceSketch {
  public:
   PyRaceSketch(const std::string& kernel, std::size_t rows, std::size_t width, double bandwidth, std::size_t power,
@@ -213,7 +338,87 @@ class PyRaceSketch {
     params_.family.rows = sketch_->rows();
   }
 
+  // From the parameters of a RaceSketch (privrace.dask rebuilds one where the partials meet).
+  explicit PyRaceSketch(const ReleaseParams& base) : params_(base) {
+    params_.privacy.reset();
+    params_.validate("");
+  }
+
   bool set_kernel() const { return is_set_kernel(params_.family.kernel); }
+
+  // privrace.dask: the exact counts of one block of rows, hashed with the collection's master
+  // seed. `first_row` is the block's first row in the collection (a multiple of the builder's
+  // 4096-row batch, so its batches are those of one process); `partition_starts` the first rows
+  // of the user's partitions that the block overlaps, the first numbered `first_partition` (for
+  // messages).
+  PyExactPartial exact_partial(const py::handle& x, const FitArgs& args, std::uint64_t master, bool fixed,
+                               std::size_t dim, std::uint64_t first_row, std::vector<std::uint64_t> partition_starts,
+                               std::size_t first_partition) const {
+    if (set_kernel())
+      throw UsageError("the " + to_string(params_.family.kernel) + " kernel sketches sets: pass a dask bag of sets");
+    const ReleaseParams params = fit_params(args);
+    DenseInput input(x, "data", first_row, std::move(partition_starts), first_partition);
+    if (input.cols() != dim)
+      throw UsageError("data: " + input.row_text(0) + ": " + std::to_string(input.cols()) + " columns, expected " +
+                       std::to_string(dim));
+    const MasterSeed seed = MasterSeed::of(master, fixed);
+    std::optional<ExactSketch> exact;
+    {
+      py::gil_scoped_release unlocked;
+      exact.emplace(build_exact_dense(params, seed, input));
+    }
+    return PyExactPartial(PartialSpec{params_, args, master, fixed, dim}, std::move(*exact));
+  }
+
+  PyExactPartial exact_partial_sets(const py::handle& sets_obj, const FitArgs& args, std::uint64_t master, bool fixed,
+                                    std::size_t partition) const {
+    if (!set_kernel())
+      throw UsageError("the " + to_string(params_.family.kernel) + " kernel sketches dense records: pass a dask array or dataframe");
+    const ReleaseParams params = fit_params(args);
+    const SetCollection sets = to_sets(sets_obj, "sets", true, [partition](std::size_t i) {
+      return "sets: partition " + std::to_string(partition) + ": sets[" + std::to_string(i) + "]";
+    });
+    const MasterSeed seed = MasterSeed::of(master, fixed);
+    std::optional<ExactSketch> exact;
+    {
+      py::gil_scoped_release unlocked;
+      exact.emplace(build_exact(params, seed, sets));
+    }
+    return PyExactPartial(PartialSpec{params_, args, master, fixed, 0}, std::move(*exact));
+  }
+
+  // The exact counts of no records with a partial's parameters (what a pickled partial's counts
+  // are copied into).
+  static ExactSketch empty_exact(const PartialSpec& spec) {
+    ReleaseParams params = PyRaceSketch(spec.sketch).fit_params(spec.fit);
+    params.threads = 1;
+    const MasterSeed seed = MasterSeed::of(spec.master, spec.fixed);
+    if (is_set_kernel(params.family.kernel)) return build_exact(params, seed, SetCollection{});
+    const DenseMatrix none(0, static_cast<Eigen::Index>(spec.dim));
+    return build_exact(params, seed, DenseRef(none));
+  }
+
+  // privrace.dask: noise ONCE on the summed exact counts, as fit() adds it (the master seed's
+  // noise: the seeded stream, or the OS CSPRNG); the partial is spent.
+  static PyRaceSketch release_partial(PyExactPartial& partial) {
+    PyRaceSketch out(partial.spec().sketch);
+    const int threads = partial.build_threads();
+    const std::string strategy = partial.build_strategy();
+    if (partial.exact().report().points == 0) throw UsageError("the collection has no records (every partition is empty)");
+    ExactSketch exact = partial.take();
+    std::optional<Release> release;
+    {
+      py::gil_scoped_release unlocked;
+      release.emplace(std::move(exact).release());
+    }
+    out.install(std::move(*release), "dask partitions", 0);
+    // The build record of one process: the per-build thread count and strategy.
+    out.header_["build"]["threads"] = threads;
+    out.header_["build"]["strategy"] = strategy;
+    out.fit_report_["threads"] = threads;
+    out.fit_report_["strategy"] = strategy;
+    return out;
+  }
 
   // X: records x attributes. Builds a new sketch (any previous one is replaced).
   PyRaceSketch& fit(const py::handle& x, const FitArgs& args) {
@@ -227,19 +432,7 @@ class PyRaceSketch {
     std::optional<Release> release;
     {
       py::gil_scoped_release unlocked;
-      if (input.in_place()) {
-        const auto view = input.view();
-        input.check_finite(view, 0);
-        release.emplace(build_exact(params, seed, view).release());
-      } else {
-        std::size_t next = 0;
-        release.emplace(build_exact(params, seed, input.cols(), [&](DenseMatrix& chunk) {
-                          const std::size_t n = std::min(kBlockRows, input.rows() - next);
-                          if (n > 0) input.convert(next, n, chunk);
-                          next += n;
-                          return n;
-                        }).release());
-      }
+      release.emplace(build_exact_dense(params, seed, input).release());
     }
     install(std::move(*release), input.in_place() ? "in place" : "converted to float32 in blocks", input.address());
     return *this;
@@ -415,6 +608,86 @@ class PyRaceSketch {
   nlohmann::json header_ = nlohmann::json::object();
   nlohmann::json fit_report_;
 };
+
+PyExactPartial PyExactPartial::sum(const std::vector<const PyExactPartial*>& parts) {
+  if (parts.empty()) throw UsageError("no exact partials to combine");
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i] == nullptr) throw UsageError("exact partial " + std::to_string(i) + " is None");
+    parts[i]->exact();  // refuses a spent one
+    const std::string diff = spec_difference(parts[0]->spec_, parts[i]->spec_);
+    if (!diff.empty())
+      throw InputError("cannot combine exact partial counts: part " + std::to_string(i) + " has a different " + diff +
+                       " than part 0");
+  }
+  PyExactPartial out = *parts[0];
+  {
+    py::gil_scoped_release unlocked;
+    for (std::size_t i = 1; i < parts.size(); ++i) out.exact_->merge(*parts[i]->exact_);  // checks the family too
+  }
+  // The build record: the most threads any share used, the strategy of the first share with records.
+  for (const PyExactPartial* p : parts) out.threads_ = std::max(out.threads_, p->threads_);
+  for (const PyExactPartial* p : parts)
+    if (p->exact_->report().points > 0) {
+      out.strategy_ = p->strategy_;
+      break;
+    }
+  return out;
+}
+
+py::tuple PyExactPartial::state() const {
+  const ExactSketch& e = exact();
+  const ReleaseParams& p = spec_.sketch;
+  const FitArgs& f = spec_.fit;
+  const auto counts = e.counts().counts();
+  return py::make_tuple(1, to_string(p.family.kernel), p.family.rows, p.width, p.family.bandwidth, p.family.power,
+                        p.seed ? py::object(py::int_(*p.seed)) : py::object(py::none()), p.family.pair_mode,
+                        f.epsilon ? py::object(py::float_(*f.epsilon)) : py::object(py::none()), f.mechanism, f.delta,
+                        f.neighbors, f.threads, f.allow_non_private, f.strategy, spec_.master, spec_.fixed, spec_.dim,
+                        e.report().points, threads_, strategy_,
+                        py::bytes(reinterpret_cast<const char*>(counts.data()), counts.size_bytes()));
+}
+
+PyExactPartial PyExactPartial::from_state(const py::tuple& t) {
+  if (t.size() != 22 || t[0].cast<int>() != 1) throw UsageError("not the state of an exact partial (version 1, 22 fields)");
+  PartialSpec spec;
+  ReleaseParams& p = spec.sketch;
+  p.family.kernel = race_kernel(t[1].cast<std::string>());
+  p.family.rows = t[2].cast<std::size_t>();
+  p.width = t[3].cast<std::size_t>();
+  p.family.bandwidth = t[4].cast<double>();
+  p.family.power = t[5].cast<std::size_t>();
+  p.seed = t[6].cast<std::optional<std::uint64_t>>();
+  p.family.pair_mode = t[7].cast<std::string>();
+  FitArgs& f = spec.fit;
+  f.epsilon = t[8].cast<std::optional<double>>();
+  f.mechanism = t[9].cast<std::string>();
+  f.delta = t[10].cast<double>();
+  f.neighbors = t[11].cast<std::string>();
+  f.threads = t[12].cast<int>();
+  f.allow_non_private = t[13].cast<bool>();
+  f.strategy = t[14].cast<std::string>();
+  spec.master = t[15].cast<std::uint64_t>();
+  spec.fixed = t[16].cast<bool>();
+  spec.dim = t[17].cast<std::size_t>();
+  const auto points = t[18].cast<std::size_t>();
+  const int threads = t[19].cast<int>();
+  const auto strategy = t[20].cast<std::string>();
+  const auto bytes = t[21].cast<py::bytes>();
+  char* data = nullptr;
+  Py_ssize_t size = 0;
+  if (PyBytes_AsStringAndSize(bytes.ptr(), &data, &size) != 0) throw py::error_already_set();
+  ExactSketch exact = PyRaceSketch::empty_exact(spec);
+  auto counts = exact.partial_counts();
+  if (static_cast<std::size_t>(size) != counts.size_bytes())
+    throw UsageError("an exact partial's state holds " + std::to_string(size) + " bytes of counts, its parameters need " +
+                     std::to_string(counts.size_bytes()));
+  std::memcpy(counts.data(), data, counts.size_bytes());
+  exact.add_reduced_records(static_cast<std::int64_t>(points));
+  PyExactPartial out(std::move(spec), std::move(exact));
+  out.threads_ = threads;
+  out.strategy_ = strategy;
+  return out;
+}
 
 // M2M over a released feature sketch (rff, hist, or a RACE sketch): the library's M2mModel and
 // the section-4 task functions on its weighted synthetic points. Post-processing only.
@@ -599,7 +872,56 @@ threads=0 uses every core; the counts do not depend on it. The GIL is released w
       .def_property_readonly("fitted", &PyRaceSketch::fitted_flag)
       .def_property_readonly("fit_report", &PyRaceSketch::fit_report,
                              "The last fit: points, threads, strategy, seconds, how X was read ('in place' or converted).")
-      .def("__repr__", &PyRaceSketch::repr);
+      .def("__repr__", &PyRaceSketch::repr)
+      // privrace.dask (python/privrace/dask.py): one partition's exact counts; not public API.
+      .def(
+          "_exact_partial",
+          [](const PyRaceSketch& self, const py::handle& x, std::uint64_t master, bool fixed, std::size_t dim,
+             std::uint64_t first_row, std::vector<std::uint64_t> partition_starts, std::size_t first_partition,
+             std::optional<double> epsilon, const std::string& mechanism, double delta, const std::string& neighbors,
+             int threads, bool allow_non_private, const std::string& strategy) {
+            return self.exact_partial(x, FitArgs{epsilon, mechanism, delta, neighbors, threads, allow_non_private, strategy},
+                                      master, fixed, dim, first_row, std::move(partition_starts), first_partition);
+          },
+          py::arg("X"), py::kw_only(), py::arg("master"), py::arg("fixed"), py::arg("dim"), py::arg("first_row"),
+          py::arg("partition_starts"), py::arg("first_partition") = 0, py::arg("epsilon"), py::arg("mechanism") = "discrete_laplace",
+          py::arg("delta") = 0.0, py::arg("neighbors") = "add-remove", py::arg("threads") = 0,
+          py::arg("allow_non_private") = false, py::arg("strategy") = "auto")
+      .def(
+          "_exact_partial_sets",
+          [](const PyRaceSketch& self, const py::handle& sets, std::uint64_t master, bool fixed, std::size_t partition,
+             std::optional<double> epsilon, const std::string& mechanism, double delta, const std::string& neighbors,
+             int threads, bool allow_non_private, const std::string& strategy) {
+            return self.exact_partial_sets(sets, FitArgs{epsilon, mechanism, delta, neighbors, threads, allow_non_private, strategy},
+                                           master, fixed, partition);
+          },
+          py::arg("sets"), py::kw_only(), py::arg("master"), py::arg("fixed"), py::arg("partition"), py::arg("epsilon"),
+          py::arg("mechanism") = "discrete_laplace", py::arg("delta") = 0.0, py::arg("neighbors") = "add-remove",
+          py::arg("threads") = 0, py::arg("allow_non_private") = false, py::arg("strategy") = "auto");
+
+  py::class_<PyExactPartial>(m, "ExactPartial", R"doc(
+Exact (non-private) counts of part of a collection, made by privrace.dask on a worker. It lives in
+memory only: there is no save, write or counts accessor, and its repr shows no count. It pickles
+to bytes in memory so that a Dask worker can hand it to another; privrace.dask sums the parts and
+releases the sum once (privrace._core._release).)doc")
+      .def("__repr__", &PyExactPartial::repr)
+      .def(py::pickle([](const PyExactPartial& self) { return self.state(); },
+                      [](const py::tuple& t) { return PyExactPartial::from_state(t); }));
+
+  m.def(
+      "_resolve_master",
+      [](std::optional<std::uint64_t> seed) {
+        const MasterSeed s = MasterSeed::resolve(seed);
+        return py::make_tuple(s.value(), s.fixed());
+      },
+      py::arg("seed"), "privrace.dask: the master seed of one release (the given seed, or one from the OS): (value, fixed).");
+  m.def(
+      "_combine",
+      [](const std::vector<const PyExactPartial*>& parts) { return PyExactPartial::sum(parts); }, py::arg("parts"),
+      "privrace.dask: the exact sum of exact partials of disjoint records (a new object).");
+  m.def(
+      "_release", [](PyExactPartial& exact) { return PyRaceSketch::release_partial(exact); }, py::arg("exact"),
+      "privrace.dask: a RaceSketch released from summed exact counts: noise once, as fit() adds it. The partial is spent.");
 
   py::class_<PyM2M>(m, "M2M", R"doc(
 M2M (Houssiau et al.): moments, CDFs, covariance and counting queries from a released feature
