@@ -1,6 +1,7 @@
 // Task ldp_smooth (Wang, Gaboardi & Xu 2018, Section 6.2, Algorithm 5): a family of Gaussian
 // kernel density queries with several bandwidths, answered at once from the trigonometric
 // (Chebyshev-cosine) basis released by LDP-AVG, against per-query LDP averaging.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -8,6 +9,7 @@
 #include <sstream>
 
 #include "ldp_task.hpp"
+#include "privrace/ldp/mean_mechanisms.hpp"
 #include "privrace/ldp/protocols.hpp"
 #include "privrace/ldp/smooth.hpp"
 
@@ -170,6 +172,31 @@ class LdpSmoothTask final : public Task {
   }
 };
 
+// Algorithm 5 with the basis sent through Wang et al.'s multidimensional PM or HM (ICDE 2019,
+// Algorithm 4) instead of LDP-AVG: each player's D = t^d - 1 terms phi_r(x) lie in [-1, 1]
+// already; she reports k = max(1, min(D, floor(eps / 2.5))) sampled terms with eps / k each,
+// scaled by D / k, and the server averages (unbiased) and answers every query from the means.
+SmoothRelease mean_mechanism_queries(const PointData& data, const TrigonometricBasis& basis,
+                                     const std::vector<std::vector<double>>& coefficients, double eps, bool hybrid,
+                                     std::uint64_t seed, int threads) {
+  const std::size_t terms = basis.sent();
+  // phi_r is a product of Chebyshev values in [-1, 1]; the clamp only absorbs rounding.
+  auto value = [&](std::uint64_t i, std::size_t j) { return std::clamp(basis.value(j, data.row(i)), -1.0, 1.0); };
+  SmoothRelease rel;
+  if (hybrid) {
+    const HybridVector mech(terms, eps);
+    rel.sent_means = simulate_sampled_mean(mech, data.n, seed, value, threads).mean;
+    rel.reports_per_player = mech.k();
+  } else {
+    const PiecewiseVector mech(terms, eps);
+    rel.sent_means = simulate_sampled_mean(mech, data.n, seed, value, threads).mean;
+    rel.reports_per_player = mech.k();
+  }
+  rel.answers.reserve(coefficients.size());
+  for (const auto& c : coefficients) rel.answers.push_back(basis.answer(c, rel.sent_means));
+  return rel;
+}
+
 std::vector<ParamSpec> smooth_population_parameters() {
   using K = ParamSpec::Kind;
   return {{"players", K::PositiveInt, nullptr, {}, "n, the number of simulated players"},
@@ -186,8 +213,9 @@ class LdpSmoothMethod final : public TypedMethod<LdpSmoothContext> {
     if (trig_) {
       using K = ParamSpec::Kind;
       v.push_back({"t", K::PositiveInt, 8, {}, "degree t - 1 per variable (t^d basis terms)"});
-      v.push_back({"protocol", K::String, "bit", {"bit", "laplace"},
-                   "LDP-AVG: one public term and one bit a player (Lemma 2), or all terms by Algorithm 1"});
+      v.push_back({"protocol", K::String, "bit", {"bit", "laplace", "pm", "hm"},
+                   "LDP-AVG: one public term and one bit a player (Lemma 2), or all terms by Algorithm 1; or the "
+                   "terms through Wang et al.'s multidimensional Piecewise (pm) or Hybrid (hm) Mechanism"});
       v.push_back({"max_gib", K::PositiveNumber, 2.0, {}, "refuse bases needing more memory"});
     }
     return v;
@@ -212,15 +240,22 @@ class LdpSmoothMethod final : public TypedMethod<LdpSmoothContext> {
       double reports = 1, terms = 0, worst_approx = 0;
       json details = json::object();
       if (trig_) {
-        const SmoothRelease rel = ldp_trigonometric_queries(pop->data, *basis, *coeffs, cell.epsilon,
-                                                            parse_smooth_protocol(P.at("protocol").get<std::string>()),
-                                                            cell.noise_seed, ctx.threads);
+        const std::string protocol = P.at("protocol").get<std::string>();
+        const bool mean_mechanism = protocol == "pm" || protocol == "hm";
+        const SmoothRelease rel =
+            mean_mechanism ? mean_mechanism_queries(pop->data, *basis, *coeffs, cell.epsilon, protocol == "hm",
+                                                    cell.noise_seed, ctx.threads)
+                           : ldp_trigonometric_queries(pop->data, *basis, *coeffs, cell.epsilon,
+                                                       parse_smooth_protocol(protocol), cell.noise_seed, ctx.threads);
         est = rel.answers;
         reports = static_cast<double>(rel.reports_per_player);
         terms = static_cast<double>(basis->sent());
         for (double a : approx) worst_approx = std::max(worst_approx, a);
-        details["budget"] = P.at("protocol") == "bit" ? "one public basis term and one bit a player with the whole eps"
-                                                      : "all t^d - 1 terms a player, eps / (t^d - 1) each (basic composition)";
+        details["budget"] = protocol == "bit"       ? "one public basis term and one bit a player with the whole eps"
+                            : protocol == "laplace" ? "all t^d - 1 terms a player, eps / (t^d - 1) each (basic composition)"
+                                                    : "k = max(1, min(t^d - 1, floor(eps / 2.5))) terms sampled by the player, "
+                                                      "eps / k each (Wang et al. Algorithm 4 over " +
+                                                          std::string(protocol == "pm" ? "PM" : "HM") + ")";
       } else {
         est = ldp_per_query_kernel_answers(pop->data, ctx.queries, cell.epsilon, cell.noise_seed, ctx.threads);
         terms = static_cast<double>(ctx.queries.size());

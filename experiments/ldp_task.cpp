@@ -11,6 +11,7 @@
 #include "privrace/ldp/erm.hpp"
 #include "privrace/ldp/highdim.hpp"
 #include "privrace/ldp/marginals.hpp"
+#include "privrace/ldp/mean_mechanisms.hpp"
 #include "privrace/ldp/protocols.hpp"
 
 namespace privrace::experiments {
@@ -248,7 +249,7 @@ CellResult make_result(const Instance& inst, const ErmResult& r, double epsilon,
 
 class LdpErmMethod final : public TypedMethod<LdpErmContext> {
  public:
-  enum class Kind { Bernstein, Bernstein1Bit, InputPerturbation, Sgd, NonPrivate };
+  enum class Kind { Bernstein, Bernstein1Bit, InputPerturbation, Sgd, NonPrivate, SgdPiecewise, SgdHybrid, SgdPrivUnit };
   explicit LdpErmMethod(Kind kind) : kind_(kind) {}
   std::string name() const override {
     switch (kind_) {
@@ -256,6 +257,9 @@ class LdpErmMethod final : public TypedMethod<LdpErmContext> {
       case Kind::Bernstein1Bit: return "ldp_bernstein_1bit";
       case Kind::InputPerturbation: return "ldp_input_perturbation";
       case Kind::Sgd: return "ldp_sgd";
+      case Kind::SgdPiecewise: return "ldp_sgd_pm";
+      case Kind::SgdHybrid: return "ldp_sgd_hm";
+      case Kind::SgdPrivUnit: return "ldp_sgd_privunit";
       default: return "erm_nonprivate";
     }
   }
@@ -300,12 +304,28 @@ class LdpErmMethod final : public TypedMethod<LdpErmContext> {
         case Kind::Sgd:
           r = ldp_sgd(inst->problem, inst->players, cell.epsilon, cell.noise_seed);
           break;
+        case Kind::SgdPiecewise:
+        case Kind::SgdHybrid:
+        case Kind::SgdPrivUnit:
+          r = ldp_sgd_mean_mechanism(inst->problem, inst->players, cell.epsilon,
+                                     kind_ == Kind::SgdPiecewise ? GradientMechanism::Piecewise
+                                     : kind_ == Kind::SgdHybrid  ? GradientMechanism::Hybrid
+                                                                 : GradientMechanism::PrivUnit,
+                                     cell.noise_seed);
+          break;
         case Kind::NonPrivate:
           r = inst->optimum;
           r.server_seconds = inst->optimum_seconds;
           break;
       }
-      emit(i, make_result(*inst, r, cell.epsilon, kind_ == Kind::Bernstein1Bit));
+      CellResult res = make_result(*inst, r, cell.epsilon, kind_ == Kind::Bernstein1Bit);
+      if (kind_ == Kind::SgdPiecewise || kind_ == Kind::SgdHybrid)
+        res.details["budget"] = "interactive: each player answers once, eps on her gradient / L in [-1, 1]^p (Wang et al. "
+                                "Algorithm 4: k = max(1, min(p, floor(eps / 2.5))) coordinates, eps / k each)";
+      else if (kind_ == Kind::SgdPrivUnit)
+        res.details["budget"] = "interactive: each player answers once, eps on her gradient / L (unit ball, rounded to "
+                                "the sphere) through PrivUnit with the Asi-Feldman-Talwar split";
+      emit(i, std::move(res));
     }
   }
 
@@ -678,7 +698,8 @@ std::vector<LdpErmOptimum> ldp_erm_optima(const ExperimentConfig& cfg, const Run
 void register_ldp_task(Registry& registry) {
   registry.add_task(std::make_unique<LdpErmTask>());
   for (auto k : {LdpErmMethod::Kind::Bernstein, LdpErmMethod::Kind::Bernstein1Bit, LdpErmMethod::Kind::InputPerturbation,
-                 LdpErmMethod::Kind::Sgd, LdpErmMethod::Kind::NonPrivate})
+                 LdpErmMethod::Kind::Sgd, LdpErmMethod::Kind::NonPrivate, LdpErmMethod::Kind::SgdPiecewise,
+                 LdpErmMethod::Kind::SgdHybrid, LdpErmMethod::Kind::SgdPrivUnit})
     registry.add_method(std::make_unique<LdpErmMethod>(k));
   registry.add_task(std::make_unique<LdpMarginalsTask>());
   for (auto k : {LdpMarginalsMethod::Kind::Chebyshev, LdpMarginalsMethod::Kind::RandomizedResponse,

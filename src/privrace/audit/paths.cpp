@@ -4,6 +4,7 @@
 #include <set>
 
 #include "privrace/core/error.hpp"
+#include "privrace/ldp/mean_mechanisms.hpp"
 #include "privrace/ldp/randomizers.hpp"
 #include "privrace/lsh/gaussian.hpp"
 #include "privrace/privacy/mechanisms.hpp"
@@ -329,6 +330,51 @@ AuditPath ldp_path(const std::string& name, const PathOptions& o) {
   return p;
 }
 
+// LDP mean mechanisms: one player's report on her extreme inputs, t = -1 (D) and t = 1 (D')
+// for PM and HM; for PrivUnit (d = 3) u = e_1 (D) and -e_1 (D'), observed through <Z, e_1>
+// (a post-processing, so a lower bound on it is one on the report).
+AuditPath ldp_mean_path(const std::string& name, const PathOptions& o) {
+  AuditPath p;
+  p.name = name;
+  p.claim = {o.epsilon, 0.0, false};
+  if (name == "ldp_privunit") {
+    const auto pu = std::make_shared<const ldp::PrivUnit>(3, o.epsilon);
+    p.description = "LDP PrivUnit (d = 3, Asi-Feldman-Talwar split), observed <Z, e_1>";
+    p.exact = {1.0};
+    p.exact_neighbour = {-1.0};
+    const double variance = pu->projection_variance();
+    p.release = [pu, variance](bool neighbour, const NoiseSource& source, Observation& out) {
+      auto rng = noise_rng(source);
+      const double u[3] = {neighbour ? -1.0 : 1.0, 0.0, 0.0};
+      double z[3];
+      pu->report(u, *rng, z);
+      out.values = {z[0]};
+      out.recorded_variance = {variance};
+    };
+    return p;
+  }
+  p.exact = {-1.0};
+  p.exact_neighbour = {1.0};
+  if (name == "ldp_piecewise") {
+    const ldp::PiecewiseMechanism pm(o.epsilon);
+    p.description = "LDP Piecewise Mechanism (Wang et al. 2019), t = -1 vs 1";
+    p.release = [pm](bool neighbour, const NoiseSource& source, Observation& out) {
+      auto rng = noise_rng(source);
+      out.values = {pm.report(neighbour ? 1.0 : -1.0, *rng)};
+      out.recorded_variance = {pm.variance(1.0)};
+    };
+  } else {
+    const ldp::HybridMechanism hm(o.epsilon);
+    p.description = "LDP Hybrid Mechanism (Wang et al. 2019), t = -1 vs 1";
+    p.release = [hm](bool neighbour, const NoiseSource& source, Observation& out) {
+      auto rng = noise_rng(source);
+      out.values = {hm.report(neighbour ? 1.0 : -1.0, *rng)};
+      out.recorded_variance = {hm.variance(1.0)};
+    };
+  }
+  return p;
+}
+
 }  // namespace
 
 std::vector<std::string> path_names() {
@@ -349,7 +395,10 @@ std::vector<std::string> path_names() {
           "m2m_rff",
           "m2m_hist",
           "ldp_bit",
-          "ldp_laplace"};
+          "ldp_laplace",
+          "ldp_piecewise",
+          "ldp_hybrid",
+          "ldp_privunit"};
 }
 
 AuditPath make_path(const std::string& name, const PathOptions& o) {
@@ -381,6 +430,7 @@ AuditPath make_path(const std::string& name, const PathOptions& o) {
   if (name == "m2m_rff") return feature_path("rff", o);
   if (name == "m2m_hist") return feature_path("hist", o);
   if (name == "ldp_bit" || name == "ldp_laplace") return ldp_path(name, o);
+  if (name == "ldp_piecewise" || name == "ldp_hybrid" || name == "ldp_privunit") return ldp_mean_path(name, o);
   if (name.rfind("mechanism_", 0) == 0) {
     const auto names = path_names();
     if (std::find(names.begin(), names.end(), name) != names.end()) return mechanism_path(name, o);
