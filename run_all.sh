@@ -5,6 +5,7 @@
 #   ./run_all.sh --all      also the configs named scaling* (long thread-scaling studies)
 #   ./run_all.sh --plan     print the cells and the time estimate of each config, run nothing
 #   ./run_all.sh --no-fetch download no data set (also PRIVRACE_NO_FETCH=1): offline use
+#   ./run_all.sh CONFIG...  only these configs, in this order (kde_skin or configs/kde_skin.json)
 # Every data set the configs name that is not present and verified (datasets/registry.json's
 # sha256) is first downloaded by datasets/fetch.sh (PRIVRACE_DATA_MIRROR=URL: from a mirror,
 # see datasets/README.md). Only a data set that cannot be downloaded (offline, no URL in the
@@ -22,6 +23,7 @@ REPO=$(pwd)
 QUICK=()
 ALL=0
 PLAN=0
+chosen=()
 NO_FETCH=0
 case ${PRIVRACE_NO_FETCH:-} in ""|0) ;; *) NO_FETCH=1 ;; esac
 for arg in "$@"; do
@@ -30,8 +32,9 @@ for arg in "$@"; do
     --all) ALL=1 ;;
     --plan) PLAN=1 ;;
     --no-fetch) NO_FETCH=1 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
-    *) echo "run_all.sh: unknown option '$arg' (expected --quick, --all, --plan, --no-fetch)" >&2; exit 2 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -*) echo "run_all.sh: unknown option '$arg' (expected --quick, --all, --plan, --no-fetch or config names)" >&2; exit 2 ;;
+    *) chosen+=("$arg") ;;
   esac
 done
 
@@ -58,15 +61,23 @@ cmake --build "$BUILD" --target privrace-experiment -j "$JOBS"
 EXP=$BUILD/privrace-experiment
 
 configs=()
-for c in configs/*.json; do
-  [[ -e "$c" ]] || continue
-  name=$(basename "$c" .json)
-  if [[ "$name" == scaling* && $ALL -eq 0 ]]; then
-    echo "skipping $c (scaling study; use --all)"
-    continue
-  fi
-  configs+=("$c")
-done
+if (( ${#chosen[@]} > 0 )); then
+  for c in "${chosen[@]}"; do
+    path=configs/$(basename "$c" .json).json
+    [[ -f "$path" ]] || { echo "run_all.sh: no config '$c' (expected a name of configs/*.json)" >&2; exit 2; }
+    configs+=("$path")
+  done
+else
+  for c in configs/*.json; do
+    [[ -e "$c" ]] || continue
+    name=$(basename "$c" .json)
+    if [[ "$name" == scaling* && $ALL -eq 0 ]]; then
+      echo "skipping $c (scaling study; use --all)"
+      continue
+    fi
+    configs+=("$c")
+  done
+fi
 
 # Data: each data set the configs name, fetched when absent (or differing from the registry) in
 # datasets/. The loader's search order decides what is present: $PRIVRACE_DATA, datasets/,
