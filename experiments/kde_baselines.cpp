@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "kde_task.hpp"
+#include "shared_work.hpp"
 #include "privbayes_params.hpp"
 #include "privrace/baselines/bernstein.hpp"
 #include "privrace/baselines/histogram.hpp"
@@ -24,33 +25,6 @@ using K = ParamSpec::Kind;
 using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// The epsilon-independent part of Bernstein, spectral and PFDA does not depend on the
-// repetition either (no public randomness), so consecutive groups that differ only in `rep`
-// reuse it; the records keep the time it took to compute (the cost of a release).
-template <typename T>
-class PrepCache {
- public:
-  template <typename Make>
-  std::pair<std::shared_ptr<const T>, double> get(const KdeContext& ctx, const json& params, Make&& make) const {
-    const std::string key = std::to_string(reinterpret_cast<std::uintptr_t>(&ctx)) + params.dump();
-    std::lock_guard<std::mutex> lock(mu_);
-    if (key != key_ || !obj_) {
-      obj_.reset();  // free the previous one first (lattices can be large)
-      const auto t0 = std::chrono::steady_clock::now();
-      obj_ = std::make_shared<const T>(make());
-      seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      key_ = key;
-    }
-    return {obj_, seconds_};
-  }
-
- private:
-  mutable std::mutex mu_;
-  mutable std::string key_;
-  mutable std::shared_ptr<const T> obj_;
-  mutable double seconds_ = 0;
-};
 
 std::vector<ParamSpec> domain_params() {
   return {{"lower", K::Number, 0.0, {}, "public lower bound of every feature (data is clipped into [lower, upper])"},
@@ -175,7 +149,7 @@ class BernsteinMethod final : public BaselineMethod {
   }
 
  private:
-  PrepCache<baselines::BernsteinRelease> cache_;
+  SharedWork<const baselines::BernsteinRelease> cache_;
 };
 
 class KmeMethod final : public BaselineMethod {
@@ -289,7 +263,7 @@ class SpectralMethod final : public BaselineMethod {
   }
 
  private:
-  PrepCache<baselines::SpectralRelease> cache_;
+  SharedWork<const baselines::SpectralRelease> cache_;
 };
 
 class PfdaMethod final : public BaselineMethod {
@@ -333,7 +307,7 @@ class PfdaMethod final : public BaselineMethod {
   }
 
  private:
-  PrepCache<baselines::PfdaRelease> cache_;
+  SharedWork<const baselines::PfdaRelease> cache_;
 };
 
 class HistogramMethod final : public BaselineMethod {
@@ -384,12 +358,17 @@ class PrivBayesMethod final : public BaselineMethod {
   void run_cells(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& p = group.params;
     const baselines::PrivBayesOptions o = privbayes_options(p);
-    const auto t0 = Clock::now();
     const baselines::Domain dom = domain_of(p);
-    const baselines::PrivBayes pb(ctx.train, baselines::TableBox::uniform(static_cast<std::size_t>(ctx.train.cols()), dom.lower, dom.upper), o);
+    // The binned table and its mutual-information scores (no randomness) serve every
+    // epsilon, repetition and sample size of one (domain, degree, bins, beta).
+    const json key = {p.at("lower"), p.at("upper"), p.at("degree"), p.at("bins"), p.at("beta")};
+    const auto [shared_pb, prep] = cache_.get(ctx, key, [&] {
+      return baselines::PrivBayes(ctx.train, baselines::TableBox::uniform(static_cast<std::size_t>(ctx.train.cols()), dom.lower, dom.upper), o);
+    });
+    const baselines::PrivBayes& pb = *shared_pb;
     const auto samples = p.at("samples").get<std::size_t>();
-    const double prep = since(t0);
     emit_all(ctx, group, emit, prep, json::object(), [&](double eps, RandomSource& rng) {
+      const std::size_t evals_before = pb.score_evaluations();
       Timed t;
       auto t1 = Clock::now();
       SeededRandom sampler(derive_seed(group.seed, 7));  // sampling is post-processing
@@ -404,9 +383,13 @@ class PrivBayesMethod final : public BaselineMethod {
       t.details["conditional_noise_scale"] = pb.conditional_noise_scale(eps);
       t.details["network_order"] = net.order;
       t.details["network_parents"] = net.parents;
+      t.details["scores_computed"] = pb.score_evaluations() - evals_before;  // the rest were shared
       return t;
     });
   }
+
+ private:
+  SharedWork<const baselines::PrivBayes> cache_;
 };
 
 }  // namespace

@@ -102,6 +102,39 @@ TEST(PrivBayesRegression, DeterministicForASeedAndFreshNoisePerSeed) {
   EXPECT_NE(mse_of(a.results[0]), mse_of(c.results[0]));
 }
 
+TEST(PrivBayesRegression, ScoresSharedAcrossRepetitionsLeaveResultsUnchanged) {
+  // One method object runs three repetitions' groups (scores kept from one to the next);
+  // run_method makes a fresh object (its own registry) that computes every score again.
+  // Same seeded results.
+  const RegressContext ctx = make_context(3000, 4, 21);
+  Registry registry;
+  register_builtin(registry);
+  const Method* shared = registry.method("privbayes_regression");
+  const json params = {{"degree", 2}, {"bins", 8}, {"samples", 2000}};
+  std::size_t later_shared = 0, later_fresh = 0;
+  for (std::uint64_t rep = 0; rep < 3; ++rep) {
+    const GroupRun fresh = run_method(ctx, params, {0.5, 2.0}, 40 + rep);
+    json p = json::object();
+    for (const auto& spec : shared->parameters()) p[spec.name] = spec.default_value;
+    for (const auto& [k, v] : params.items()) p[k] = v;
+    CellGroup group;
+    group.params = p;
+    group.seed = 40 + rep;
+    for (std::size_t i = 0; i < 2; ++i) group.cells.push_back({i ? 2.0 : 0.5, derive_seed(40 + rep, 100 + i), "eps" + std::to_string(i)});
+    std::vector<CellResult> got(2);
+    shared->run_group(ctx, group, [&](std::size_t i, CellResult c) { got.at(i) = std::move(c); });
+    for (std::size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(mse_of(got[i]), mse_of(fresh.results[i])) << "rep " << rep;
+      EXPECT_EQ(got[i].details.at("label_parents"), fresh.results[i].details.at("label_parents"));
+      if (rep > 0) {
+        later_shared += got[i].details.at("scores_computed").get<std::size_t>();
+        later_fresh += fresh.results[i].details.at("scores_computed").get<std::size_t>();
+      }
+    }
+  }
+  EXPECT_LT(later_shared, later_fresh);  // the later repetitions reused scores computed before
+}
+
 TEST(PrivBayesRegression, InfeasibleNetworkIsRecordedAsRefusedNotSkipped) {
   // gas-like width (128 features + label) at degree 3: d C(d-1, 3) 16^4 units, far above the limit.
   const RegressContext ctx = make_context(200, 128, 31);

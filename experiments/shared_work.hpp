@@ -1,0 +1,49 @@
+#pragma once
+// Work a method repeats for every repetition although it is a deterministic function of the
+// data and the method's parameters (an exact Bernstein lattice, a spectral basis, PrivBayes's
+// mutual-information scores): kept from one group to the next while the key is unchanged. The
+// runner walks a method's groups parameter point by point with the repetitions innermost, so
+// one entry per method is enough; it is freed before the next key's is made (lattices are
+// large). Only what involves no randomness of the repetition may be shared: records keep their
+// distribution, and seeded records are unchanged. PRIVRACE_SHARE_WORK=0 in the environment
+// remakes the object for every group (the tests compare both ways; a diagnostic).
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "experiment.hpp"
+
+namespace privrace::experiments {
+
+template <typename T>
+class SharedWork {
+ public:
+  // The object for (context, key), made by `make()` when absent, and the seconds its making
+  // took (the cost of a release that made it from scratch).
+  template <typename Make>
+  std::pair<std::shared_ptr<T>, double> get(const TaskContext& ctx, const json& key, Make&& make) const {
+    const std::string k = std::to_string(reinterpret_cast<std::uintptr_t>(&ctx)) + key.dump();
+    std::lock_guard<std::mutex> lock(mu_);
+    const char* share = std::getenv("PRIVRACE_SHARE_WORK");
+    if (k != key_ || !obj_ || (share && std::strcmp(share, "0") == 0)) {
+      obj_.reset();
+      const auto t0 = std::chrono::steady_clock::now();
+      obj_ = std::make_shared<T>(make());
+      seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      key_ = k;
+    }
+    return {obj_, seconds_};
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::string key_;
+  mutable std::shared_ptr<T> obj_;
+  mutable double seconds_ = 0;
+};
+
+}  // namespace privrace::experiments
