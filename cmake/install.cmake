@@ -2,7 +2,8 @@
 #   P/bin/privrace, privrace-experiment, privrace-audit
 #   P/lib/libprivrace_{engine,ldp,tasks,baselines,audit}.a, P/include/privrace/**.hpp
 #   P/lib/cmake/privrace/   find_package(privrace) -> imported targets privrace::engine, ::ldp,
-#                           ::tasks, ::baselines (links libtorch), ::audit
+#                           ::tasks, ::baselines, ::audit
+#   P/lib/privrace/libprivrace_dp_wgan.so   DP-WGAN's libtorch module, loaded on first use
 #   P/<PRIVRACE_PYTHON_INSTALL_DIR>/privrace/   the Python package (python/CMakeLists.txt)
 #   P/share/privrace/datasets/registry.json, P/share/privrace/configs/   what the commands look up
 include(CMakePackageConfigHelpers)
@@ -18,6 +19,9 @@ install(DIRECTORY ${CMAKE_SOURCE_DIR}/src/privrace DESTINATION ${CMAKE_INSTALL_I
 install(TARGETS privrace_cli privrace_audit_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET privrace_experiment)
   install(TARGETS privrace_experiment RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+if(TARGET privrace_dp_wgan)
+  install(TARGETS privrace_dp_wgan LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/privrace)
 endif()
 
 set(PRIVRACE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/privrace)

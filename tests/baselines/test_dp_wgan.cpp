@@ -103,5 +103,20 @@ TEST(DpWgan, BadInputIsRefusedWithTheValue) {
             std::string::npos);
 }
 
+TEST(DpWgan, TheModuleIsLoadedOnlyWhenAGeneratorIsMadeAndAMissingOneIsAClearError) {
+  // The test executable links no libtorch (ctest `structure` checks with ldd); the module is
+  // opened by the first DpWgan.
+  DpWgan first;
+  const std::string path = dp_wgan_module_path();
+  EXPECT_NE(path.find("libprivrace_dp_wgan.so"), std::string::npos) << path;
+  setenv("PRIVRACE_DP_WGAN_MODULE", "/nonexistent/libprivrace_dp_wgan.so", 1);
+  const std::string e = error_of([] { DpWgan g; });
+  unsetenv("PRIVRACE_DP_WGAN_MODULE");
+  EXPECT_NE(e.find("PRIVRACE_DP_WGAN_MODULE"), std::string::npos) << e;
+  EXPECT_NE(e.find("/nonexistent/libprivrace_dp_wgan.so"), std::string::npos) << e;
+  DpWgan again;  // the loaded module serves again once the override is gone
+  EXPECT_EQ(dp_wgan_module_path(), path);
+}
+
 }  // namespace
 }  // namespace privrace::baselines

@@ -2,8 +2,9 @@
 // DP-WGAN: a Wasserstein GAN whose critic is trained with DP-SGD (Xie, Lin, Wang, Wang & Zhou,
 // "Differentially Private Generative Adversarial Network", 2018; per-example clipping as in
 // Alzantot & Srivastava's DP-WGAN and Abadi et al. 2016), on the table normalised to [0, 1]^d
-// through its declared box. The network code is libtorch (the PyTorch C++ frontend); torch
-// stays inside dp_wgan.cpp.
+// through its declared box. The network code is libtorch (the PyTorch C++ frontend), built as
+// a module of its own (libprivrace_dp_wgan.so, from dp_wgan_torch.cpp) that DpWgan loads on
+// first use: nothing else links or loads torch (its 290 libraries cost 0.5 s at start-up).
 //
 // Privacy ((epsilon, delta)-DP, neighbours add or remove one record):
 //  * Only the critic reads real records. Each critic step draws a Poisson batch (every record
@@ -45,6 +46,16 @@ struct DpWganOptions {
   int threads = 0;                   // torch intra-op threads; 0 = OpenMP's default
 };
 
+// What the module implements.
+class DpWganModel : public SyntheticGenerator {
+ public:
+  virtual double noise_multiplier() const = 0;
+  virtual double training_seconds() const = 0;
+};
+
+// DP-WGAN through the module. The module is looked for at $PRIVRACE_DP_WGAN_MODULE, next to the
+// running executable, in ../lib/privrace from it (an install), in the build tree, then in the
+// configured install prefix; UsageError naming the places tried when none loads.
 class DpWgan final : public SyntheticGenerator {
  public:
   explicit DpWgan(const DpWganOptions& options = {});
@@ -52,27 +63,21 @@ class DpWgan final : public SyntheticGenerator {
   std::string name() const override { return "dp_wgan"; }
   // UsageError: delta outside (0, 1), epsilon too small for any sigma in the search range,
   // fewer rows than the batch, a bad option.
-  void fit(const DenseRef& table, const TableBox& box, const SyntheticPrivacy& privacy, RandomSource& noise) override;
-  DoubleMatrix sample(std::size_t rows, std::uint64_t seed) const override;
-  nlohmann::json privacy_record() const override;
-
-  double noise_multiplier() const { return sigma_; }
-  double training_seconds() const { return train_seconds_; }
+  void fit(const DenseRef& table, const TableBox& box, const SyntheticPrivacy& privacy, RandomSource& noise) override {
+    model_->fit(table, box, privacy, noise);
+  }
+  DoubleMatrix sample(std::size_t rows, std::uint64_t seed) const override { return model_->sample(rows, seed); }
+  nlohmann::json privacy_record() const override { return model_->privacy_record(); }
+  double noise_multiplier() const { return model_->noise_multiplier(); }
+  double training_seconds() const { return model_->training_seconds(); }
 
  private:
-  struct Nets;
-  DpWganOptions opt_;
-  std::unique_ptr<Nets> nets_;
-  TableBox box_;
-  double epsilon_ = 0, delta_ = 0, sigma_ = 0, q_ = 0, accounted_eps_ = 0, order_ = 0, train_seconds_ = 0;
-  std::size_t n_ = 0, steps_ = 0;
+  std::unique_ptr<DpWganModel> model_;
 };
 
-// For tests: the per-example critic gradients of -D(x) for the rows of `unit_batch` (in
-// [0, 1]^d) at a freshly initialised critic (seeded), each computed by its own autograd pass.
-// Returns their L2 norms before and after clipping to `clip`, and the largest absolute
-// difference between the sum of those clipped gradients and the batched clipped sum that
-// training uses.
+// The module's file, once loaded ("" before).
+std::string dp_wgan_module_path();
+
 struct ClippingCheck {
   std::vector<double> norms_before, norms_after;
   double batched_sum_error = 0;
