@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <limits>
@@ -48,56 +47,6 @@ std::string find_graph_file(const json& entry, const DataSearch& search, std::st
   return {};
 }
 
-// Ids at or above `nodes` folded onto id - nodes (R-MAT makes 2^scale nodes; a registry graph
-// rarely has a power of two), each set sorted and de-duplicated; u-u dropped unless kept.
-SetCollection fold_nodes(const SetCollection& g, std::uint64_t nodes, bool keep_loops, int threads, EdgeListReport& rep) {
-  const std::uint64_t n = g.size();
-  const auto fold = [nodes](std::uint32_t v) { return static_cast<std::uint32_t>(v >= nodes ? v - nodes : v); };
-  SetCollection out;
-  out.offsets.assign(nodes + 1, 0);
-  for (std::uint64_t u = 0; u < nodes; ++u)
-    out.offsets[u + 1] = out.offsets[u] + g.set(u).size() + (u + nodes < n ? g.set(u + nodes).size() : 0);
-  out.ids.resize(out.offsets[nodes]);
-  std::vector<std::uint64_t> kept(nodes);
-  std::uint64_t loops = 0, dups = 0;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 256) reduction(+ : loops, dups)
-  for (std::uint64_t u = 0; u < nodes; ++u) {
-    auto* b = out.ids.data() + out.offsets[u];
-    auto* e = b;
-    for (const std::uint32_t v : g.set(u)) *e++ = fold(v);
-    if (u + nodes < n)
-      for (const std::uint32_t v : g.set(u + nodes)) *e++ = fold(v);
-    std::sort(b, e);
-    auto* ue = std::unique(b, e);
-    dups += static_cast<std::uint64_t>(e - ue);
-    auto* self = std::lower_bound(b, ue, static_cast<std::uint32_t>(u));
-    if (self != ue && *self == u) {
-      ++loops;
-      if (!keep_loops) ue = std::move(self + 1, ue, self);
-    }
-    kept[u] = static_cast<std::uint64_t>(ue - b);
-  }
-  std::uint64_t pos = 0, max_deg = 0, empty = 0;
-  for (std::uint64_t u = 0; u < nodes; ++u) {
-    const std::uint64_t from = out.offsets[u];
-    if (from != pos) std::memmove(out.ids.data() + pos, out.ids.data() + from, kept[u] * sizeof(std::uint32_t));
-    out.offsets[u] = pos;
-    pos += kept[u];
-    max_deg = std::max(max_deg, kept[u]);
-    empty += kept[u] == 0;
-  }
-  out.offsets[nodes] = pos;
-  out.ids.resize(pos);
-  out.ids.shrink_to_fit();
-  rep.nodes = nodes;
-  rep.edges = pos;
-  rep.self_loops = loops;
-  rep.duplicates += dups;
-  rep.max_degree = max_deg;
-  rep.empty_sets = empty;
-  return out;
-}
-
 // Edges in the registry's unit: stored neighbours when directed, unordered pairs when not.
 std::uint64_t registry_edges(const SetCollection& g, bool directed, bool keep_loops) {
   if (directed) return g.ids.size();
@@ -125,6 +74,7 @@ SetCollection rmat_stand_in(const json& entry, const std::string& name, bool dir
   ro.seed = derive_seed(seed, h);
   ro.undirected = !directed;
   ro.keep_self_loops = keep_loops;
+  ro.nodes = nodes;  // ids past the data set's node count fold back as they are drawn
   ro.threads = threads;
   double factor = static_cast<double>(edges) / static_cast<double>(std::uint64_t{1} << scale);
   SetCollection g;
@@ -132,10 +82,7 @@ SetCollection rmat_stand_in(const json& entry, const std::string& name, bool dir
   int rounds = 0;
   for (; rounds < 5; ++rounds) {
     ro.edge_factor = factor;
-    EdgeListReport gen;
-    const SetCollection raw = generate_rmat(ro, &gen);
-    rep = gen;
-    g = fold_nodes(raw, nodes, keep_loops, threads, rep);
+    g = generate_rmat(ro, &rep);
     got = registry_edges(g, directed, keep_loops);
     if (std::abs(static_cast<double>(got) - static_cast<double>(edges)) <= 0.01 * static_cast<double>(edges)) break;
     factor *= std::clamp(static_cast<double>(edges) / static_cast<double>(std::max<std::uint64_t>(got, 1)), 0.5, 4.0);

@@ -167,13 +167,18 @@ SetCollection generate_rmat(const RmatOptions& o, EdgeListReport* report) {
                         " needs about " + std::to_string(static_cast<long long>(need / 1048576.0)) + " MiB, more than the " +
                         std::to_string(static_cast<long long>(static_cast<double>(limit) / 1048576.0)) +
                         " MiB allowed; refused before allocating");
-  const std::uint64_t n = std::uint64_t{1} << o.scale;
-  const auto m = static_cast<std::uint64_t>(std::llround(o.edge_factor * static_cast<double>(n)));
+  const std::uint64_t ids = std::uint64_t{1} << o.scale;  // the ids R-MAT draws
+  if (o.nodes != 0 && (o.nodes > ids || 2 * o.nodes <= ids))
+    throw UsageError("R-MAT nodes = " + std::to_string(o.nodes) + " with scale " + std::to_string(o.scale) +
+                     ": expected 2^(scale-1) < nodes <= 2^scale");
+  const std::uint64_t n = o.nodes != 0 ? o.nodes : ids;
+  const auto fold = [n](std::uint32_t x) { return x >= n ? static_cast<std::uint32_t>(x - n) : x; };
+  const auto m = static_cast<std::uint64_t>(std::llround(o.edge_factor * static_cast<double>(ids)));
   const Quadrants q{static_cast<std::uint32_t>(std::lround((o.a + o.b) * 65536.0)),
                     static_cast<std::uint32_t>(std::lround((o.a + o.b + o.c) * 65536.0)),
                     static_cast<std::uint32_t>(std::lround(o.a * 65536.0))};
   std::uint64_t st = derive_seed(o.seed, 0x5C7A);
-  const Scrambler scr{n - 1, splitmix64(st) | 1, splitmix64(st) | 1, splitmix64(st) & (n - 1), (o.scale + 1) / 2};
+  const Scrambler scr{ids - 1, splitmix64(st) | 1, splitmix64(st) | 1, splitmix64(st) & (ids - 1), (o.scale + 1) / 2};
   const std::uint64_t blocks = (m + kRmatBlock - 1) / kRmatBlock;
   const int threads = resolve_threads(o.threads);
   SetCollection g;
@@ -183,6 +188,8 @@ SetCollection generate_rmat(const RmatOptions& o, EdgeListReport* report) {
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1) reduction(+ : loops)
   for (std::uint64_t b = 0; b < blocks; ++b) {
     rmat_block(o, q, scr, b, m, [&](std::uint32_t u, std::uint32_t v) {
+      u = fold(u);
+      v = fold(v);
       if (u == v) {
         ++loops;
         if (!o.keep_self_loops) return;
@@ -199,6 +206,8 @@ SetCollection generate_rmat(const RmatOptions& o, EdgeListReport* report) {
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
     for (std::uint64_t b = 0; b < blocks; ++b) {
       rmat_block(o, q, scr, b, m, [&](std::uint32_t u, std::uint32_t v) {
+        u = fold(u);
+        v = fold(v);
         if (u == v && !o.keep_self_loops) return;
         g.ids[std::atomic_ref<std::uint64_t>(cursor[u]).fetch_add(1, std::memory_order_relaxed)] = v;
         if (o.undirected && u != v) g.ids[std::atomic_ref<std::uint64_t>(cursor[v]).fetch_add(1, std::memory_order_relaxed)] = u;

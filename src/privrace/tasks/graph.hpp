@@ -47,6 +47,9 @@ struct RmatOptions {
   double edge_factor = 16.0;
   double a = 0.57, b = 0.19, c = 0.19;
   std::uint64_t seed = 1;
+  // 0: the 2^scale nodes R-MAT draws; else a graph of this many (2^(scale-1) < nodes <= 2^scale,
+  // a data set's node count): ids at or above it fold onto id - nodes as edges are drawn.
+  std::uint64_t nodes = 0;
   bool undirected = true;        // Graph500 graphs are undirected: each edge in both sets
   bool keep_self_loops = false;
   bool scramble = true;          // permute node ids (hubs are otherwise all near id 0)
