@@ -2,12 +2,18 @@
 // Random10): DP-Copula fit + one synthetic table of the same size (target: under 1 s), PrivBayes
 // (degree 2, 16 bins) the same, DP-WGAN's training at epsilon = 1, delta = 1e-5 with the default
 // schedule (1000 generator steps x 5 DP-SGD critic steps, expected batch 256; target: under
-// 5 minutes), and the RDP accountant's noise-multiplier search. Baseline in the same run: one
+// 5 minutes), and the RDP accountant's noise-multiplier search. MST (16 bins, epsilon = 1,
+// delta = 1e-9; target: under 2 s a fit), AIM (16 bins, every 3-way marginal as the workload;
+// target: under 60 s a fit) and one Private-PGM iteration (per belief-propagation pass) on MST's
+// measurements and on one 3-attribute clique of 4096 cells. Baseline in the same run: one
 // pass over the table computing its column means.
 #include <benchmark/benchmark.h>
 
 #include "privrace/baselines/dp_copula.hpp"
+#include "privrace/baselines/aim.hpp"
 #include "privrace/baselines/dp_wgan.hpp"
+#include "privrace/baselines/mst.hpp"
+#include "privrace/baselines/private_pgm.hpp"
 #include "privrace/baselines/privbayes.hpp"
 #include "privrace/core/random.hpp"
 #include "privrace/privacy/rdp_accountant.hpp"
@@ -78,5 +84,64 @@ static void BM_DpWganTrain(benchmark::State& state) {
     benchmark::DoNotOptimize(gen.sample(kRows, seed).data());
   }
 }
+// range(0) = epsilon (delta = 1e-9). A fit and one synthetic table of the same size.
+static void BM_MstFitAndSample(benchmark::State& state) {
+  std::uint64_t seed = 1;
+  for (auto _ : state) {
+    MstGenerator gen;
+    SeededRandom noise(++seed);
+    gen.fit(table(), TableBox::uniform(kCols, 0, 1), {static_cast<double>(state.range(0)), 1e-9}, noise);
+    state.counters["pgm_seconds"] = gen.privacy_record().at("pgm_seconds").get<double>();
+    benchmark::DoNotOptimize(gen.sample(kRows, seed).data());
+  }
+}
+BENCHMARK(BM_MstFitAndSample)->Arg(1)->Arg(10)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// range(0) = epsilon. One iteration: a fit is seconds to a minute.
+static void BM_AimFitAndSample(benchmark::State& state) {
+  std::uint64_t seed = 1;
+  for (auto _ : state) {
+    AimGenerator gen;
+    SeededRandom noise(++seed);
+    gen.fit(table(), TableBox::uniform(kCols, 0, 1), {static_cast<double>(state.range(0)), 1e-9}, noise);
+    const nlohmann::json rec = gen.privacy_record();
+    state.counters["rounds"] = static_cast<double>(rec.at("rounds").size());
+    state.counters["model_cells"] = rec.at("model_cells").get<double>();
+    state.counters["pgm_seconds"] = rec.at("pgm_seconds").get<double>();
+    benchmark::DoNotOptimize(gen.sample(kRows, seed).data());
+  }
+}
+BENCHMARK(BM_AimFitAndSample)->Arg(1)->Arg(10)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+
+// Private-PGM: range(0) = 0: MST's 19 measurements (10 one-way, a 9-edge chain of pairs) of the
+// binned table; 1: one 3-way and three 2-way measurements inside one 4096-cell clique. 200
+// mirror-descent iterations (no scaled steps, no early stop); the counter is per BP pass.
+static void BM_PrivatePgmIterations(benchmark::State& state) {
+  const std::vector<std::uint16_t> codes = pgm::encode_table(table(), TableBox::uniform(kCols, 0, 1), 16);
+  const std::vector<int> domain(kCols, 16);
+  SeededRandom noise(3);
+  std::vector<pgm::Measurement> ms;
+  if (state.range(0) == 0) {
+    for (int j = 0; j < static_cast<int>(kCols); ++j) ms.push_back(pgm::measure(codes, kRows, {j}, domain, 10.0, noise));
+    for (int j = 0; j + 1 < static_cast<int>(kCols); ++j) ms.push_back(pgm::measure(codes, kRows, {j, j + 1}, domain, 10.0, noise));
+  } else {
+    ms.push_back(pgm::measure(codes, kRows, {0, 1, 2}, domain, 10.0, noise));
+    for (const pgm::Clique& c : {pgm::Clique{0, 1}, pgm::Clique{1, 2}, pgm::Clique{0, 2}})
+      ms.push_back(pgm::measure(codes, kRows, c, domain, 10.0, noise));
+  }
+  pgm::EstimationOptions o;
+  o.iterations = 200;
+  o.tolerance = 0;
+  o.scaled_steps = false;
+  int passes = 0;
+  for (auto _ : state) {
+    const pgm::GraphicalModel m = pgm::estimate(domain, ms, o);
+    passes += m.last_bp_passes;
+    benchmark::DoNotOptimize(m.total());
+  }
+  state.counters["bp_passes"] = benchmark::Counter(passes, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_PrivatePgmIterations)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 BENCHMARK(BM_DpWganTrain)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 BENCHMARK_MAIN();

@@ -10,8 +10,9 @@ methods when present) with the non-private model as a reference line. Table 1 (m
 beside the results, and printed): MRE of the mean at eps = inf and eps = 1 for RFF and HIST
 (and RACE), both data sets, next to the paper's values.
 
-Synthetic-data methods (dp_copula, privbayes, dp_wgan) are drawn when their records exist; the
-DP-WGAN legend says (eps, 1e-5)-DP because its guarantee is weaker than the sketches' eps-DP.
+Synthetic-data methods (dp_copula, privbayes, dp_wgan, mst_m2m, aim_m2m) are drawn when their
+records exist; the DP-WGAN, MST and AIM legends say (eps, delta)-DP because their guarantee is
+weaker than the sketches' eps-DP.
 
 usage: plot_m2m.py [--results DIR] [--out DIR]
 """
@@ -41,6 +42,8 @@ STYLE = {
     "privbayes": ("tab:brown", "P", "PrivBayes"),
     "privbayes_m2m": ("tab:brown", "P", "PrivBayes"),
     "dp_wgan": ("tab:pink", "X", "DP-WGAN ((eps, 1e-5)-DP)"),
+    "mst_m2m": ("tab:olive", "h", "MST ((eps, 1e-9)-DP)"),
+    "aim_m2m": ("tab:cyan", "*", "AIM ((eps, 1e-9)-DP)"),
     "logistic_nonprivate": ("black", None, "non-private"),
 }
 NONPRIVATE_MAP = {"rff": "m2m_rff", "race": "m2m_race", "hist": "m2m_hist"}

@@ -4,8 +4,10 @@
 #include <cmath>
 #include <string>
 
+#include "privrace/baselines/aim.hpp"
 #include "privrace/baselines/dp_copula.hpp"
 #include "privrace/baselines/dp_wgan.hpp"
+#include "privrace/baselines/mst.hpp"
 #include "privrace/baselines/privbayes.hpp"
 #include "privrace/core/error.hpp"
 
@@ -81,7 +83,28 @@ std::unique_ptr<SyntheticGenerator> make_synthetic_generator(const std::string& 
     o.threads = params.value("threads", o.threads);
     return std::make_unique<DpWgan>(o);
   }
-  throw UsageError("synthetic data: unknown generator '" + name + "'; expected dp_copula, privbayes or dp_wgan");
+  if (name == "mst") {
+    MstOptions o;
+    o.bins = params.value("bins", o.bins);
+    o.iterations = params.value("iterations", o.iterations);
+    o.neighbors = params.value("neighbors", o.neighbors);
+    o.max_cells = params.value("max_cells", o.max_cells);
+    return std::make_unique<MstGenerator>(o);
+  }
+  if (name == "aim") {
+    AimOptions o;
+    o.bins = params.value("bins", o.bins);
+    o.degree = params.value("degree", o.degree);
+    if (params.contains("workload")) o.workload = params.at("workload").get<std::vector<std::vector<int>>>();
+    o.max_cells = params.value("max_cells", o.max_cells);
+    o.rounds_per_attribute = params.value("rounds_per_attribute", o.rounds_per_attribute);
+    o.alpha = params.value("alpha", o.alpha);
+    o.round_iterations = params.value("round_iterations", o.round_iterations);
+    o.final_iterations = params.value("final_iterations", o.final_iterations);
+    o.neighbors = params.value("neighbors", o.neighbors);
+    return std::make_unique<AimGenerator>(o);
+  }
+  throw UsageError("synthetic data: unknown generator '" + name + "'; expected dp_copula, privbayes, dp_wgan, mst or aim");
 }
 
 }  // namespace privrace::baselines

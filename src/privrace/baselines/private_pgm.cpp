@@ -1,0 +1,857 @@
+#include "privrace/baselines/private_pgm.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+
+#include "privrace/core/error.hpp"
+#include "privrace/privacy/mechanisms.hpp"
+
+namespace privrace::baselines::pgm {
+namespace {
+
+// Rows per sampling block: each block draws from its own stream.
+constexpr std::size_t kPgmSampleBlock = 4096;
+// Largest intermediate table of a marginal computed by variable elimination.
+constexpr double kMaxEliminationCells = double(1u << 27);
+
+std::string clique_text(const Clique& c) {
+  std::string s = "{";
+  for (std::size_t i = 0; i < c.size(); ++i) s += (i ? ", " : "") + std::to_string(c[i]);
+  return s + "}";
+}
+
+bool is_subset(const Clique& sub, const Clique& c) { return std::includes(c.begin(), c.end(), sub.begin(), sub.end()); }
+
+Clique set_union(const Clique& a, const Clique& b) {
+  Clique u;
+  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(u));
+  return u;
+}
+
+Clique set_intersection(const Clique& a, const Clique& b) {
+  Clique u;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(u));
+  return u;
+}
+
+Clique set_difference(const Clique& a, const Clique& b) {
+  Clique u;
+  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(u));
+  return u;
+}
+
+// out[s] = sum of v[cell] over the cells mapping to s.
+void marginalise(const std::vector<double>& v, const std::vector<std::uint32_t>& map, std::vector<double>& out,
+                 std::size_t out_cells) {
+  out.assign(out_cells, 0.0);
+  const std::size_t n = v.size();
+  for (std::size_t i = 0; i < n; ++i) out[map[i]] += v[i];
+}
+
+void normalise(std::vector<double>& v) {
+  double s = 0;
+  for (const double x : v) s += x;
+  if (s > 0 && std::isfinite(s)) {
+    const double inv = 1.0 / s;
+    for (double& x : v) x *= inv;
+  } else {
+    std::fill(v.begin(), v.end(), 1.0 / static_cast<double>(v.size()));
+  }
+}
+
+// Index drawn by inversion of one uniform on running sums `cum` (ascending, last = total).
+std::size_t draw_cumulative(const double* cum, std::size_t len, RandomSource& rng) {
+  const double total = cum[len - 1];
+  if (!(total > 0)) return static_cast<std::size_t>(rng.below(len));
+  const double u = rng.unit() * total;
+  const std::size_t i = static_cast<std::size_t>(std::upper_bound(cum, cum + len, u) - cum);
+  return std::min(i, len - 1);
+}
+
+}  // namespace
+
+double clique_cells(const Clique& c, const std::vector<int>& domain) {
+  double cells = 1;
+  for (const int a : c) cells *= static_cast<double>(domain[static_cast<std::size_t>(a)]);
+  return cells;
+}
+
+std::vector<std::uint32_t> index_map(const Clique& c, const Clique& sub, const std::vector<int>& domain) {
+  const double total = clique_cells(c, domain);
+  if (total > 4294967295.0) throw UsageError("private-pgm: clique " + clique_text(c) + " has more than 2^32 cells");
+  const std::size_t k = c.size();
+  // Stride in `sub` of each position of `c` (0 for attributes not in sub).
+  std::vector<std::uint64_t> w(k, 0), size(k);
+  std::uint64_t stride = 1;
+  for (std::size_t i = sub.size(); i-- > 0;) {
+    const auto it = std::find(c.begin(), c.end(), sub[i]);
+    if (it == c.end()) throw Error("private-pgm: " + clique_text(sub) + " is not a subset of " + clique_text(c));
+    w[static_cast<std::size_t>(it - c.begin())] = stride;
+    stride *= static_cast<std::uint64_t>(domain[static_cast<std::size_t>(sub[i])]);
+  }
+  for (std::size_t i = 0; i < k; ++i) size[i] = static_cast<std::uint64_t>(domain[static_cast<std::size_t>(c[i])]);
+  const auto cells = static_cast<std::size_t>(total);
+  std::vector<std::uint32_t> out(cells);
+  std::vector<std::uint64_t> digit(k, 0);
+  std::uint64_t idx = 0;
+  for (std::size_t cell = 0; cell < cells; ++cell) {
+    out[cell] = static_cast<std::uint32_t>(idx);
+    for (std::size_t i = k; i-- > 0;) {
+      ++digit[i];
+      idx += w[i];
+      if (digit[i] < size[i]) break;
+      idx -= w[i] * size[i];
+      digit[i] = 0;
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- junction tree
+
+std::vector<Clique> JunctionTree::triangulate(const std::vector<Clique>& cliques, std::size_t attributes) {
+  const std::size_t d = attributes;
+  std::vector<std::vector<char>> adj(d, std::vector<char>(d, 0));
+  for (const Clique& c : cliques)
+    for (const int a : c) {
+      if (a < 0 || static_cast<std::size_t>(a) >= d)
+        throw UsageError("private-pgm: clique " + clique_text(c) + " names attribute " + std::to_string(a) +
+                         "; expected attributes 0.." + std::to_string(d - 1));
+      for (const int b : c)
+        if (a != b) adj[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] = 1;
+    }
+  std::vector<char> alive(d, 1);
+  std::vector<Clique> elim;
+  std::vector<int> nb;
+  for (std::size_t step = 0; step < d; ++step) {
+    std::size_t best = d, best_fill = 0, best_deg = 0;
+    for (std::size_t v = 0; v < d; ++v) {
+      if (!alive[v]) continue;
+      nb.clear();
+      for (std::size_t u = 0; u < d; ++u)
+        if (alive[u] && adj[v][u]) nb.push_back(static_cast<int>(u));
+      std::size_t fill = 0;
+      for (std::size_t i = 0; i < nb.size(); ++i)
+        for (std::size_t j = i + 1; j < nb.size(); ++j)
+          fill += !adj[static_cast<std::size_t>(nb[i])][static_cast<std::size_t>(nb[j])];
+      if (best == d || fill < best_fill || (fill == best_fill && nb.size() < best_deg)) {
+        best = v;
+        best_fill = fill;
+        best_deg = nb.size();
+      }
+    }
+    Clique c{static_cast<int>(best)};
+    for (std::size_t u = 0; u < d; ++u)
+      if (alive[u] && adj[best][u]) c.push_back(static_cast<int>(u));
+    std::sort(c.begin(), c.end());
+    for (const int a : c)
+      for (const int b : c)
+        if (a != b) adj[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] = 1;
+    alive[best] = 0;
+    elim.push_back(std::move(c));
+  }
+  // Keep the maximal ones, in elimination order.
+  std::vector<Clique> out;
+  for (std::size_t i = 0; i < elim.size(); ++i) {
+    bool maximal = true;
+    for (std::size_t j = 0; j < elim.size() && maximal; ++j)
+      if (j != i && is_subset(elim[i], elim[j]) && (elim[i].size() < elim[j].size() || j < i)) maximal = false;
+    if (maximal) out.push_back(elim[i]);
+  }
+  return out;
+}
+
+double JunctionTree::size_of(const std::vector<Clique>& cliques, const std::vector<int>& domain) {
+  double cells = 0;
+  for (const Clique& c : triangulate(cliques, domain.size())) cells += clique_cells(c, domain);
+  return cells;
+}
+
+JunctionTree JunctionTree::build(const std::vector<Clique>& cliques, const std::vector<int>& domain) {
+  JunctionTree t;
+  t.cliques_ = triangulate(cliques, domain.size());
+  const std::size_t k = t.cliques_.size();
+  // Maximum spanning tree of the clique graph (weight: separator size), Kruskal.
+  struct Edge {
+    std::size_t w, a, b;
+  };
+  std::vector<Edge> edges;
+  for (std::size_t a = 0; a < k; ++a)
+    for (std::size_t b = a + 1; b < k; ++b)
+      edges.push_back({set_intersection(t.cliques_[a], t.cliques_[b]).size(), a, b});
+  std::stable_sort(edges.begin(), edges.end(), [](const Edge& x, const Edge& y) { return x.w > y.w; });
+  std::vector<std::size_t> comp(k);
+  std::iota(comp.begin(), comp.end(), std::size_t{0});
+  auto find = [&](std::size_t x) {
+    while (comp[x] != x) x = comp[x] = comp[comp[x]];
+    return x;
+  };
+  std::vector<std::vector<std::size_t>> nbr(k);
+  for (const Edge& e : edges) {
+    const std::size_t ra = find(e.a), rb = find(e.b);
+    if (ra == rb) continue;
+    comp[ra] = rb;
+    nbr[e.a].push_back(e.b);
+    nbr[e.b].push_back(e.a);
+  }
+  t.parent_.assign(k, -1);
+  t.sep_.assign(k, Clique{});
+  std::vector<char> seen(k, 0);
+  t.order_.push_back(0);
+  seen[0] = 1;
+  for (std::size_t i = 0; i < t.order_.size(); ++i) {
+    const auto c = static_cast<std::size_t>(t.order_[i]);
+    for (const std::size_t ch : nbr[c]) {
+      if (seen[ch]) continue;
+      seen[ch] = 1;
+      t.parent_[ch] = static_cast<int>(c);
+      t.sep_[ch] = set_intersection(t.cliques_[ch], t.cliques_[c]);
+      t.order_.push_back(static_cast<int>(ch));
+    }
+  }
+  return t;
+}
+
+int JunctionTree::containing(const Clique& sub) const {
+  for (std::size_t c = 0; c < cliques_.size(); ++c)
+    if (is_subset(sub, cliques_[c])) return static_cast<int>(c);
+  return -1;
+}
+
+// ---------------------------------------------------------------- model
+
+GraphicalModel::GraphicalModel(std::vector<int> domain, const std::vector<Clique>& potentials)
+    : domain_(std::move(domain)) {
+  for (std::size_t j = 0; j < domain_.size(); ++j)
+    if (domain_[j] < 1 || domain_[j] > 65535)
+      throw UsageError("private-pgm: attribute " + std::to_string(j) + " has " + std::to_string(domain_[j]) +
+                       " values; expected 1..65535");
+  tree_ = JunctionTree::build(potentials, domain_);
+  for (const Clique& c : potentials)
+    theta_.emplace(c, std::vector<double>(static_cast<std::size_t>(clique_cells(c, domain_)), 0.0));
+  const std::size_t k = tree_.cliques().size();
+  std::vector<const Clique*> pc;
+  for (const auto& [c, th] : theta_) pc.push_back(&c);
+  // A potential inside a larger one with the same home is folded into it (added to the larger
+  // table, its marginal summed from the larger one's): one pass over the home clique per
+  // unfolded potential instead of one per potential.
+  for (std::size_t m = 0; m < pc.size(); ++m) {
+    const int home = tree_.containing(*pc[m]);
+    theta_home_.push_back(home);
+  }
+  fold_parent_.assign(pc.size(), -1);
+  fold_map_.resize(pc.size());
+  theta_map_.resize(pc.size());
+  for (std::size_t m = 0; m < pc.size(); ++m) {
+    std::size_t best = pc.size();
+    for (std::size_t q = 0; q < pc.size(); ++q)
+      if (q != m && theta_home_[q] == theta_home_[m] && pc[q]->size() > pc[m]->size() && is_subset(*pc[m], *pc[q]) &&
+          (best == pc.size() || pc[q]->size() > pc[best]->size()))
+        best = q;
+    if (best < pc.size()) {
+      fold_parent_[m] = static_cast<int>(best);
+      fold_map_[m] = index_map(*pc[best], *pc[m], domain_);
+    } else {
+      theta_map_[m] = index_map(tree_.cliques()[static_cast<std::size_t>(theta_home_[m])], *pc[m], domain_);
+    }
+  }
+  fold_order_.resize(pc.size());
+  std::iota(fold_order_.begin(), fold_order_.end(), std::size_t{0});
+  std::stable_sort(fold_order_.begin(), fold_order_.end(),
+                   [&](std::size_t a, std::size_t b) { return pc[a]->size() < pc[b]->size(); });
+  acc_.resize(pc.size());
+  sep_map_.resize(k);
+  par_map_.resize(k);
+  for (std::size_t c = 0; c < k; ++c) {
+    sep_map_[c] = index_map(tree_.cliques()[c], tree_.separator(c), domain_);
+    if (tree_.parent(c) >= 0)
+      par_map_[c] = index_map(tree_.cliques()[static_cast<std::size_t>(tree_.parent(c))], tree_.separator(c), domain_);
+  }
+  marg_.resize(k);
+  work_.resize(k);
+  up_.resize(k);
+  for (std::size_t c = 0; c < k; ++c) {
+    marg_[c].assign(static_cast<std::size_t>(clique_cells(tree_.cliques()[c], domain_)), 0.0);
+    work_[c].assign(marg_[c].size(), 0.0);
+  }
+}
+
+void GraphicalModel::calibrate() {
+  const std::size_t k = tree_.cliques().size();
+  // Clique tables exp(theta_C - max theta_C), theta_C the sum of the potentials homed at C.
+  for (std::size_t c = 0; c < k; ++c) std::fill(work_[c].begin(), work_[c].end(), 0.0);
+  {
+    std::size_t m = 0;
+    for (const auto& [cl, th] : theta_) acc_[m++] = th;
+    // Smaller potentials into their fold parents first (sizes increase along a chain).
+    for (const std::size_t q : fold_order_) {
+      if (fold_parent_[q] < 0) continue;
+      std::vector<double>& big = acc_[static_cast<std::size_t>(fold_parent_[q])];
+      const std::vector<double>& small = acc_[q];
+      const std::vector<std::uint32_t>& map = fold_map_[q];
+      for (std::size_t i = 0; i < big.size(); ++i) big[i] += small[map[i]];
+    }
+    for (m = 0; m < acc_.size(); ++m) {
+      if (fold_parent_[m] >= 0) continue;
+      std::vector<double>& w = work_[static_cast<std::size_t>(theta_home_[m])];
+      const std::vector<std::uint32_t>& map = theta_map_[m];
+      const std::vector<double>& a = acc_[m];
+      const std::size_t n = w.size();
+      for (std::size_t i = 0; i < n; ++i) w[i] += a[map[i]];
+    }
+  }
+  for (std::size_t c = 0; c < k; ++c) {
+    std::vector<double>& w = work_[c];
+    const double mx = *std::max_element(w.begin(), w.end());
+    for (double& x : w) x = std::exp(x - mx);
+  }
+  // Up: children before parents.
+  const std::vector<int>& order = tree_.order();
+  std::vector<double> tmp;
+  for (std::size_t i = order.size(); i-- > 1;) {
+    const auto c = static_cast<std::size_t>(order[i]);
+    const auto p = static_cast<std::size_t>(tree_.parent(c));
+    const std::size_t sc = static_cast<std::size_t>(clique_cells(tree_.separator(c), domain_));
+    marginalise(work_[c], sep_map_[c], up_[c], sc);
+    normalise(up_[c]);
+    const std::vector<std::uint32_t>& pmap = par_map_[c];
+    std::vector<double>& wp = work_[p];
+    for (std::size_t j = 0; j < wp.size(); ++j) wp[j] *= up_[c][pmap[j]];
+  }
+  // Down: the root's belief, then each child's from its parent's.
+  const auto root = static_cast<std::size_t>(order[0]);
+  marg_[root] = work_[root];
+  normalise(marg_[root]);
+  for (std::size_t i = 1; i < order.size(); ++i) {
+    const auto c = static_cast<std::size_t>(order[i]);
+    const auto p = static_cast<std::size_t>(tree_.parent(c));
+    const std::size_t sc = static_cast<std::size_t>(clique_cells(tree_.separator(c), domain_));
+    marginalise(marg_[p], par_map_[c], tmp, sc);
+    for (std::size_t s = 0; s < sc; ++s) tmp[s] = up_[c][s] > 0 ? tmp[s] / up_[c][s] : 0.0;
+    std::vector<double>& mc = marg_[c];
+    const std::vector<double>& wc = work_[c];
+    const std::vector<std::uint32_t>& smap = sep_map_[c];
+    for (std::size_t j = 0; j < mc.size(); ++j) mc[j] = wc[j] * tmp[smap[j]];
+    normalise(mc);
+  }
+}
+
+void GraphicalModel::potential_marginals(std::vector<std::vector<double>>& mu) const {
+  mu.resize(theta_.size());
+  std::size_t m = 0;
+  for (const auto& [c, th] : theta_) {
+    if (fold_parent_[m] < 0)
+      marginalise(marg_[static_cast<std::size_t>(theta_home_[m])], theta_map_[m], mu[m], th.size());
+    ++m;
+  }
+  // Folded ones from their parents, larger first.
+  std::vector<std::size_t> sizes;
+  for (const auto& [c, th] : theta_) sizes.push_back(th.size());
+  for (std::size_t i = fold_order_.size(); i-- > 0;) {
+    const std::size_t q = fold_order_[i];
+    if (fold_parent_[q] >= 0) marginalise(mu[static_cast<std::size_t>(fold_parent_[q])], fold_map_[q], mu[q], sizes[q]);
+  }
+}
+
+std::vector<double> GraphicalModel::marginal(const Clique& attrs) const {
+  const int home = tree_.containing(attrs);
+  std::vector<double> out;
+  if (home >= 0) {
+    const auto h = static_cast<std::size_t>(home);
+    marginalise(marg_[h], index_map(tree_.cliques()[h], attrs, domain_), out,
+                static_cast<std::size_t>(clique_cells(attrs, domain_)));
+    return out;
+  }
+  // The smallest subtree covering the attributes: prune leaves that are not needed.
+  const std::size_t k = tree_.cliques().size();
+  std::vector<char> need(k, 0), in(k, 1);
+  for (const int a : attrs) {
+    const int c = tree_.containing(Clique{a});
+    if (c < 0) throw UsageError("private-pgm: attribute " + std::to_string(a) + " is not in the model");
+    need[static_cast<std::size_t>(c)] = 1;
+  }
+  std::vector<int> deg(k, 0);
+  for (std::size_t c = 0; c < k; ++c)
+    if (tree_.parent(c) >= 0) ++deg[c], ++deg[static_cast<std::size_t>(tree_.parent(c))];
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::size_t c = 0; c < k; ++c) {
+      if (!in[c] || need[c] || deg[c] > 1) continue;
+      in[c] = 0;
+      changed = true;
+      for (std::size_t o = 0; o < k; ++o) {
+        if (!in[o]) continue;
+        if (tree_.parent(c) == static_cast<int>(o) || tree_.parent(o) == static_cast<int>(c)) --deg[o];
+      }
+    }
+  }
+  // Factors: the subtree's top clique's marginal, every other clique's conditional given its
+  // separator with its parent (both in the subtree): their product is the subtree's joint.
+  std::vector<Factor> fs;
+  for (std::size_t c = 0; c < k; ++c) {
+    if (!in[c]) continue;
+    Factor f{tree_.cliques()[c], marg_[c]};
+    const int p = tree_.parent(c);
+    if (p >= 0 && in[static_cast<std::size_t>(p)]) {
+      std::vector<double> sm;
+      const std::size_t sc = static_cast<std::size_t>(clique_cells(tree_.separator(c), domain_));
+      marginalise(marg_[c], sep_map_[c], sm, sc);
+      for (std::size_t j = 0; j < f.values.size(); ++j) {
+        const double s = sm[sep_map_[c][j]];
+        f.values[j] = s > 0 ? f.values[j] / s : 0.0;
+      }
+    }
+    fs.push_back(std::move(f));
+  }
+  // Variable elimination of everything else, cheapest product first.
+  auto product_scope = [&](int v) {
+    Clique u;
+    for (const Factor& f : fs)
+      if (std::binary_search(f.attrs.begin(), f.attrs.end(), v)) u = set_union(u, f.attrs);
+    return u;
+  };
+  auto multiply = [&](const std::vector<const Factor*>& parts, const Clique& scope) {
+    const double cells = clique_cells(scope, domain_);
+    if (cells > kMaxEliminationCells)
+      throw UsageError("private-pgm: the marginal over " + clique_text(attrs) + " needs an intermediate table of " +
+                       std::to_string(cells) + " cells (at most 2^27)");
+    Factor r{scope, std::vector<double>(static_cast<std::size_t>(cells), 1.0)};
+    for (const Factor* f : parts) {
+      const auto map = index_map(scope, f->attrs, domain_);
+      for (std::size_t j = 0; j < r.values.size(); ++j) r.values[j] *= f->values[map[j]];
+    }
+    return r;
+  };
+  for (;;) {
+    Clique all;
+    for (const Factor& f : fs) all = set_union(all, f.attrs);
+    const Clique rest = set_difference(all, attrs);
+    if (rest.empty()) break;
+    int best = rest[0];
+    double best_cells = std::numeric_limits<double>::infinity();
+    for (const int v : rest) {
+      const double cells = clique_cells(product_scope(v), domain_);
+      if (cells < best_cells) best_cells = cells, best = v;
+    }
+    const Clique scope = product_scope(best);
+    std::vector<const Factor*> parts;
+    std::vector<Factor> keep;
+    for (const Factor& f : fs)
+      if (std::binary_search(f.attrs.begin(), f.attrs.end(), best)) parts.push_back(&f);
+    Factor prod = multiply(parts, scope);
+    const Clique reduced = set_difference(scope, Clique{best});
+    Factor summed{reduced, {}};
+    marginalise(prod.values, index_map(scope, reduced, domain_), summed.values,
+                static_cast<std::size_t>(clique_cells(reduced, domain_)));
+    for (Factor& f : fs)
+      if (!std::binary_search(f.attrs.begin(), f.attrs.end(), best)) keep.push_back(std::move(f));
+    keep.push_back(std::move(summed));
+    fs = std::move(keep);
+  }
+  std::vector<const Factor*> parts;
+  for (const Factor& f : fs) parts.push_back(&f);
+  Factor joint = multiply(parts, attrs);
+  out = std::move(joint.values);
+  normalise(out);
+  return out;
+}
+
+std::vector<std::uint16_t> GraphicalModel::sample(std::size_t rows, std::uint64_t seed) const {
+  const std::size_t d = domain_.size(), k = tree_.cliques().size();
+  // Per clique: the conditional of its new attributes given its separator, laid out
+  // [separator cell][new cell], as running sums per separator cell.
+  struct Cond {
+    Clique fresh;                           // attributes not in the separator
+    std::vector<std::uint64_t> sep_stride;  // separator attributes' strides (in separator order)
+    std::size_t sep_cells = 1, fresh_cells = 1;
+    std::vector<double> cum;
+  };
+  std::vector<Cond> conds(k);
+  for (std::size_t c = 0; c < k; ++c) {
+    Cond& cd = conds[c];
+    const Clique& cl = tree_.cliques()[c];
+    const Clique& sep = tree_.separator(c);
+    cd.fresh = set_difference(cl, sep);
+    cd.sep_cells = static_cast<std::size_t>(clique_cells(sep, domain_));
+    cd.fresh_cells = static_cast<std::size_t>(clique_cells(cd.fresh, domain_));
+    cd.sep_stride.assign(sep.size(), 1);
+    for (std::size_t i = sep.size(); i-- > 1;)
+      cd.sep_stride[i - 1] = cd.sep_stride[i] * static_cast<std::uint64_t>(domain_[static_cast<std::size_t>(sep[i])]);
+    const auto fmap = index_map(cl, cd.fresh, domain_);
+    cd.cum.assign(cd.sep_cells * cd.fresh_cells, 0.0);
+    for (std::size_t j = 0; j < marg_[c].size(); ++j) cd.cum[sep_map_[c][j] * cd.fresh_cells + fmap[j]] = marg_[c][j];
+    for (std::size_t s = 0; s < cd.sep_cells; ++s) {
+      double run = 0;
+      for (std::size_t f = 0; f < cd.fresh_cells; ++f)
+        cd.cum[s * cd.fresh_cells + f] = (run += cd.cum[s * cd.fresh_cells + f]);
+    }
+  }
+  std::vector<std::uint16_t> out(rows * d);
+  const std::size_t blocks = (rows + kPgmSampleBlock - 1) / kPgmSampleBlock;
+#pragma omp parallel for schedule(dynamic, 1) if (blocks > 1)
+  for (std::ptrdiff_t blk = 0; blk < static_cast<std::ptrdiff_t>(blocks); ++blk) {
+    SeededRandom rng(derive_seed(seed, static_cast<std::uint64_t>(blk)));
+    const std::size_t r0 = static_cast<std::size_t>(blk) * kPgmSampleBlock, r1 = std::min(rows, r0 + kPgmSampleBlock);
+    for (std::size_t r = r0; r < r1; ++r) {
+      std::uint16_t* row = &out[r * d];
+      for (const int ci : tree_.order()) {
+        const auto c = static_cast<std::size_t>(ci);
+        const Cond& cd = conds[c];
+        const Clique& sep = tree_.separator(c);
+        std::size_t s = 0;
+        for (std::size_t i = 0; i < sep.size(); ++i) s += row[static_cast<std::size_t>(sep[i])] * cd.sep_stride[i];
+        std::size_t f = draw_cumulative(&cd.cum[s * cd.fresh_cells], cd.fresh_cells, rng);
+        for (std::size_t i = cd.fresh.size(); i-- > 0;) {
+          const auto a = static_cast<std::size_t>(cd.fresh[i]);
+          const auto sz = static_cast<std::size_t>(domain_[a]);
+          row[a] = static_cast<std::uint16_t>(f % sz);
+          f /= sz;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- estimation
+
+namespace {
+
+struct Grouped {
+  std::vector<Clique> cliques;                    // distinct, in map order
+  std::vector<std::vector<std::size_t>> members;  // measurements of each
+};
+
+Grouped group_measurements(const std::vector<Measurement>& ms) {
+  std::map<Clique, std::vector<std::size_t>> by;
+  for (std::size_t i = 0; i < ms.size(); ++i) by[ms[i].clique].push_back(i);
+  Grouped g;
+  for (auto& [c, v] : by) {
+    g.cliques.push_back(c);
+    g.members.push_back(std::move(v));
+  }
+  return g;
+}
+
+// Model marginal (probabilities) of each distinct clique: the model's potentials are exactly
+// these cliques, in the same (map) order.
+void clique_marginals(const GraphicalModel& model, const Grouped& g, std::vector<std::vector<double>>& mu) {
+  if (model.potentials().size() == g.cliques.size()) {
+    model.potential_marginals(mu);
+    return;
+  }
+  mu.resize(g.cliques.size());
+  for (std::size_t i = 0; i < g.cliques.size(); ++i) mu[i] = model.marginal(g.cliques[i]);
+}
+
+double loss_and_gradient(const std::vector<Measurement>& ms, const Grouped& g,
+                         const std::vector<std::vector<double>>& mu, double n, std::vector<std::vector<double>>* grad) {
+  double loss = 0;
+  if (grad) grad->resize(g.cliques.size());
+  for (std::size_t i = 0; i < g.cliques.size(); ++i) {
+    if (grad) (*grad)[i].assign(mu[i].size(), 0.0);
+    for (const std::size_t m : g.members[i]) {
+      const double w = 1.0 / (ms[m].sigma * ms[m].sigma);
+      for (std::size_t j = 0; j < mu[i].size(); ++j) {
+        const double diff = n * mu[i][j] - ms[m].y[j];
+        loss += 0.5 * w * diff * diff;
+        if (grad) (*grad)[i][j] += n * w * diff;
+      }
+    }
+  }
+  return loss;
+}
+
+}  // namespace
+
+double estimation_loss(const GraphicalModel& model, const std::vector<Measurement>& measurements) {
+  const Grouped g = group_measurements(measurements);
+  std::vector<std::vector<double>> mu;
+  clique_marginals(model, g, mu);
+  return loss_and_gradient(measurements, g, mu, model.total(), nullptr);
+}
+
+GraphicalModel estimate(const std::vector<int>& domain, const std::vector<Measurement>& measurements,
+                        const EstimationOptions& options, const GraphicalModel* warm) {
+  if (measurements.empty()) throw UsageError("private-pgm: no measurements to estimate from");
+  for (const Measurement& m : measurements) {
+    if (!std::is_sorted(m.clique.begin(), m.clique.end()) ||
+        std::adjacent_find(m.clique.begin(), m.clique.end()) != m.clique.end())
+      throw UsageError("private-pgm: clique " + clique_text(m.clique) +
+                       " must list distinct attributes in ascending order");
+    for (const int a : m.clique)
+      if (a < 0 || static_cast<std::size_t>(a) >= domain.size())
+        throw UsageError("private-pgm: clique " + clique_text(m.clique) + " names attribute " + std::to_string(a) +
+                         "; expected attributes 0.." + std::to_string(domain.size() - 1));
+    if (static_cast<double>(m.y.size()) != clique_cells(m.clique, domain))
+      throw UsageError("private-pgm: measurement of " + clique_text(m.clique) + " has " + std::to_string(m.y.size()) +
+                       " values; expected " + std::to_string(clique_cells(m.clique, domain)));
+    if (!(m.sigma > 0) || !std::isfinite(m.sigma))
+      throw UsageError("private-pgm: measurement of " + clique_text(m.clique) + " has sigma " +
+                       std::to_string(m.sigma) + "; expected a finite sigma > 0");
+  }
+  if (options.iterations < 0) throw UsageError("private-pgm: iterations must be at least 0");
+  const Grouped g = group_measurements(measurements);
+  GraphicalModel model(domain, g.cliques);
+  // Total: inverse-variance weighted mean of the measurements' sums (Var(sum y) = cells sigma^2).
+  double num = 0, den = 0, lip = 0;
+  for (const Measurement& m : measurements) {
+    double s = 0;
+    for (const double v : m.y) s += v;
+    const double w = 1.0 / (static_cast<double>(m.y.size()) * m.sigma * m.sigma);
+    num += w * s;
+    den += w;
+  }
+  const double n = std::max(1.0, num / den);
+  model.set_total(n);
+  for (const Measurement& m : measurements) lip += n * n / (m.sigma * m.sigma);
+  auto& theta = model.potentials();
+  if (warm)
+    for (auto& [c, th] : theta) {
+      const auto it = warm->potentials().find(c);
+      if (it != warm->potentials().end()) th = it->second;
+    }
+  model.calibrate();
+  int passes = 1;
+  std::vector<std::vector<double>> mu, mu_new, grad;
+  clique_marginals(model, g, mu);
+  double loss = loss_and_gradient(measurements, g, mu, n, &grad);
+  double eta = 1.0 / lip;
+  std::map<Clique, std::vector<double>> saved;
+  // Per distinct clique: the sum of its measurements' weights 1 / sigma^2.
+  std::vector<double> wsum(g.cliques.size(), 0.0);
+  for (std::size_t i = 0; i < g.cliques.size(); ++i)
+    for (const std::size_t m : g.members[i]) wsum[i] += 1.0 / (measurements[m].sigma * measurements[m].sigma);
+  std::vector<std::vector<double>> dir(g.cliques.size());
+  // theta <- saved + step * direction, then the Armijo test on L; the new loss through *out.
+  auto try_step = [&](double step, double* out) {
+    std::size_t i = 0;
+    for (auto& [c, th] : theta) {
+      const std::vector<double>& s = saved.at(c);
+      for (std::size_t j = 0; j < th.size(); ++j) th[j] = s[j] + step * dir[i][j];
+      ++i;
+    }
+    model.calibrate();
+    ++passes;
+    clique_marginals(model, g, mu_new);
+    *out = loss_and_gradient(measurements, g, mu_new, n, nullptr);
+    double expected = 0;
+    for (std::size_t q = 0; q < mu.size(); ++q)
+      for (std::size_t j = 0; j < mu[q].size(); ++j) expected += grad[q][j] * (mu[q][j] - mu_new[q][j]);
+    return loss - *out >= 0.5 * expected && *out <= loss;
+  };
+  int it = 0;
+  bool grow = true, pgrow = true;  // the last step was accepted at its first try: try a longer one
+  bool scaled = options.scaled_steps;
+  double pstep = 1.0;
+  for (; it < options.iterations; ++it) {
+    saved = theta;
+    bool accepted = false;
+    double new_loss = loss;
+    if (scaled) {
+      // The scaled direction -(mu - ybar / N) / mu per cell (ybar: the clique's weighted mean
+      // measurement), clipped to [-20, 20]: an iterative-proportional-fitting-like step that
+      // moves small cells as fast as large ones. Used while it passes the same Armijo test;
+      // at its first failure the descent continues with mirror-descent steps only.
+      for (std::size_t i = 0; i < g.cliques.size(); ++i) {
+        dir[i].resize(grad[i].size());
+        for (std::size_t j = 0; j < grad[i].size(); ++j)
+          dir[i][j] = std::clamp(-grad[i][j] / (n * n * wsum[i] * std::max(mu[i][j], 1e-300)), -20.0, 20.0);
+      }
+      if (pgrow) pstep = std::min(1.0, 2 * pstep);
+      for (int tries = 0; tries < 6 && !accepted; ++tries) {
+        pgrow = tries == 0;
+        if (try_step(pstep, &new_loss))
+          accepted = true;
+        else
+          pstep *= 0.5;
+      }
+      if (!accepted) scaled = false;
+    }
+    if (!accepted) {
+      for (std::size_t i = 0; i < g.cliques.size(); ++i) {
+        dir[i].resize(grad[i].size());
+        for (std::size_t j = 0; j < grad[i].size(); ++j) dir[i][j] = -grad[i][j];
+      }
+      if (grow) eta *= 2;
+      for (int tries = 0; tries < 40 && !accepted; ++tries) {
+        grow = tries == 0;
+        if (try_step(eta, &new_loss))
+          accepted = true;
+        else
+          eta *= 0.5;
+      }
+    }
+    if (!accepted) {
+      theta = saved;
+      model.calibrate();
+      ++passes;
+      break;
+    }
+    const double decrease = loss - new_loss;
+    mu.swap(mu_new);
+    loss = loss_and_gradient(measurements, g, mu, n, &grad);
+    if (decrease <= options.tolerance * loss) {
+      ++it;
+      break;
+    }
+  }
+  model.last_iterations = it;
+  model.last_bp_passes = passes;
+  return model;
+}
+
+std::vector<double> data_marginal(const std::vector<std::uint16_t>& codes, std::size_t n, const Clique& c,
+                                  const std::vector<int>& domain) {
+  const auto cells = static_cast<std::size_t>(clique_cells(c, domain));
+  std::vector<double> out(cells, 0.0);
+  std::vector<std::uint32_t> key(n, 0u);
+  for (const int a : c) {
+    const auto b = static_cast<std::uint32_t>(domain[static_cast<std::size_t>(a)]);
+    const std::uint16_t* col = &codes[static_cast<std::size_t>(a) * n];
+    for (std::size_t i = 0; i < n; ++i) key[i] = key[i] * b + col[i];
+  }
+  for (const std::uint32_t k : key) out[k] += 1.0;
+  return out;
+}
+
+// ---------------------------------------------------------------- measurement helpers
+
+double zcdp_rho(double epsilon, double delta) {
+  if (!(epsilon > 0) || !std::isfinite(epsilon))
+    throw UsageError("zCDP: epsilon " + std::to_string(epsilon) + " is invalid; expected a finite epsilon > 0");
+  if (!(delta > 0 && delta < 1)) throw UsageError("zCDP: delta " + std::to_string(delta) + " is outside (0, 1)");
+  const double l = std::log(1.0 / delta);
+  // sqrt(rho) = sqrt(l + eps) - sqrt(l), computed as eps / (sqrt(l + eps) + sqrt(l)): no
+  // cancellation for small epsilon.
+  const double root = epsilon / (std::sqrt(l + epsilon) + std::sqrt(l));
+  return root * root;
+}
+
+double zcdp_epsilon(double rho, double delta) { return rho + 2.0 * std::sqrt(rho * std::log(1.0 / delta)); }
+
+namespace {
+
+using u128 = unsigned __int128;
+
+// Bernoulli(a / b) exactly for 0 <= a <= b, 0 < b < 2^127: a uniform integer below b by
+// rejection from the next power of two, compared with a.
+bool bernoulli_ratio(RandomSource& rng, u128 a, u128 b) {
+  int bits = 0;
+  for (u128 v = b - 1; v != 0; v >>= 1) ++bits;
+  for (;;) {
+    u128 r = (static_cast<u128>(rng.next()) << 64) | rng.next();
+    r = bits == 0 ? 0 : (bits >= 128 ? r : (r & ((static_cast<u128>(1) << bits) - 1)));
+    if (r < b) return r < a;
+  }
+}
+
+// Bernoulli(exp(-num / den)) exactly, for num < den <= 2^100 (CKS 2020, Algorithm 1: the parity
+// of the first K with Bernoulli(gamma / K) = 0).
+bool bernoulli_exp_fraction(RandomSource& rng, u128 num, u128 den) {
+  for (std::uint64_t k = 1;; ++k) {
+    if (k > (std::uint64_t{1} << 27)) throw Error("discrete Gaussian: Bernoulli(exp) ran past 2^27 steps");
+    if (!bernoulli_ratio(rng, num, den * k)) return (k % 2) == 1;
+  }
+}
+
+}  // namespace
+
+DiscreteGaussian::DiscreteGaussian(double sigma) {
+  if (!(sigma > 0) || !(sigma <= 1e7))
+    throw UsageError("discrete Gaussian: sigma " + std::to_string(sigma) +
+                     " is outside (0, 10^7] (the exact sampler's range); expected a larger privacy budget");
+  t_ = static_cast<std::uint64_t>(std::floor(sigma)) + 1;
+  const double s2 = std::nextafter(sigma * sigma, std::numeric_limits<double>::infinity());
+  // The largest q = 2^k (k <= 20) keeping the acceptance test's denominator 2 p q t^2 within 2^100.
+  for (int k = 20; k >= 0; --k) {
+    q_ = std::uint64_t{1} << k;
+    p_ = static_cast<std::uint64_t>(std::ceil(s2 * static_cast<double>(q_)));
+    const u128 den = static_cast<u128>(2) * p_ * q_ * t_ * t_;
+    if (den <= (static_cast<u128>(1) << 100)) return;
+  }
+  throw UsageError("discrete Gaussian: sigma " + std::to_string(sigma) + " is beyond the exact sampler's range");
+}
+
+std::int64_t DiscreteGaussian::sample(RandomSource& rng) const {
+  // CKS 2020, Algorithm 3: a discrete Laplace proposal of scale t, accepted with probability
+  // exp(-(|z| - sigma^2/t)^2 / (2 sigma^2)) = exp(-(|z| q t - p)^2 / (2 p q t^2)).
+  const u128 den = static_cast<u128>(2) * p_ * q_ * t_ * t_;
+  for (;;) {
+    const std::uint64_t u = rng.below(t_);
+    if (!bernoulli_exp(rng, u, t_)) continue;
+    std::uint64_t v = 0;
+    while (bernoulli_exp(rng, 1, 1)) ++v;
+    const u128 x = static_cast<u128>(u) + static_cast<u128>(t_) * v;
+    const bool negative = rng.bit();
+    if (negative && x == 0) continue;
+    // x >= 2^62 or |a| >= 2^64 means an acceptance probability below exp(-2^28) (x beyond
+    // 10^4 sigma): rejected, which moves less than exp(-2^28) of probability. Otherwise
+    // x q t < 2^62 2^44 fits.
+    if ((x >> 62) != 0) continue;
+    const u128 xqt = x * q_ * t_;
+    const u128 a = xqt >= p_ ? xqt - p_ : p_ - xqt;
+    if ((a >> 64) != 0) continue;
+    const u128 num = a * a;
+    u128 whole = num / den;
+    bool ok = true;
+    for (; whole > 0 && ok; --whole) ok = bernoulli_exp(rng, 1, 1);
+    if (ok) ok = bernoulli_exp_fraction(rng, num % den, den);
+    if (ok) return negative ? -static_cast<std::int64_t>(x) : static_cast<std::int64_t>(x);
+  }
+}
+
+Measurement measure(const std::vector<std::uint16_t>& codes, std::size_t n, const Clique& c,
+                    const std::vector<int>& domain, double sigma, RandomSource& rng) {
+  const DiscreteGaussian noise(sigma);
+  Measurement m{c, data_marginal(codes, n, c, domain), std::sqrt(noise.sigma2())};
+  for (double& v : m.y) v += static_cast<double>(noise.sample(rng));
+  return m;
+}
+
+std::vector<std::uint16_t> encode_table(const DenseRef& table, const TableBox& box, int bins) {
+  const auto n = static_cast<std::size_t>(table.rows()), d = static_cast<std::size_t>(table.cols());
+  std::vector<std::uint16_t> codes(n * d);
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(n); ++i)
+    for (std::size_t j = 0; j < d; ++j) {
+      const double t = box.to_unit(j, table(i, static_cast<Eigen::Index>(j)));
+      codes[j * n + static_cast<std::size_t>(i)] =
+          static_cast<std::uint16_t>(std::min(bins - 1, static_cast<int>(t * bins)));
+    }
+  return codes;
+}
+
+DoubleMatrix decode_rows(const std::vector<std::uint16_t>& bins, std::size_t rows, const TableBox& box, int bin_count,
+                         std::uint64_t seed) {
+  const std::size_t d = box.dim();
+  DoubleMatrix out(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(d));
+  const std::size_t blocks = (rows + kPgmSampleBlock - 1) / kPgmSampleBlock;
+  const double b = static_cast<double>(bin_count);
+#pragma omp parallel for schedule(static) if (blocks > 1)
+  for (std::ptrdiff_t blk = 0; blk < static_cast<std::ptrdiff_t>(blocks); ++blk) {
+    SeededRandom rng(derive_seed(seed, static_cast<std::uint64_t>(blk)));
+    const std::size_t r0 = static_cast<std::size_t>(blk) * kPgmSampleBlock, r1 = std::min(rows, r0 + kPgmSampleBlock);
+    for (std::size_t r = r0; r < r1; ++r)
+      for (std::size_t j = 0; j < d; ++j)
+        out(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(j)) =
+            box.from_unit(j, (static_cast<double>(bins[r * d + j]) + rng.unit()) / b);
+  }
+  return out;
+}
+
+std::size_t exponential_mechanism(const std::vector<double>& scores, double epsilon, double sensitivity,
+                                  RandomSource& rng) {
+  if (scores.empty()) throw Error("exponential mechanism: no candidates");
+  std::vector<double> w(scores.size());
+  for (std::size_t i = 0; i < scores.size(); ++i) w[i] = epsilon * scores[i] / (2.0 * sensitivity);
+  const double mx = *std::max_element(w.begin(), w.end());
+  double run = 0;
+  for (double& x : w) x = (run += std::exp(x - mx));
+  return draw_cumulative(w.data(), w.size(), rng);
+}
+
+}  // namespace privrace::baselines::pgm

@@ -1,0 +1,208 @@
+#pragma once
+// Private-PGM (McKenna, Sheldon & Miklau, "Graphical-model based estimation and inference for
+// differential privacy", ICML 2019): from noisy marginal measurements of a discretised table,
+// a graphical model whose marginals fit them, and synthetic rows drawn from it. It is the
+// estimation step shared by MST (mst.hpp) and AIM (aim.hpp); everything here is
+// post-processing of the noisy measurements (no privacy cost), except the measurement helpers
+// at the end (the discrete Gaussian sampler and the zCDP conversions) that MST and AIM use to
+// take those measurements.
+//
+// * Domain: d attributes, attribute j taking values 0 .. domain[j] - 1. A clique is a sorted
+//   set of attribute indices; a factor over it stores one value per cell, the first attribute
+//   slowest (row-major in the clique's order), the last fastest.
+// * Measurement: y = M_C(D) + N(0, sigma^2 I), M_C the count vector of clique C.
+// * Model: p(x) proportional to exp(sum_m theta_m(x_{C_m})), one potential per distinct
+//   measured clique (the log-linear family Private-PGM fits), times a total N estimated from the
+//   measurements (the inverse-variance weighted mean of their sums).
+// * Junction tree: the graph with an edge between every two attributes of a measured clique
+//   (and every attribute as a vertex) is triangulated by min-fill elimination (ties: fewer
+//   neighbours, then the lower index); the maximal elimination cliques are joined by a maximum
+//   spanning tree of separator sizes (Kruskal; components joined by empty separators), which has
+//   the running-intersection property for a chordal graph. Each potential is added into the
+//   first tree clique containing it.
+// * Inference: sum-product belief propagation on the junction tree in the probability domain
+//   (clique tables exp(theta_C - max theta_C), messages rescaled to sum 1; Hugin-style
+//   distribution: the down message is the parent belief's separator marginal over the up
+//   message). It gives every clique's exact marginal; a marginal over attributes in no single
+//   clique is computed by variable elimination over the smallest subtree that covers them.
+// * Estimation: minimise L(mu) = 1/2 sum_m ||N mu_m - y_m||^2 / sigma_m^2 over the marginal
+//   polytope by entropic mirror descent: theta_m <- theta_m - eta dL/dmu_m, mu from belief
+//   propagation. The step starts at 1/Lip with Lip = N^2 sum_m 1/sigma_m^2 (L is Lip-smooth in
+//   the L1 norm, and the entropy of the joint is 1-strongly convex in it), is doubled after a
+//   step accepted at its first try and halved until the Armijo condition
+//   L(mu) - L(mu') >= 1/2 <dL/dmu, mu - mu'> holds. Mirror descent moves a cell's probability
+//   by an amount proportional to the probability itself, so small cells (zero counts) converge
+//   slowly; the descent therefore starts with scaled steps theta_m <- theta_m + s d_m,
+//   d_m = -(mu_m - ybar_m / N) / mu_m per cell (ybar_m the clique's inverse-variance weighted
+//   measurement; clipped to [-20, 20]: an iterative-proportional-fitting-like step), accepted by
+//   the same Armijo test, and switches to mirror-descent steps for good when a scaled step still
+//   fails it after six halvings of s (the scaled direction need not be a descent direction near the optimum of
+//   inconsistent noisy measurements). Every accepted step lowers L. A potential nested in a
+//   larger one with the same tree clique is folded into it (one pass over the clique table per
+//   unfolded potential).
+// * Sampling: forward sampling along the junction tree: the root clique from its marginal,
+//   then each clique's new attributes given its separator's sampled values (inversion on the
+//   conditional's running sums). Rows come in fixed blocks, each from its own stream derived
+//   from the seed, so they do not depend on the thread count.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "privrace/baselines/synthetic.hpp"
+#include "privrace/core/random.hpp"
+#include "privrace/core/types.hpp"
+
+namespace privrace::baselines::pgm {
+
+using Clique = std::vector<int>;  // sorted, distinct attribute indices
+
+// Cells of a clique: the product of its attributes' domain sizes (1 for the empty clique).
+double clique_cells(const Clique& c, const std::vector<int>& domain);
+// cell of `sub` for every cell of `c` (sub must be a subset of c).
+std::vector<std::uint32_t> index_map(const Clique& c, const Clique& sub, const std::vector<int>& domain);
+
+struct Factor {
+  Clique attrs;
+  std::vector<double> values;
+};
+
+struct Measurement {
+  Clique clique;
+  std::vector<double> y;  // noisy counts, clique_cells(clique) of them
+  double sigma = 1.0;     // standard deviation of the noise on every cell
+};
+
+class JunctionTree {
+ public:
+  // The tree of `cliques` (every attribute 0 .. domain.size() - 1 is a vertex; see above).
+  static JunctionTree build(const std::vector<Clique>& cliques, const std::vector<int>& domain);
+  // The maximal cliques of the min-fill triangulation, without building tables: cheap, for
+  // checking a model's size before allocating it.
+  static std::vector<Clique> triangulate(const std::vector<Clique>& cliques, std::size_t attributes);
+  // Total cells of the tree's clique tables (what a model of these cliques allocates).
+  static double size_of(const std::vector<Clique>& cliques, const std::vector<int>& domain);
+
+  const std::vector<Clique>& cliques() const { return cliques_; }
+  // order()[0] is the root; every clique comes after its parent. parent(root) = -1.
+  const std::vector<int>& order() const { return order_; }
+  int parent(std::size_t c) const { return parent_[c]; }
+  const Clique& separator(std::size_t c) const { return sep_[c]; }  // with the parent
+  // The first clique containing `sub`, or -1.
+  int containing(const Clique& sub) const;
+
+ private:
+  std::vector<Clique> cliques_, sep_;
+  std::vector<int> parent_, order_;
+};
+
+struct EstimationOptions {
+  int iterations = 1000;     // descent iterations at most
+  double tolerance = 1e-10;  // stop when an accepted step lowers L by less than tolerance x L
+  bool scaled_steps = true;  // start with the scaled (IPF-like) steps; false: mirror descent only
+};
+
+// The fitted model: potentials, their tree, calibrated clique marginals and the total.
+class GraphicalModel {
+ public:
+  GraphicalModel() = default;
+  GraphicalModel(std::vector<int> domain, const std::vector<Clique>& potentials);
+
+  const std::vector<int>& domain() const { return domain_; }
+  const JunctionTree& tree() const { return tree_; }
+  double total() const { return total_; }
+  void set_total(double n) { total_ = n; }
+  // Potentials (log domain), one per clique given at construction.
+  std::map<Clique, std::vector<double>>& potentials() { return theta_; }
+  const std::map<Clique, std::vector<double>>& potentials() const { return theta_; }
+  // Belief propagation: recomputes every clique marginal from the potentials.
+  void calibrate();
+  // Probability marginal of tree clique c (after calibrate()).
+  const std::vector<double>& clique_marginal(std::size_t c) const { return marg_[c]; }
+  // Probability marginals of the potentials' cliques, in the potentials' (map) order.
+  void potential_marginals(std::vector<std::vector<double>>& mu) const;
+  // Probability marginal of any attribute set (one clique's marginal summed when a clique
+  // contains it; variable elimination over the covering subtree otherwise).
+  std::vector<double> marginal(const Clique& attrs) const;
+  // `rows` records of bin indices (row-major, rows x d), forward-sampled; same seed, same rows.
+  std::vector<std::uint16_t> sample(std::size_t rows, std::uint64_t seed) const;
+  // Descent iterations and belief-propagation passes of the estimate() that made it.
+  int last_iterations = 0;
+  int last_bp_passes = 0;
+
+ private:
+  std::vector<int> domain_;
+  JunctionTree tree_;
+  std::map<Clique, std::vector<double>> theta_;
+  std::vector<int> theta_home_;                        // tree clique of each potential, in map order
+  std::vector<std::vector<std::uint32_t>> theta_map_;  // potential cell of each home-clique cell (unfolded ones)
+  std::vector<int> fold_parent_;                       // larger potential it is folded into, or -1
+  std::vector<std::vector<std::uint32_t>> fold_map_;   // its cell of each fold-parent cell
+  std::vector<std::size_t> fold_order_;                // potentials by increasing clique size
+  std::vector<std::vector<double>> acc_;               // scratch: potentials with folded ones added
+  std::vector<std::vector<std::uint32_t>> sep_map_;    // separator cell of each clique cell
+  std::vector<std::vector<std::uint32_t>> par_map_;    // separator cell of each parent cell
+  std::vector<std::vector<double>> marg_, work_, up_;
+  double total_ = 1.0;
+};
+
+// Fits the model to the measurements (noise-weighted least squares on the marginals, above).
+// `warm` (optional): a previous model whose potentials on cliques that are measured again start
+// the descent (AIM re-estimates after each round). The model's potentials are the distinct
+// measured cliques.
+GraphicalModel estimate(const std::vector<int>& domain, const std::vector<Measurement>& measurements,
+                        const EstimationOptions& options, const GraphicalModel* warm = nullptr);
+
+// L = 1/2 sum_m ||N mu_m - y_m||^2 / sigma_m^2 of a calibrated model.
+double estimation_loss(const GraphicalModel& model, const std::vector<Measurement>& measurements);
+
+// Counts of the table's cells over `c` (codes: bin indices, column-major, codes[j * n + i]).
+std::vector<double> data_marginal(const std::vector<std::uint16_t>& codes, std::size_t n, const Clique& c,
+                                  const std::vector<int>& domain);
+
+// ---- discretisation (MST, AIM): equal-width bins over the public box, as PrivBayes
+
+// Bin index of every value, column-major (codes[j * n + i]); values are clipped into the box.
+std::vector<std::uint16_t> encode_table(const DenseRef& table, const TableBox& box, int bins);
+// Rows of the box from bin indices (row-major rows x d): each value uniform inside its bin, from
+// per-block streams derived from `seed` (the same rows for any thread count).
+DoubleMatrix decode_rows(const std::vector<std::uint16_t>& bins, std::size_t rows, const TableBox& box, int bin_count,
+                         std::uint64_t seed);
+
+// ---- measurement helpers (MST, AIM)
+
+// rho with rho + 2 sqrt(rho log(1/delta)) = epsilon (the zCDP -> (epsilon, delta) conversion of
+// Bun & Steinke 2016, Proposition 1.3, solved for rho): (sqrt(log(1/delta) + eps) - sqrt(log(1/delta)))^2.
+double zcdp_rho(double epsilon, double delta);
+// epsilon = rho + 2 sqrt(rho log(1/delta)).
+double zcdp_epsilon(double rho, double delta);
+
+// The discrete Gaussian N_Z(0, sigma^2) (Canonne, Kamath & Steinke 2020, Algorithm 3), exact:
+// sigma^2 is rounded UP to a rational p / q (never less noise) and every step draws uniform
+// integers and Bernoulli(exp(-a/b)) variates. It is (1 / (2 sigma^2))-zCDP for an integer
+// query of L2 sensitivity 1, as the continuous Gaussian (CKS 2020, Theorem 4). The acceptance
+// test runs in 128-bit integers; proposals beyond about 10^4 sigma (acceptance probability below
+// exp(-2^28)) are rejected outright. UsageError for a sigma outside (0, 10^7] (beyond, those
+// integers would overflow).
+class DiscreteGaussian {
+ public:
+  explicit DiscreteGaussian(double sigma);
+  std::int64_t sample(RandomSource& rng) const;
+  double sigma2() const { return static_cast<double>(p_) / static_cast<double>(q_); }  // used
+
+ private:
+  std::uint64_t p_, q_, t_;
+};
+
+// y = the table's counts over `c` plus discrete Gaussian noise of sigma on every cell (zero
+// cells included), drawn in cell order from `rng`. The returned sigma is the one the sampler
+// used (sigma rounded up, see DiscreteGaussian).
+Measurement measure(const std::vector<std::uint16_t>& codes, std::size_t n, const Clique& c,
+                    const std::vector<int>& domain, double sigma, RandomSource& rng);
+
+// Exponential mechanism: index drawn with probability proportional to
+// exp(epsilon * score / (2 sensitivity)) (log-sum-exp in floating point, inversion of one uniform).
+std::size_t exponential_mechanism(const std::vector<double>& scores, double epsilon, double sensitivity,
+                                  RandomSource& rng);
+
+}  // namespace privrace::baselines::pgm
