@@ -37,6 +37,8 @@ STYLE = {
     "m2m_rff": ("tab:blue", "o", "M2M RFF"),
     "m2m_race": ("tab:orange", "s", "M2M RACE"),
     "m2m_hist": ("tab:green", "^", "M2M HIST"),
+    "m2m_rff+intercept": ("navy", "o", "M2M RFF + intercept"),
+    "m2m_hist+intercept": ("darkgreen", "^", "M2M HIST + intercept"),
     "dp_erm": ("tab:red", "v", "DP-ERM"),
     "dp_copula": ("tab:purple", "D", "DP-Copula"),
     "privbayes": ("tab:brown", "P", "PrivBayes"),
@@ -56,6 +58,8 @@ PAPER_TABLE1 = {"random10": {"rff": (6.25e-8, 9.55e-3), "hist": (1.87e-5, 9.10e-
 def style_key(r):
     if r["method"] == "m2m_nonprivate":
         return NONPRIVATE_MAP.get(r["params"].get("map"), "m2m_rff")
+    if r["params"].get("intercept"):  # the improved estimator on the same release
+        return r["method"] + "+intercept"
     return r["method"]
 
 
