@@ -308,6 +308,16 @@ TEST_P(RealPath, Passes) {
 INSTANTIATE_TEST_SUITE_P(Audit, RealPath, ::testing::ValuesIn(path_names()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
+TEST(AuditTeeth, DiscreteGaussianCalibratedForTenfoldEpsilonFails) {
+  PathOptions o;
+  o.epsilon = 10;  // the noise of eps = 10 ...
+  AuditPath p = make_path("mechanism_discrete_gaussian", o);
+  p.claim = {1.0, o.delta, true};  // ... claimed as eps = 1
+  const auto r = run_audit(p, default_options(400000));
+  std::cout << r.summary() << std::endl;
+  EXPECT_FALSE(r.pass());
+}
+
 TEST(AuditTeeth, ScaleOverNFails) {
   const auto r = run_audit(broken_scale_over_n(), default_options(20000));
   std::cout << r.summary() << std::endl;

@@ -7,6 +7,7 @@
 
 #include "privrace/core/error.hpp"
 #include "privrace/privacy/budget.hpp"
+#include "privrace/privacy/discrete_gaussian.hpp"
 #include "privrace/privacy/mechanisms.hpp"
 #include "test_util.hpp"
 
@@ -157,4 +158,29 @@ TEST(RandomSource, BelowIsUniform) {
   CryptoRandom os;
   EXPECT_TRUE(os.cryptographic());
   EXPECT_NE(os.next(), os.next());
+}
+
+TEST(DiscreteGaussian, MatchesItsExactPmfAndTheZcdpConversionRoundTrips) {
+  // Chi-square against pmf(x) = exp(-x^2 / (2 s2)) / sum_z exp(-z^2 / (2 s2)), s2 the variance
+  // the sampler uses (sigma^2 rounded up), for a small sigma (proposal scale t = 1), a middle
+  // one and one with a non-dyadic sigma^2.
+  for (const double sigma : {0.6, 3.0, 7.3}) {
+    const DiscreteGaussian g(sigma);
+    const double s2 = g.sigma2();
+    EXPECT_GE(s2, sigma * sigma);
+    EXPECT_LT(s2, sigma * sigma * (1 + 1e-5));
+    double z = 0;
+    const long long reach = static_cast<long long>(std::ceil(12 * sigma)) + 2;
+    for (long long x = -reach; x <= reach; ++x) z += std::exp(-static_cast<double>(x * x) / (2 * s2));
+    SeededRandom rng(static_cast<std::uint64_t>(sigma * 1000));
+    std::map<long long, long long> seen;
+    const long long n = 200000;
+    for (long long i = 0; i < n; ++i) ++seen[g.sample(rng)];
+    const auto [stat, df] = privrace::testing::chi_square(
+        seen, [&](long long x) { return std::exp(-static_cast<double>(x * x) / (2 * s2)) / z; }, -reach, reach, n);
+    EXPECT_LT(stat, privrace::testing::chi_square_critical(df)) << "sigma " << sigma << " df " << df;
+  }
+  for (const double eps : {0.1, 1.0, 8.0}) EXPECT_NEAR(zcdp_epsilon(zcdp_rho(eps, 1e-6), 1e-6), eps, 1e-12 * eps);
+  EXPECT_THROW(DiscreteGaussian(0.0), UsageError);
+  EXPECT_THROW(zcdp_rho(1.0, 1.0), UsageError);
 }

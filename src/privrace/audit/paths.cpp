@@ -7,6 +7,7 @@
 #include "privrace/ldp/mean_mechanisms.hpp"
 #include "privrace/ldp/randomizers.hpp"
 #include "privrace/lsh/gaussian.hpp"
+#include "privrace/privacy/discrete_gaussian.hpp"
 #include "privrace/privacy/mechanisms.hpp"
 #include "privrace/sketch/builder.hpp"
 #include "privrace/sketch/feature_sketch.hpp"
@@ -237,6 +238,18 @@ AuditPath mechanism_path(const std::string& name, const PathOptions& o) {
       for (auto& c : counts) c = static_cast<std::int64_t>(std::floor(static_cast<double>(c) + sample_laplace(*rng, scale)));
       finish(counts, 2.0 * scale * scale + 1.0 / 12.0, out);
     };
+  } else if (name == "mechanism_discrete_gaussian") {
+    // MST's and AIM's measurements: rho-zCDP from (eps, delta), sigma = Delta_2 / sqrt(2 rho).
+    const double rho = zcdp_rho(o.epsilon, o.delta);
+    const DiscreteGaussian noise(sens.l2 / std::sqrt(2.0 * rho));
+    p.description = "discrete Gaussian (exact, Canonne-Kamath-Steinke), sigma from rho-zCDP at L2 sensitivity sqrt(R)";
+    p.claim = {o.epsilon, o.delta, true};
+    p.release = [noise, counts_of, finish](bool neighbour, const NoiseSource& source, Observation& out) {
+      auto counts = counts_of(neighbour);
+      auto rng = noise_rng(source);
+      for (auto& c : counts) c += noise.sample(*rng);
+      finish(counts, noise.sigma2(), out);
+    };
   } else {
     const double sigma = analytic_gaussian_sigma(o.epsilon, o.delta, sens.l2);
     p.description = "Gaussian, analytic calibration at L2 sensitivity sqrt(R), rounded";
@@ -392,6 +405,7 @@ std::vector<std::string> path_names() {
           "mechanism_discrete_laplace_table",
           "mechanism_floored_laplace",
           "mechanism_gaussian",
+          "mechanism_discrete_gaussian",
           "m2m_rff",
           "m2m_hist",
           "ldp_bit",

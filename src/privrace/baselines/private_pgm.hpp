@@ -52,6 +52,7 @@
 #include "privrace/baselines/synthetic.hpp"
 #include "privrace/core/random.hpp"
 #include "privrace/core/types.hpp"
+#include "privrace/privacy/discrete_gaussian.hpp"
 
 namespace privrace::baselines::pgm {
 
@@ -171,28 +172,10 @@ DoubleMatrix decode_rows(const std::vector<std::uint16_t>& bins, std::size_t row
 
 // ---- measurement helpers (MST, AIM)
 
-// rho with rho + 2 sqrt(rho log(1/delta)) = epsilon (the zCDP -> (epsilon, delta) conversion of
-// Bun & Steinke 2016, Proposition 1.3, solved for rho): (sqrt(log(1/delta) + eps) - sqrt(log(1/delta)))^2.
-double zcdp_rho(double epsilon, double delta);
-// epsilon = rho + 2 sqrt(rho log(1/delta)).
-double zcdp_epsilon(double rho, double delta);
-
-// The discrete Gaussian N_Z(0, sigma^2) (Canonne, Kamath & Steinke 2020, Algorithm 3), exact:
-// sigma^2 is rounded UP to a rational p / q (never less noise) and every step draws uniform
-// integers and Bernoulli(exp(-a/b)) variates. It is (1 / (2 sigma^2))-zCDP for an integer
-// query of L2 sensitivity 1, as the continuous Gaussian (CKS 2020, Theorem 4). The acceptance
-// test runs in 128-bit integers; proposals beyond about 10^4 sigma (acceptance probability below
-// exp(-2^28)) are rejected outright. UsageError for a sigma outside (0, 10^7] (beyond, those
-// integers would overflow).
-class DiscreteGaussian {
- public:
-  explicit DiscreteGaussian(double sigma);
-  std::int64_t sample(RandomSource& rng) const;
-  double sigma2() const { return static_cast<double>(p_) / static_cast<double>(q_); }  // used
-
- private:
-  std::uint64_t p_, q_, t_;
-};
+// The measurements' noise and budget conversion (privacy/discrete_gaussian.hpp).
+using privrace::DiscreteGaussian;
+using privrace::zcdp_epsilon;
+using privrace::zcdp_rho;
 
 // y = the table's counts over `c` plus discrete Gaussian noise of sigma on every cell (zero
 // cells included), drawn in cell order from `rng`. The returned sigma is the one the sampler
