@@ -5,8 +5,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "privrace/core/error.hpp"
 #include "privrace/io/table_reader.hpp"
@@ -41,6 +43,9 @@ inline po::variables_map parse(const std::string& usage, const po::options_descr
 // are this rank's and the sum of the exact counts.
 struct SketchJob {
   po::variables_map vm;
+  // `inputs`: the files --input names, expanded (inputs.hpp); `input`: the one file, or for
+  // several the name the header records ("FIRST .. LAST (N files)"), not a path.
+  std::vector<std::string> inputs;
   std::string input, output, kernel, format;
   ReleaseParams params;      // validated
   TableOptions table;        // dense kernels: how to read the table
@@ -56,6 +61,10 @@ ExactSketch build_local(const SketchJob& job, const MasterSeed& seed, nlohmann::
 // "INPUT: record N ..." with N counted from `first_record` (a rank's first record in the file).
 ExactSketch build_table(const SketchJob& job, const MasterSeed& seed, std::size_t dim, const DenseChunkReader& next,
                         std::uint64_t first_record = 0);
+// The same, with `locate(n)` naming where the n-th record delivered (1-based) came from:
+// "PATH: record M" (several inputs, or a rank's pieces of them).
+ExactSketch build_table(const SketchJob& job, const MasterSeed& seed, std::size_t dim, const DenseChunkReader& next,
+                        const std::function<std::string(std::uint64_t)>& locate);
 // Noise once, write the file, print the summary and (--timings) the stage timings; `distributed`
 // adds fields to the timings line ("ranks", "reduce", ...).
 void write_sketch(const SketchJob& job, ExactSketch&& exact, const MasterSeed& seed, std::chrono::steady_clock::time_point t0,

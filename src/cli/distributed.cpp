@@ -18,8 +18,21 @@
 // holds the start of that batch, which hashes the batch whole, exactly as one process does.
 // Chunks (--chunk-rows, a multiple of 4096 here) start on the grid. Seeded sketches are
 // therefore byte-identical to one process for any K and any split of the bytes.
-// Gzip input, stdin, libsvm (and set or graph inputs) cannot be split: rank 0 reads them all
-// and the other ranks contribute zero counts.
+// One gzip file, stdin, libsvm (and set or graph inputs) cannot be split: rank 0 reads them
+// all and the other ranks contribute zero counts.
+//
+// Several input files (inputs.hpp) are read as one table, the records of each in turn. Whole
+// files go to ranks by size (rank 0 looks the sizes up): largest first, each to the rank with
+// the fewest bytes so far (LPT), so gzip files are read in parallel too, and ranks without a
+// file contribute zeros. Each rank counts the records of its files, the per-file counts are
+// summed over the ranks, and an exclusive prefix sum in list order gives every file the global
+// index of its first record.
+//
+// Both cases are one plan: the records in global order are cut into pieces, each a run of one
+// file's records held by one rank (a byte share of the one file, or a whole file). A piece's
+// head (its records before its first grid point) goes to the rank holding the piece whose
+// records start that batch; the rest of the piece (its body) starts on the grid, and its last
+// chunk gets the heads that complete its last batch, in record order.
 //
 // Sum the exact counts. The int64 counts are summed to rank 0 with MPI_Reduce in pieces of at
 // most 2^28 counts; rank 0 adds the noise ONCE and writes the file atomically. Without --seed,
@@ -40,11 +53,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "commands.hpp"
+#include "inputs.hpp"
 #include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/io/table_reader.hpp"
@@ -109,24 +126,169 @@ int agree(const Failure& f, int rank, bool once = false) {
   return *std::max_element(codes.begin(), codes.end());
 }
 
-// Where each rank's records lie in the file's record order, and how the batches that straddle
-// ranks are assembled.
-struct Shares {
-  std::vector<std::uint64_t> count, first;  // per rank: records, global index of the first
-  // Records before the rank's first grid point: they complete a batch begun on an earlier rank.
-  std::uint64_t head(int k) const {
-    const auto i = static_cast<std::size_t>(k);
-    const std::uint64_t off = first[i] % kBatch;
-    return off == 0 || count[i] == 0 ? 0 : std::min<std::uint64_t>(count[i], kBatch - off);
+// A run of consecutive records of one input file held by one rank: what the ranks read.
+struct Piece {
+  int rank = 0;
+  std::size_t file = 0;        // index in job.inputs
+  std::uint64_t first = 0;     // global index of its first record
+  std::uint64_t count = 0;
+  std::uint64_t in_file = 0;   // index of its first record in its file
+};
+
+// The pieces in record order, and how the batches that straddle pieces are assembled.
+struct Plan {
+  std::vector<Piece> pieces;
+  // Records before the piece's first grid point: they complete a batch begun in an earlier piece.
+  std::uint64_t head(std::size_t p) const {
+    const Piece& x = pieces[p];
+    const std::uint64_t off = x.first % kBatch;
+    return off == 0 || x.count == 0 ? 0 : std::min<std::uint64_t>(x.count, kBatch - off);
   }
-  // The rank that holds the start of the batch rank k's head belongs to.
-  int owner(int k) const {
-    const std::uint64_t start = first[static_cast<std::size_t>(k)] - first[static_cast<std::size_t>(k)] % kBatch;
-    for (int j = k - 1; j >= 0; --j)
-      if (count[static_cast<std::size_t>(j)] > 0 && first[static_cast<std::size_t>(j)] <= start) return j;
-    return 0;  // unreachable: record `start` lies on an earlier rank
+  bool has_body(std::size_t p) const { return pieces[p].count > head(p); }
+  // The piece whose body holds the start of the batch piece p's head belongs to.
+  std::size_t owner(std::size_t p) const {
+    const std::uint64_t start = pieces[p].first - pieces[p].first % kBatch;
+    for (std::size_t j = p; j-- > 0;)
+      if (pieces[j].count > 0 && pieces[j].first <= start) return j;
+    return 0;  // unreachable: record `start` lies in an earlier piece
   }
 };
+
+// Whole files to ranks: largest first, each to the rank with the fewest bytes so far (ties:
+// the earlier file, the lower rank). Returns each file's rank; `load` gets each rank's bytes.
+std::vector<int> assign_files(const std::vector<std::uint64_t>& bytes, int ranks, std::vector<std::uint64_t>& load) {
+  std::vector<std::size_t> order(bytes.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return bytes[a] > bytes[b]; });
+  load.assign(static_cast<std::size_t>(ranks), 0);
+  std::vector<int> rank_of(bytes.size(), 0);
+  for (const std::size_t i : order) {
+    const auto least = std::min_element(load.begin(), load.end()) - load.begin();
+    rank_of[i] = static_cast<int>(least);
+    load[static_cast<std::size_t>(least)] += bytes[i];
+  }
+  return rank_of;
+}
+
+InputError changed(const std::string& path) { return InputError(path + ": the file changed while it was read"); }
+
+// Pass 2 of a plan: this rank's heads to the owners of their batches, then its bodies (each
+// completed by the heads it owns) through the builder. `open(p)` opens a reader at the first
+// record of piece p (one of this rank's). Collective; returns agree()'s code.
+int build_plan(const SketchJob& job, const MasterSeed& seed, std::size_t dim, const Plan& plan, int rank,
+               const std::function<TableReader(std::size_t)>& open, Failure& f, std::optional<ExactSketch>& exact) {
+  const std::vector<Piece>& pieces = plan.pieces;
+  const auto path = [&](std::size_t p) -> const std::string& { return job.inputs[pieces[p].file]; };
+  std::vector<std::size_t> mine;  // this rank's pieces with records, in record order
+  for (std::size_t p = 0; p < pieces.size(); ++p)
+    if (pieces[p].rank == rank && pieces[p].count > 0) mine.push_back(p);
+
+  // Every head of this rank, read first. The reader of the first piece stays open for its body.
+  std::vector<DenseMatrix> heads(pieces.size());
+  std::optional<TableReader> kept;
+  attempt(f, [&] {
+    for (const std::size_t p : mine) {
+      const std::uint64_t h = plan.head(p);
+      if (h == 0) continue;
+      if (h * dim * sizeof(Real) > static_cast<std::uint64_t>(INT_MAX))
+        throw UsageError("records of " + std::to_string(dim) + " attributes are too wide to exchange between ranks");
+      TableReader reader = open(p);
+      if (reader.next_chunk(heads[p], h) != h) throw changed(path(p));
+      if (p == mine.front()) kept.emplace(std::move(reader));
+    }
+  });
+  if (const int code = agree(f, rank)) return code;
+
+  // The heads go to the owners of their batches (this rank too: a send to itself). Messages
+  // between two ranks share one tag and are posted in piece order on both sides, which MPI
+  // matches in that order.
+  std::vector<std::vector<std::size_t>> owed(pieces.size());  // per body: the heads that complete it
+  std::vector<DenseMatrix> received(pieces.size());
+  std::vector<MPI_Request> requests;
+  for (const std::size_t p : mine)
+    if (const std::uint64_t h = plan.head(p); h > 0) {
+      requests.emplace_back();
+      MPI_Isend(heads[p].data(), static_cast<int>(h * dim * sizeof(Real)), MPI_BYTE, pieces[plan.owner(p)].rank, 23,
+                MPI_COMM_WORLD, &requests.back());
+    }
+  for (std::size_t q = 0; q < pieces.size(); ++q) {
+    const std::uint64_t h = plan.head(q);
+    if (h == 0) continue;
+    const std::size_t o = plan.owner(q);
+    if (pieces[o].rank != rank) continue;
+    owed[o].push_back(q);
+    received[q].resize(static_cast<Eigen::Index>(h), static_cast<Eigen::Index>(dim));
+    requests.emplace_back();
+    MPI_Irecv(received[q].data(), static_cast<int>(h * dim * sizeof(Real)), MPI_BYTE, pieces[q].rank, 23, MPI_COMM_WORLD,
+              &requests.back());
+  }
+  MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+  heads.clear();
+
+  // The bodies in record order, in chunks on the global grid; the owed heads complete the last
+  // chunk of each. `delivered` maps the builder's record numbers back to files, for messages.
+  struct Delivered {
+    std::uint64_t at;  // records delivered before these
+    std::size_t piece;
+    std::uint64_t offset;  // in the piece
+  };
+  std::vector<Delivered> delivered;
+  std::uint64_t total = 0, remaining = 0;
+  std::size_t next = 0;  // index in `mine` of the next body
+  std::optional<TableReader> reader;
+  std::size_t piece = 0;
+  DenseMatrix scratch;
+  attempt(f, [&] {
+    exact.emplace(build_table(
+        job, seed, dim,
+        [&](DenseMatrix& chunk) -> std::size_t {
+          if (!reader) {
+            while (next < mine.size() && !plan.has_body(mine[next])) ++next;
+            if (next == mine.size()) return 0;
+            piece = mine[next++];
+            const std::uint64_t h = plan.head(piece);
+            if (h > 0 && kept && piece == mine.front()) {
+              reader.emplace(std::move(*kept));  // its head is read already
+            } else {
+              reader.emplace(open(piece));
+              if (h > 0 && reader->next_chunk(scratch, h) != h) throw changed(path(piece));
+            }
+            kept.reset();
+            remaining = pieces[piece].count - h;
+          }
+          const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(job.chunk_rows, remaining));
+          std::size_t got = reader->next_chunk(chunk, want);  // timed by the builder (stages.read)
+          if (got != want) throw changed(path(piece));
+          delivered.push_back({total, piece, pieces[piece].count - remaining});
+          remaining -= got;
+          total += got;
+          if (remaining == 0) {
+            if (reader->next_chunk(scratch, 1) != 0) throw changed(path(piece));
+            reader.reset();
+            std::size_t rows = got;
+            for (const std::size_t q : owed[piece]) rows += static_cast<std::size_t>(received[q].rows());
+            if (rows > got) chunk.conservativeResize(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(dim));
+            for (const std::size_t q : owed[piece]) {
+              chunk.middleRows(static_cast<Eigen::Index>(got), received[q].rows()) = received[q];
+              delivered.push_back({total, q, 0});
+              got += static_cast<std::size_t>(received[q].rows());
+              total += static_cast<std::uint64_t>(received[q].rows());
+              received[q].resize(0, 0);
+            }
+          }
+          return got;
+        },
+        [&](std::uint64_t n) {  // the n-th record delivered (1-based)
+          const auto it = std::upper_bound(delivered.begin(), delivered.end(), n - 1,
+                                           [](std::uint64_t v, const Delivered& d) { return v < d.at; });
+          if (it == delivered.begin()) return job.input + ": record " + std::to_string(n);
+          const Delivered& d = *std::prev(it);
+          const Piece& x = pieces[d.piece];
+          return job.inputs[x.file] + ": record " + std::to_string(x.in_file + d.offset + (n - 1 - d.at) + 1);
+        }));
+  });
+  return agree(f, rank);
+}
 
 int run(int argc, char** argv, int rank, int ranks) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -141,6 +303,7 @@ int run(int argc, char** argv, int rank, int ranks) {
   // Every rank's command line, compared before anything is read.
   std::string line;
   for (int i = 0; i < argc; ++i) line += std::string(argv[i]) + '\0';
+  for (const std::string& input : job.inputs) line += input + '\0';  // a pattern or list may expand differently
   const std::uint64_t hash = fnv1a(line);
   std::vector<std::uint64_t> hashes(static_cast<std::size_t>(ranks));
   MPI_Allgather(&hash, 1, MPI_UINT64_T, hashes.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
@@ -148,8 +311,8 @@ int run(int argc, char** argv, int rank, int ranks) {
   for (int r = 1; r < ranks; ++r)
     if (hashes[static_cast<std::size_t>(r)] != hashes[0]) {
       if (rank == 0)
-        std::fprintf(stderr, "privrace sketch: ranks disagree on their parameters (rank %d differs from rank 0); "
-                             "every rank must get the same options\n", r);
+        std::fprintf(stderr, "privrace sketch: ranks disagree on their parameters or input files (rank %d differs "
+                             "from rank 0); every rank must get the same options and see the same files\n", r);
       return 2;
     }
 
@@ -170,6 +333,57 @@ int run(int argc, char** argv, int rank, int ranks) {
       if (rank == 0) exact.emplace(build_local(job, seed, graph_info, read_seconds));
       else exact.emplace(build_exact(job.params, seed, SetCollection{}));
     });
+  } else if (job.inputs.size() > 1) {
+    // Several files: whole files to ranks by size (LPT), sizes looked up once by rank 0. A
+    // file that cannot be looked up counts 0 bytes; its rank reports why it cannot be opened.
+    const std::size_t files = job.inputs.size();
+    std::vector<std::uint64_t> bytes(files, 0);
+    if (rank == 0)
+      for (std::size_t i = 0; i < files; ++i) {
+        std::error_code ec;
+        const std::uintmax_t size = std::filesystem::file_size(job.inputs[i], ec);
+        bytes[i] = ec ? 0 : static_cast<std::uint64_t>(size);
+      }
+    MPI_Bcast(bytes.data(), static_cast<int>(files), MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    std::vector<std::uint64_t> load;
+    const std::vector<int> rank_of = assign_files(bytes, ranks, load);
+    dist["split"] = false;
+    dist["files"] = files;
+    dist["rank_bytes"] = load;
+
+    // Pass 1: each rank counts the records of its files (and their columns); the per-file
+    // counts, summed over the ranks, give every file the global index of its first record.
+    const auto tc = std::chrono::steady_clock::now();
+    std::vector<std::uint64_t> count(files, 0), dims(files, 0);
+    attempt(f, [&] {
+      for (std::size_t i = 0; i < files; ++i)
+        if (rank_of[i] == rank) {
+          TableReader reader(job.inputs[i], job.table);
+          dims[i] = reader.dim();
+          count[i] = reader.count_remaining();
+        }
+    });
+    if (const int code = agree(f, rank)) return code;
+    MPI_Allreduce(MPI_IN_PLACE, count.data(), static_cast<int>(files), MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, dims.data(), static_cast<int>(files), MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    attempt(f, [&] {  // the same verdict on every rank
+      for (std::size_t i = 1; i < files; ++i)
+        check_same_columns(job.inputs[i], static_cast<std::size_t>(dims[i]), job.inputs[0], static_cast<std::size_t>(dims[0]));
+    });
+    if (const int code = agree(f, rank, /*once=*/true)) return code;
+    Plan plan;  // one piece per file, in list order
+    std::uint64_t first = 0;
+    for (std::size_t i = 0; i < files; ++i) {
+      plan.pieces.push_back({rank_of[i], i, first, count[i], 0});
+      first += count[i];
+    }
+    dist["count_pass"] = seconds_since(tc);
+
+    // Pass 2: heads to the owners of their batches, then this rank's files.
+    if (const int code = build_plan(job, seed, static_cast<std::size_t>(dims[0]), plan, rank,
+                                    [&](std::size_t p) { return TableReader(job.inputs[plan.pieces[p].file], job.table); },
+                                    f, exact))
+      return code;
   } else {
     // Rank 0 reads the start of the whole file: format, fields, header, and whether it splits.
     std::optional<TableReader> whole;
@@ -216,69 +430,21 @@ int run(int argc, char** argv, int rank, int ranks) {
       std::uint64_t mine = 0;
       attempt(f, [&] { mine = TableReader(job.input, topts).count_remaining(); });
       if (const int code = agree(f, rank)) return code;
-      Shares s;
-      s.count.resize(static_cast<std::size_t>(ranks));
-      MPI_Allgather(&mine, 1, MPI_UINT64_T, s.count.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
-      s.first.assign(s.count.size(), 0);
-      for (std::size_t r = 1; r < s.count.size(); ++r) s.first[r] = s.first[r - 1] + s.count[r - 1];
+      std::vector<std::uint64_t> count(static_cast<std::size_t>(ranks));
+      MPI_Allgather(&mine, 1, MPI_UINT64_T, count.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
+      Plan plan;  // one piece per rank, in rank order
+      std::uint64_t first = 0;
+      for (int r = 0; r < ranks; ++r) {
+        const std::uint64_t n = count[static_cast<std::size_t>(r)];
+        plan.pieces.push_back({r, 0, first, n, first});
+        first += n;
+      }
       dist["count_pass"] = seconds_since(tc);
 
-      // Pass 2: this rank's head first (it completes a batch begun on an earlier rank).
-      std::optional<TableReader> reader;
-      DenseMatrix head;
-      const std::uint64_t h = s.head(rank);
-      attempt(f, [&] {
-        if (h * dim * sizeof(Real) > static_cast<std::uint64_t>(INT_MAX))
-          throw UsageError("records of " + std::to_string(dim) + " attributes are too wide to exchange between ranks");
-        reader.emplace(job.input, topts);
-        if (h > 0 && reader->next_chunk(head, h) != h) throw InputError(job.input + ": the file changed while it was read");
-      });
-      if (const int code = agree(f, rank)) return code;
-      // The heads go to the batch's owner, which appends them to its last chunk in rank order.
-      std::vector<int> senders;
-      for (int r = rank + 1; r < ranks; ++r)
-        if (s.head(r) > 0 && s.owner(r) == rank) senders.push_back(r);
-      std::vector<DenseMatrix> received(senders.size());
-      std::vector<MPI_Request> requests;
-      if (h > 0) {
-        requests.emplace_back();
-        MPI_Isend(head.data(), static_cast<int>(h * dim * sizeof(Real)), MPI_BYTE, s.owner(rank), 23, MPI_COMM_WORLD,
-                  &requests.back());
-      }
-      for (std::size_t i = 0; i < senders.size(); ++i) {
-        const std::uint64_t n = s.head(senders[i]);
-        received[i].resize(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(dim));
-        requests.emplace_back();
-        MPI_Irecv(received[i].data(), static_cast<int>(n * dim * sizeof(Real)), MPI_BYTE, senders[i], 23, MPI_COMM_WORLD,
-                  &requests.back());
-      }
-      MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
-
-      // The rest of the share, in chunks on the global grid; the received heads complete the last.
-      std::uint64_t remaining = s.count[static_cast<std::size_t>(rank)] - h;
-      attempt(f, [&] {
-        exact.emplace(build_table(
-            job, seed, dim,
-            [&](DenseMatrix& chunk) -> std::size_t {
-              if (remaining == 0) return 0;
-              const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(job.chunk_rows, remaining));
-              std::size_t got = reader->next_chunk(chunk, want);  // timed by the builder (stages.read)
-              if (got != want) throw InputError(job.input + ": the file changed while it was read");
-              remaining -= got;
-              if (remaining == 0 && !received.empty()) {
-                std::size_t total = got;
-                for (const DenseMatrix& m : received) total += static_cast<std::size_t>(m.rows());
-                chunk.conservativeResize(static_cast<Eigen::Index>(total), static_cast<Eigen::Index>(dim));
-                for (const DenseMatrix& m : received) {
-                  chunk.middleRows(static_cast<Eigen::Index>(got), m.rows()) = m;
-                  got += static_cast<std::size_t>(m.rows());
-                }
-              }
-              return got;
-            },
-            s.first[static_cast<std::size_t>(rank)] + h));
-        if (reader->next_chunk(head, 1) != 0) throw InputError(job.input + ": the file changed while it was read");
-      });
+      // Pass 2: the head of this rank's share to the owner of its batch, then the rest.
+      if (const int code = build_plan(job, seed, dim, plan, rank, [&](std::size_t) { return TableReader(job.input, topts); },
+                                      f, exact))
+        return code;
     }
   }
   if (const int code = agree(f, rank)) return code;

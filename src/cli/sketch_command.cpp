@@ -13,6 +13,7 @@
 #ifdef PRIVRACE_WITH_MPI
 #include "distributed.hpp"
 #endif
+#include "inputs.hpp"
 #include "privrace/core/clock.hpp"
 #include "privrace/io/edge_list.hpp"
 #include "privrace/io/table_reader.hpp"
@@ -50,7 +51,6 @@ SetCollection read_set_input(const std::string& input, const std::string& format
 
 SketchJob parse_sketch(int argc, char** argv) {
   SketchJob job;
-  std::string& input = job.input;
   std::string& output = job.output;
   std::string& kernel = job.kernel;
   std::string& format = job.format;
@@ -64,9 +64,13 @@ SketchJob parse_sketch(int argc, char** argv) {
   std::size_t power = 1, rows = 0, width = 0, features = 0, bins = 0;
   int threads = 0;
   desc.add_options()("help,h", "show this help")
-      ("input,i", po::value(&input)->required(), "data file: CSV (header optional), whitespace, libsvm or sets; .gz allowed; - = stdin. "
-                 "Under mpirun (a -DPRIVRACE_MPI=ON build) each rank reads its byte range of a plain CSV/whitespace file; "
-                 "a .gz file, stdin, libsvm or a set/graph input cannot be split and is read by rank 0 alone")
+      ("input,i", po::value(&job.inputs)->required()->multitoken(), "data file: CSV (header optional), whitespace, libsvm or sets; .gz allowed; - = stdin. "
+                 "Several tables are read as one, their records in order (each file's header line skipped): repeat --input "
+                 "or list the files after it, give a quoted glob ('part-*.csv.gz', expanded in sorted order) or @LIST "
+                 "(a file of paths, one per line; relative paths are relative to LIST's folder). "
+                 "Under mpirun (a -DPRIVRACE_MPI=ON build) each rank reads its byte range of one plain CSV/whitespace file, "
+                 "or, for several, whole files assigned by size; one .gz file, stdin, libsvm or a set/graph input "
+                 "cannot be split and is read by rank 0 alone")
       ("output,o", po::value(&output)->required(), "sketch file to write (written atomically)")
       ("kernel,k", po::value(&kernel)->default_value("l2"), "l2 (p-stable) | angular (SRP) | angular_pair (regression surrogate) | jaccard (densified MinHash) | jaccard_classic (independent MinHashes) | rff (random Fourier features, for M2M) | hist (per-attribute histograms, for M2M)")
       ("bandwidth", po::value(&bandwidth)->default_value(1.0), "p-stable bucket width w (l2)")
@@ -160,6 +164,10 @@ SketchJob parse_sketch(int argc, char** argv) {
   if (threads > 0) omp_set_num_threads(threads);  // the noise, the encoder and the checksum too
 
   job.set_kernel = is_set_kernel(k);
+  job.inputs = expand_inputs(job.inputs);
+  job.input = inputs_label(job.inputs);
+  if (job.inputs.size() > 1 && job.set_kernel)
+    throw UsageError("--kernel " + kernel + " reads one input file; several (" + job.input + ") are read as one table for the other kernels");
   job.graph_input = format == "edgelist" || format == "snap" || format == "jlg";
   if (job.graph_input && !job.set_kernel) throw UsageError("--format " + format + " needs --kernel jaccard");
   if (!job.graph_input && (vm.count("undirected") || vm.count("drop-self-loops") || vm.count("nodes") || vm.count("graph-cache")))
@@ -184,22 +192,31 @@ ExactSketch build_local(const SketchJob& job, const MasterSeed& seed, nlohmann::
     read_seconds = seconds_since(t0);
     return build_exact(job.params, seed, sets);
   }
+  if (job.inputs.size() > 1) {  // several tables, read as one: the records of each file in turn
+    TableSequence files(job.inputs, job.table);
+    return build_table(job, seed, files.dim(), [&](DenseMatrix& chunk) { return files.next_chunk(chunk, job.chunk_rows); },
+                       [&](std::uint64_t n) { return files.locate(n); });
+  }
   TableReader reader(job.input, job.table);
   return build_table(job, seed, reader.dim(), [&](DenseMatrix& chunk) { return reader.next_chunk(chunk, job.chunk_rows); });
 }
 
 ExactSketch build_table(const SketchJob& job, const MasterSeed& seed, std::size_t dim, const DenseChunkReader& next,
                         std::uint64_t first_record) {
+  return build_table(job, seed, dim, next,
+                     [&](std::uint64_t n) { return job.input + ": record " + std::to_string(n + first_record); });
+}
+
+ExactSketch build_table(const SketchJob& job, const MasterSeed& seed, std::size_t dim, const DenseChunkReader& next,
+                        const std::function<std::string(std::uint64_t)>& locate) {
   try {
     return build_exact(job.params, seed, dim, next);
   } catch (const InputError& e) {
-    std::string what = e.what();
-    if (what.rfind("record ", 0) == 0) {  // a record the family refused: name the file (and the global record)
-      if (first_record > 0) {
-        std::size_t digits = 7;
-        while (digits < what.size() && std::isdigit(static_cast<unsigned char>(what[digits]))) ++digits;
-        if (digits > 7) what = "record " + std::to_string(std::stoull(what.substr(7, digits - 7)) + first_record) + what.substr(digits);
-      }
+    const std::string what = e.what();
+    if (what.rfind("record ", 0) == 0) {  // a record the family refused: name the file and the record
+      std::size_t digits = 7;
+      while (digits < what.size() && std::isdigit(static_cast<unsigned char>(what[digits]))) ++digits;
+      if (digits > 7) throw InputError(locate(std::stoull(what.substr(7, digits - 7))) + what.substr(digits));
       throw InputError(job.input + ": " + what);
     }
     throw;

@@ -168,3 +168,54 @@ TEST_F(Cli, ReadsStdinAndOtherFormats) {
   EXPECT_EQ(q.code, 0) << q.err;
   EXPECT_EQ(std::count(q.out.begin(), q.out.end(), '\n'), 3);
 }
+
+TEST_F(Cli, SeveralInputsAreReadAsTheirRecordsInOneFile) {
+  // A headered part, a CRLF part, a gzip part and one without a final newline; with
+  // --chunk-rows 4 chunks cross the ends of files.
+  write("p1.csv", "x,y,label\n1,2,0\n1.5,2.5,1\n3,1,0\n");
+  write("p2.csv", "0.5,0.5,1\r\n2,2,0\r\n");
+  write("p3.csv", "4,1,1\n-1,0.25,0\n7,3,1\n");
+  ASSERT_EQ(std::system(("gzip " + p("p3.csv")).c_str()), 0);
+  write("p4.csv", "2.5,2,0\n0,0,1");
+  write("all.csv", "1,2,0\n1.5,2.5,1\n3,1,0\n0.5,0.5,1\n2,2,0\n4,1,1\n-1,0.25,0\n7,3,1\n2.5,2,0\n0,0,1\n");
+  write("list.txt", "p1.csv\n# a comment\np2.csv\np3.csv.gz\n\np4.csv\n");
+  const std::string opts = " --label-column 3 --kernel rff --features 16 --sigma 2 --epsilon 1 --seed 7 --chunk-rows 4 -q -o ";
+  const std::string repeated = "--input " + p("p1.csv") + " --input " + p("p2.csv") + " -i " + p("p3.csv.gz") + " --input " + p("p4.csv");
+  ASSERT_EQ(run("sketch " + repeated + opts + p("rep.rsk"), dir).code, 0);
+  ASSERT_EQ(run("sketch --input '" + p("p*.csv*") + "'" + opts + p("glob.rsk"), dir).code, 0);
+  // Several paths after one --input (what a shell makes of an unquoted pattern).
+  ASSERT_EQ(run("sketch --input " + p("p1.csv") + " " + p("p2.csv") + " " + p("p3.csv.gz") + " " + p("p4.csv") + opts + p("tok.rsk"), dir).code, 0);
+  const CliRun listed = run("sketch --input @" + p("list.txt") + opts + p("list.rsk"), dir);
+  ASSERT_EQ(listed.code, 0) << listed.err;
+  ASSERT_EQ(run("sketch --input " + p("all.csv") + opts + p("all.rsk"), dir).code, 0);
+  const auto slurp = [&](const std::string& name) {
+    std::ifstream in(p(name), std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  EXPECT_EQ(slurp("rep.rsk"), slurp("glob.rsk"));
+  EXPECT_EQ(slurp("rep.rsk"), slurp("list.rsk"));
+  EXPECT_EQ(slurp("rep.rsk"), slurp("tok.rsk"));
+  // The records of all.csv: the same counts and header, but for the input's name.
+  auto several = nlohmann::json::parse(run("info " + p("rep.rsk"), dir).out);
+  auto one = nlohmann::json::parse(run("info " + p("all.rsk"), dir).out);
+  EXPECT_EQ(several["build"]["input"], "p1.csv .. p4.csv (4 files)");
+  EXPECT_EQ(several["build"]["points"], 10);
+  several["build"].erase("input");
+  one["build"].erase("input");
+  EXPECT_EQ(several, one);
+  const std::string counts = run("info --counts " + p("rep.rsk"), dir).out;
+  const std::string all_counts = run("info --counts " + p("all.rsk"), dir).out;
+  EXPECT_EQ(counts.substr(counts.rfind('}')), all_counts.substr(all_counts.rfind('}')));
+  // Errors name the file (and line); no output.
+  write("bad.csv", "1,2,0\n3,x,1\n");
+  expect_error("sketch --input " + p("p1.csv") + " --input " + p("bad.csv") + opts + p("o.rsk"), 1,
+               p("bad.csv") + ":2: column 2: expected a number, found 'x'", "o.rsk");
+  expect_error("sketch --input " + p("p1.csv") + " --input " + p("nope.csv") + opts + p("o.rsk"), 1, "cannot open '" + p("nope.csv") + "'", "o.rsk");
+  write("wide.csv", "1,2,3,4\n");
+  expect_error("sketch --input " + p("p1.csv") + " --input " + p("wide.csv") + opts + p("o.rsk"), 1,
+               p("wide.csv") + ": records of 3 feature columns, expected 2", "o.rsk");
+  expect_error("sketch --input '" + p("q*.none") + "'" + opts + p("o.rsk"), 2, "no file matches the pattern", "o.rsk");
+  write("empty.txt", "# nothing\n");
+  expect_error("sketch --input @" + p("empty.txt") + opts + p("o.rsk"), 2, "the list names no file", "o.rsk");
+  expect_error("sketch --input - --input " + p("p1.csv") + opts + p("o.rsk"), 2, "standard input can be the only input", "o.rsk");
+}

@@ -4,7 +4,10 @@
 // uneven length (so the byte ranges split records and batches straddle ranks), fewer records
 // than ranks, and gzip input (read by rank 0 alone). Bad input (a malformed record in one
 // rank's share, an unreadable input, ranks that disagree, --threads < 0) fails on every rank
-// with a message and no file. Skipped unless built with -DPRIVRACE_MPI=ON.
+// with a message and no file. Several input files (a gzip one, a headered one, CRLF, no final
+// newline) are assigned whole to ranks, also to more ranks than files, and give the same sketch
+// as one process on the list and on the concatenated records; a missing or malformed file stops
+// every rank with a message naming it. Skipped unless built with -DPRIVRACE_MPI=ON.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <regex>
 
 #include "privrace/io/table_reader.hpp"
 #include "test_util.hpp"
@@ -75,7 +79,12 @@ class Mpi : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir); }
   std::string args(const std::string& input, const std::string& out, const std::string& extra, int threads = 2,
                    int rows = 40) const {
-    return " sketch --input " + (dir / input).string() + " --rows " + std::to_string(rows) +
+    return inputs_args("--input " + (dir / input).string(), out, extra, threads, rows);
+  }
+  // The same with the --input options given as they are (several files, a quoted pattern, @LIST).
+  std::string inputs_args(const std::string& inputs, const std::string& out, const std::string& extra, int threads = 2,
+                          int rows = 40) const {
+    return " sketch " + inputs + " --rows " + std::to_string(rows) +
            " --width 3000 --bandwidth 2 --seed 7 --threads " + std::to_string(threads) + " --chunk-rows 4096 -q " + extra +
            " -o " + (dir / out).string();
   }
@@ -93,9 +102,117 @@ class Mpi : public ::testing::Test {
       EXPECT_TRUE(slurp(dir / out) == expected) << input << " " << extra << ", " << np << " ranks";
     }
   }
+  // `privrace info --counts` of a sketch, without the input's name (the only difference between
+  // the sketch of several files and that of their records in one file).
+  std::string counts_of(const std::string& sketch) {
+    const fs::path out = dir / "info.txt";
+    EXPECT_EQ(std::system((kCli + " info --counts " + (dir / sketch).string() + " > " + out.string()).c_str()), 0);
+    return std::regex_replace(slurp(out), std::regex("\"input\": \"[^\"]*\""), "\"input\": \"\"");
+  }
+  // Four parts of different sizes, in sorted order part-1 .. part-4: a headered CSV, a gzip file,
+  // CRLF line ends, lines of uneven length without a final newline; all.csv holds the same
+  // records in one file; list.txt names the parts (relative to its folder).
+  void write_parts() {
+    const privrace::DenseMatrix x = privrace::testing::clustered_points(18500, 3, 77);
+    const std::size_t ends[] = {3000, 12000, 12500, 18500};
+    std::ofstream all(dir / "all.csv", std::ios::binary);
+    std::ofstream p1(dir / "part-1.csv", std::ios::binary), p2(dir / "part-2.csv", std::ios::binary),
+        p3(dir / "part-3.csv", std::ios::binary), p4(dir / "part-4.csv", std::ios::binary);
+    std::ofstream* parts[] = {&p1, &p2, &p3, &p4};
+    p1 << "a,b,c\n";
+    std::mt19937 rng(11);
+    char buf[64];
+    for (Eigen::Index i = 0, part = 0; i < x.rows(); ++i) {
+      while (static_cast<std::size_t>(i) >= ends[part]) ++part;
+      std::string line;
+      for (int c = 0; c < 3; ++c) {
+        std::snprintf(buf, sizeof buf, "%*s%.*f", static_cast<int>(rng() % 5 == 0 ? rng() % 20 : 0), "",
+                      static_cast<int>(rng() % 9), static_cast<double>(x(i, c)));
+        if (c) line += ',';
+        line.append(buf);
+      }
+      all << line << "\n";
+      const bool last = static_cast<std::size_t>(i) + 1 == ends[part];
+      *parts[part] << line << (part == 2 ? "\r\n" : part == 3 && last ? "" : "\n");
+    }
+    for (std::ofstream* f : parts) f->close();
+    ASSERT_EQ(std::system(("gzip " + (dir / "part-2.csv").string()).c_str()), 0);
+    std::ofstream(dir / "list.txt") << "# the parts, in order\npart-1.csv\npart-2.csv.gz\n\npart-3.csv\npart-4.csv\n";
+  }
+  std::string parts_listed() const {
+    std::string out;
+    for (const char* name : {"part-1.csv", "part-2.csv.gz", "part-3.csv", "part-4.csv"}) out += " --input " + (dir / name).string();
+    return out;
+  }
   fs::path dir;
 };
 }  // namespace
+
+TEST_F(Mpi, SeveralFilesGiveTheSketchOfOneProcessForAnyRankCount) {
+  write_parts();
+  const std::string pattern = "--input '" + (dir / "part-*").string() + "'", list = "--input @" + (dir / "list.txt").string();
+  for (const bool rff : {false, true}) {
+    const auto command = [&](const std::string& inputs, const std::string& out) {
+      return rff ? " sketch " + inputs + " --kernel rff --features 40 --sigma 1.5 --epsilon 1 --seed 7 -t 2 --chunk-rows 4096 -q -o " +
+                       (dir / out).string()
+                 : inputs_args(inputs, out, "--epsilon 1");
+    };
+    const std::string extra = rff ? "rff" : "l2";
+    // One process: the listed files, and their records in one file.
+    RunResult r = shell(kCli + command(parts_listed(), "one.rsk"), dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::string expected = slurp(dir / "one.rsk");
+    ASSERT_FALSE(expected.empty());
+    ASSERT_EQ(shell(kCli + command("--input " + (dir / "all.csv").string(), "all.rsk"), dir).code, 0);
+    EXPECT_EQ(counts_of("one.rsk"), counts_of("all.rsk")) << extra;
+    EXPECT_NE(slurp(dir / "info.txt").find("\"points\": 18500"), std::string::npos);
+    // One process on the pattern and on the list: the same file.
+    ASSERT_EQ(shell(kCli + command(pattern, "glob.rsk"), dir).code, 0);
+    ASSERT_EQ(shell(kCli + command(list, "list.rsk"), dir).code, 0);
+    EXPECT_TRUE(slurp(dir / "glob.rsk") == expected) << extra;
+    EXPECT_TRUE(slurp(dir / "list.rsk") == expected) << extra;
+    // 1, 2, 3 ranks and more ranks than files, each form of the list.
+    const std::pair<int, std::string> runs[] = {{1, parts_listed()}, {2, pattern}, {3, list}, {6, pattern}};
+    for (const auto& [np, inputs] : runs) {
+      const std::string out = "mpi" + std::to_string(np) + ".rsk";
+      r = shell(mpirun(np) + kCli + command(inputs, out), dir);
+      ASSERT_EQ(r.code, 0) << np << " ranks: " << r.err;
+      EXPECT_TRUE(slurp(dir / out) == expected) << extra << ", " << np << " ranks, " << inputs;
+    }
+  }
+}
+
+TEST_F(Mpi, SeveralFilesFailOnEveryRankNamingTheFile) {
+  write_parts();
+  // A missing file in the list.
+  std::ofstream(dir / "missing.txt") << "part-1.csv\npart-2.csv.gz\npart-9.csv\npart-4.csv\n";
+  RunResult r = shell(mpirun(3) + kCli + inputs_args("--input @" + (dir / "missing.txt").string(), "m.rsk", "--epsilon 1"), dir);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("error: cannot open '" + (dir / "part-9.csv").string() + "'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a rank failed; no output written"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "m.rsk"));
+  // A malformed record in the second file (the largest, read by rank 0, whose other parts
+  // complete batches begun on other ranks).
+  std::string text = slurp(dir / "all.csv");
+  std::size_t at = 0;
+  for (int i = 0; i < 5000; ++i) at = text.find('\n', at) + 1;
+  text.insert(at, "0.5,1.5,abc\n");
+  std::ofstream(dir / "bad.csv", std::ios::binary) << text;
+  r = shell(mpirun(3) + kCli + inputs_args(" --input " + (dir / "part-1.csv").string() + " --input " + (dir / "bad.csv").string() +
+                                               " --input " + (dir / "part-3.csv").string(), "b.rsk", "--epsilon 1"),
+            dir);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("rank 0: error: " + (dir / "bad.csv").string() + ":5001: column 3: expected a number, found 'abc'"),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a rank failed; no output written"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "b.rsk"));
+  // Files with different columns.
+  std::ofstream(dir / "two.csv") << "1,2\n3,4\n";
+  r = shell(mpirun(2) + kCli + inputs_args(parts_listed() + " --input " + (dir / "two.csv").string(), "c.rsk", "--epsilon 1"), dir);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find((dir / "two.csv").string() + ": records of 2 feature columns, expected 3"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "c.rsk"));
+}
 
 TEST_F(Mpi, SeededSketchesOfAHeaderedCsvAreByteIdenticalToOneProcess) {
   expect_identical("header.csv", "--no-privacy");

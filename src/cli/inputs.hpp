@@ -1,0 +1,56 @@
+#pragma once
+// `privrace sketch --input`: one table, or several read as one (the records of each file in
+// turn). Used by the single-process command (sketch_command.cpp) and under mpirun
+// (distributed.cpp), which assigns whole files to ranks.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "privrace/core/types.hpp"
+#include "privrace/io/table_reader.hpp"
+
+namespace privrace::cli {
+
+// The files the --input values name, in order. Each value is
+//  - a path, taken as it is ("-" = stdin, allowed only alone);
+//  - a glob pattern (a value holding '*', '?' or '[' that names no existing file), expanded
+//    here, not by a shell, into the matching paths in sorted (byte) order;
+//  - @LIST: a text file with one path per line, in the order given (blank lines and lines
+//    starting with '#' skipped; a relative path is relative to LIST's folder).
+// UsageError when a pattern matches no file, a list names none, or "-" is not the only input;
+// InputError when a list cannot be read.
+std::vector<std::string> expand_inputs(const std::vector<std::string>& given);
+
+// The name the sketch header records for several inputs: "FIRST .. LAST (N files)" (file
+// names without their folders), the same whichever form listed them.
+std::string inputs_label(const std::vector<std::string>& paths);
+
+// InputError unless `path` has as many feature columns as the first input.
+void check_same_columns(const std::string& path, std::size_t dim, const std::string& first, std::size_t first_dim);
+
+// Several tables read as one, in order: each file is read (format, header line, label column)
+// as when it is the only input, and chunks are filled across the ends of files, so the builder
+// sees the same chunks, batch for batch, as for one file holding all the records. Every file
+// must have the same number of feature columns. One file is open at a time.
+class TableSequence {
+ public:
+  TableSequence(std::vector<std::string> paths, TableOptions opts);  // opens the first file
+  std::size_t dim() const { return dim_; }
+  // Up to max_rows records (fewer only at the end of the last file); 0 at the end.
+  std::size_t next_chunk(DenseMatrix& out, std::size_t max_rows);
+  // The n-th record delivered so far (1-based): "PATH: record M", M counted in its file.
+  std::string locate(std::uint64_t n) const;
+
+ private:
+  std::vector<std::string> paths_;
+  TableOptions opts_;
+  std::size_t dim_ = 0, file_ = 0;
+  std::optional<TableReader> reader_;
+  DenseMatrix part_;
+  std::vector<std::uint64_t> starts_;  // records delivered before each opened file
+  std::uint64_t delivered_ = 0;
+};
+
+}  // namespace privrace::cli
