@@ -4,20 +4,24 @@
 # estimate how long a run will take. Each config runs a sample of its grid (repetition 0 and
 # K evenly spread grid points per method and K epsilons, first and last included) into a scratch directory:
 # the real results/ are never touched. Entries of configs not measured now are kept.
-#   scripts/measure_cell_costs.sh [--quick] [--sample K] [--threads T] [CONFIG.json ...]
+#   scripts/measure_cell_costs.sh [--quick] [--sample K] [--threads T] [--from-results DIR] [CONFIG.json ...]
 # Default: every configs/*.json but scaling*, full grids, K = 2, the configs' own threads.
+# --from-results DIR: run nothing; take each config's cells from the records of its finished
+# full run in DIR (DIR/NAME.jsonl; configs without one are skipped): every cell measured.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 QUICK=()
 SAMPLE=2
 THREADS=()
+FROM=""
 configs=()
 while (( $# )); do
   case "$1" in
     --quick) QUICK=(--quick) ;;
     --sample) SAMPLE=${2:?--sample needs K}; shift ;;
     --threads) THREADS=(--threads "${2:?--threads needs T}"); shift ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    --from-results) FROM=${2:?--from-results needs a directory}; shift ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     -*) echo "measure_cell_costs.sh: unknown option '$1'" >&2; exit 2 ;;
     *) configs+=("$1") ;;
   esac
@@ -36,9 +40,9 @@ TABLE=configs/calibration/cell_costs.json
 mkdir -p "$(dirname "$TABLE")"
 # Merges the sampled records in directory $1 into the table (written atomically).
 merge_into_table() {
-python3 - "$1" "$TABLE" "$SAMPLE" <<'PY'
+python3 - "$1" "$TABLE" "$SAMPLE" "$2" <<'PY'
 import glob, json, os, platform, subprocess, sys, datetime
-scratch, table_path, sample = sys.argv[1], sys.argv[2], int(sys.argv[3])
+scratch, table_path, sample, basis = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 table = {"configs": {}}
 if os.path.exists(table_path):
     with open(table_path) as f:
@@ -78,6 +82,7 @@ for path in sorted(glob.glob(os.path.join(scratch, "*.jsonl"))):
         "prepare_seconds": round(prepare, 3),
         "measured_at": datetime.date.today().isoformat(),
         "git_commit": commit,
+        "basis": basis,
         "cells": [cell_entry(l, p, first, later) for (l, p), (first, later) in sorted(cells.items())],
     }
 # One line per measured cell keeps the table readable and its diffs small.
@@ -95,13 +100,25 @@ print(f"  -> {table_path}: {len(table['configs'])} configs")
 PY
 }
 failed=()
+if [[ -n $FROM ]]; then
+  for c in "${configs[@]}"; do
+    name=$(basename "$c" .json)
+    [[ -f $FROM/$name.jsonl ]] || { echo "$c: no full run in $FROM (skipped)"; continue; }
+    dir=$SCRATCH/$name
+    mkdir -p "$dir"
+    ln -s "$(cd "$FROM" && pwd)/$name.jsonl" "$dir/$name.jsonl"
+    echo "$c: from $(wc -l <"$FROM/$name.jsonl") records of its full run"
+    merge_into_table "$dir" "full run: every cell's wall time"
+  done
+  exit 0
+fi
 for c in "${configs[@]}"; do
   t0=$(date +%s)
   dir=$SCRATCH/$(basename "$c" .json)
   mkdir -p "$dir"
   if "$EXP" "$c" "${QUICK[@]}" "${THREADS[@]}" --sample "$SAMPLE" --out "$dir" >/dev/null 2>"$dir/err"; then
     echo "$c: sampled in $(( $(date +%s) - t0 )) s"
-    merge_into_table "$dir"
+    merge_into_table "$dir" "sample: repetition 0, $SAMPLE grid points per method and $SAMPLE epsilons"
   else
     echo "$c: FAILED: $(tail -1 "$dir/err")" >&2
     failed+=("$c")

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Remakes docs/figures/ from the full runs in results/: runs every plots/plot_*.py, then copies
+# the PNGs of each config that has a full-profile results file (results/NAME.jsonl, not
+# -quick) into docs/figures/, shrunk to at most 300 KB, and writes docs/figures/README.md naming
+# the commit of this checkout, the machine, and per figure the configs, their record counts and
+# the commits their records were made with.
+#   scripts/publish_figures.sh [--results DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RESULTS=results
+while (( $# )); do
+  case "$1" in
+    --results) RESULTS=${2:?--results needs a directory}; shift ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    *) echo "publish_figures.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
+[[ -d $RESULTS ]] || { echo "publish_figures.sh: no results directory '$RESULTS'" >&2; exit 1; }
+PY=""
+for cand in "${PRIVRACE_PYTHON:-}" /usr/bin/python3 python3; do
+  [[ -n "$cand" ]] || continue
+  if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import matplotlib, numpy, PIL' >/dev/null 2>&1; then
+    PY=$cand
+    break
+  fi
+done
+[[ -n $PY ]] || { echo "publish_figures.sh: needs python3 with matplotlib, numpy and PIL (scripts/setup.sh)" >&2; exit 1; }
+if [[ $RESULTS != results ]]; then
+  echo "publish_figures.sh: the plot scripts read ./results; run from a checkout whose results/ is '$RESULTS'" >&2
+  exit 1
+fi
+# A script with no full results yet says so and fails: its figures are simply not published.
+for script in plots/plot_*.py; do
+  "$PY" "$script" >/dev/null 2>"${TMPDIR:-/tmp}/publish_figures.err" ||
+    echo "publish_figures.sh: $script drew nothing: $(tail -1 "${TMPDIR:-/tmp}/publish_figures.err")" >&2
+done
+"$PY" - "$RESULTS" <<'PY'
+import glob, io, json, os, platform, subprocess, sys, datetime
+from PIL import Image
+
+results = sys.argv[1]
+out_dir = "docs/figures"
+os.makedirs(out_dir, exist_ok=True)
+limit = 300 * 1024
+
+
+def shrink_copy(src, dst):
+    """The PNG at most `limit` bytes: re-encoded, then scaled down in steps of 0.85 if needed."""
+    img = Image.open(src)
+    img.load()
+    scale = 1.0
+    while True:
+        im = img if scale == 1.0 else img.resize((int(img.width * scale), int(img.height * scale)), Image.LANCZOS)
+        if im.mode not in ("RGB", "L", "P"):
+            im = im.convert("RGB")
+        buf = io.BytesIO()
+        im.save(buf, format="PNG", optimize=True)
+        if buf.tell() <= limit or scale < 0.3:
+            break
+        scale *= 0.85
+    tmp = dst + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(buf.getvalue())
+    os.replace(tmp, dst)
+    return buf.tell(), im.size
+
+
+def records(path):
+    out = []
+    with open(path) as f:
+        for line in f:
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass  # a partial last line of a killed run
+    return out
+
+
+figures = {}  # figure stem -> [(config, records, commits)]
+for path in sorted(glob.glob(os.path.join(results, "*.jsonl"))):
+    name = os.path.basename(path)[:-6]
+    if name.endswith("-quick"):
+        continue
+    cfg_path = os.path.join("configs", name + ".json")
+    if not os.path.exists(cfg_path):
+        continue
+    with open(cfg_path) as f:
+        cfg = json.load(f)
+    recs = records(path)
+    if not recs:
+        continue
+    commits = sorted({r.get("git_commit", "?") for r in recs})
+    figures.setdefault(cfg.get("figure", name), []).append((name, len(recs), commits))
+
+commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True).stdout.strip()
+model = "unknown CPU"
+try:
+    with open("/proc/cpuinfo") as f:
+        model = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+except (OSError, StopIteration):
+    pass
+lines = [
+    "# Figures of the full runs",
+    "",
+    f"Made by `scripts/publish_figures.sh` on {datetime.date.today().isoformat()} from checkout {commit}, "
+    f"on a {os.cpu_count()}-core {platform.machine()} ({model}). Every PNG below is drawn by the plot "
+    "scripts from the full-profile records in `results/` (quick profiles are never published here); "
+    "the table names the configs behind each figure, their record counts and the commits the "
+    "records were made with. [../reproduction.md](../reproduction.md) reads them against the papers.",
+    "",
+    "| figure | configs (records) | record commits | size |",
+    "|---|---|---|---|",
+]
+published = 0
+for stem in sorted(figures):
+    pngs = sorted(glob.glob(os.path.join("plots", stem + ".png")) + glob.glob(os.path.join("plots", stem + "_*.png")))
+    for png in pngs:
+        size, dims = shrink_copy(png, os.path.join(out_dir, os.path.basename(png)))
+        cfgs = ", ".join(f"`{n}` ({k})" for n, k, _ in figures[stem])
+        commits = ", ".join(sorted({c for _, _, cs in figures[stem] for c in cs}))
+        lines.append(f"| [{os.path.basename(png)}]({os.path.basename(png)}) | {cfgs} | {commits} | {size // 1024} KB, {dims[0]}x{dims[1]} |")
+        published += 1
+with open(os.path.join(out_dir, "README.md"), "w") as f:
+    f.write("\n".join(lines) + "\n")
+print(f"publish_figures.sh: {published} figures in {out_dir}/ (README.md lists them)")
+PY
