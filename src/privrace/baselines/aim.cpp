@@ -37,17 +37,9 @@ void k_subsets(int d, int k, int start, pgm::Clique& cur, std::vector<pgm::Cliqu
 void AimGenerator::fit(const DenseRef& table, const TableBox& box, const SyntheticPrivacy& privacy,
                        RandomSource& noise) {
   using aim_detail::text;
-  check_synthetic_privacy(privacy, true, name());
-  model_.reset();
+  const auto shape = begin_fit(table, box, privacy, opt_.bins);
+  const std::size_t n = shape.first, d = shape.second;
   selected_.clear();
-  const auto n = static_cast<std::size_t>(table.rows());
-  const auto d = static_cast<std::size_t>(table.cols());
-  if (n == 0 || d == 0)
-    throw UsageError("aim: the table is empty (" + std::to_string(n) + " x " + std::to_string(d) +
-                     "); expected rows and columns");
-  box.check(d);
-  if (opt_.bins < 2 || opt_.bins > 65535)
-    throw UsageError("aim: bins " + std::to_string(opt_.bins) + " is invalid; expected 2..65535");
   if (!(opt_.alpha > 0 && opt_.alpha < 1)) throw UsageError("aim: alpha must be in (0, 1)");
   if (opt_.rounds_per_attribute < 1) throw UsageError("aim: rounds_per_attribute must be at least 1");
   if (opt_.round_iterations < 1 || opt_.final_iterations < 1) throw UsageError("aim: iterations must be at least 1");
@@ -224,6 +216,7 @@ void AimGenerator::fit(const DenseRef& table, const TableBox& box, const Synthet
   const double final_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_est).count();
   est_seconds += final_seconds;
   box_ = box;
+  bins_ = opt_.bins;
   nlohmann::json wl = nlohmann::json::array();
   for (const pgm::Clique& w : workload) wl.push_back(w);
   record_ = {{"generator", name()},
@@ -256,18 +249,6 @@ void AimGenerator::fit(const DenseRef& table, const TableBox& box, const Synthet
              {"final_pgm_seconds", final_seconds},
              {"final_pgm_iterations", model_->last_iterations},
              {"box", box.to_json()}};
-}
-
-const pgm::GraphicalModel& AimGenerator::model() const {
-  if (!model_) throw UsageError("aim: model() before fit()");
-  return *model_;
-}
-
-DoubleMatrix AimGenerator::sample(std::size_t rows, std::uint64_t seed) const {
-  check_synthetic_rows(rows, name());
-  if (!model_) throw UsageError("aim: sample() before fit()");
-  const std::vector<std::uint16_t> bins = model_->sample(rows, derive_seed(seed, 1));
-  return pgm::decode_rows(bins, rows, box_, opt_.bins, derive_seed(seed, 2));
 }
 
 }  // namespace privrace::baselines

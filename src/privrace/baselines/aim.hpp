@@ -49,23 +49,16 @@ struct AimOptions {
   std::string neighbors = "add-remove";
 };
 
-class AimGenerator final : public SyntheticGenerator {
+class AimGenerator final : public PgmSynthesizer {
  public:
   explicit AimGenerator(const AimOptions& options = {}) : opt_(options) {}
   std::string name() const override { return "aim"; }
   void fit(const DenseRef& table, const TableBox& box, const SyntheticPrivacy& privacy, RandomSource& noise) override;
-  DoubleMatrix sample(std::size_t rows, std::uint64_t seed) const override;
-  nlohmann::json privacy_record() const override { return record_; }
-
-  const pgm::GraphicalModel& model() const;
   const std::vector<pgm::Clique>& selected() const { return selected_; }  // one per round
 
  private:
   AimOptions opt_;
-  std::unique_ptr<pgm::GraphicalModel> model_;
   std::vector<pgm::Clique> selected_;
-  TableBox box_;
-  nlohmann::json record_;
 };
 
 }  // namespace privrace::baselines

@@ -18,17 +18,9 @@ std::pair<double, double> marginal_sensitivities(const std::string& neighbors, c
 
 void MstGenerator::fit(const DenseRef& table, const TableBox& box, const SyntheticPrivacy& privacy,
                        RandomSource& noise) {
-  check_synthetic_privacy(privacy, true, name());
-  model_.reset();
+  const auto shape = begin_fit(table, box, privacy, opt_.bins);
+  const std::size_t n = shape.first, d = shape.second;
   edges_.clear();
-  const auto n = static_cast<std::size_t>(table.rows());
-  const auto d = static_cast<std::size_t>(table.cols());
-  if (n == 0 || d == 0)
-    throw UsageError("mst: the table is empty (" + std::to_string(n) + " x " + std::to_string(d) +
-                     "); expected rows and columns");
-  box.check(d);
-  if (opt_.bins < 2 || opt_.bins > 65535)
-    throw UsageError("mst: bins " + std::to_string(opt_.bins) + " is invalid; expected 2..65535");
   if (opt_.iterations < 1) throw UsageError("mst: iterations must be at least 1");
   const auto [l2, score_sens] = marginal_sensitivities(opt_.neighbors, name());
   const double b = opt_.bins;
@@ -100,6 +92,7 @@ void MstGenerator::fit(const DenseRef& table, const TableBox& box, const Synthet
   model_ = std::make_unique<pgm::GraphicalModel>(pgm::estimate(domain, ms, eo));
   const double est_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   box_ = box;
+  bins_ = opt_.bins;
   nlohmann::json edges = nlohmann::json::array();
   for (const auto& [i, j] : edges_) edges.push_back({i, j});
   const double rho_sel = d > 1 ? static_cast<double>(d - 1) * eps_edge * eps_edge / 8 : 0.0;
@@ -129,18 +122,6 @@ void MstGenerator::fit(const DenseRef& table, const TableBox& box, const Synthet
              {"pgm_iterations", model_->last_iterations},
              {"pgm_seconds", est_seconds},
              {"box", box.to_json()}};
-}
-
-const pgm::GraphicalModel& MstGenerator::model() const {
-  if (!model_) throw UsageError("mst: model() before fit()");
-  return *model_;
-}
-
-DoubleMatrix MstGenerator::sample(std::size_t rows, std::uint64_t seed) const {
-  check_synthetic_rows(rows, name());
-  if (!model_) throw UsageError("mst: sample() before fit()");
-  const std::vector<std::uint16_t> bins = model_->sample(rows, derive_seed(seed, 1));
-  return pgm::decode_rows(bins, rows, box_, opt_.bins, derive_seed(seed, 2));
 }
 
 }  // namespace privrace::baselines

@@ -44,7 +44,7 @@ struct MstOptions {
   double max_cells = double(1 << 24);    // bound on the model's clique-table cells
 };
 
-class MstGenerator final : public SyntheticGenerator {
+class MstGenerator final : public PgmSynthesizer {
  public:
   explicit MstGenerator(const MstOptions& options = {}) : opt_(options) {}
   std::string name() const override { return "mst"; }
@@ -52,18 +52,11 @@ class MstGenerator final : public SyntheticGenerator {
   // and, before anything is allocated, when a spanning tree's (d - 1) bins^2 cells exceed
   // max_cells.
   void fit(const DenseRef& table, const TableBox& box, const SyntheticPrivacy& privacy, RandomSource& noise) override;
-  DoubleMatrix sample(std::size_t rows, std::uint64_t seed) const override;
-  nlohmann::json privacy_record() const override { return record_; }
-
-  const pgm::GraphicalModel& model() const;
   const std::vector<std::pair<int, int>>& edges() const { return edges_; }  // the chosen tree
 
  private:
   MstOptions opt_;
-  std::unique_ptr<pgm::GraphicalModel> model_;
   std::vector<std::pair<int, int>> edges_;
-  TableBox box_;
-  nlohmann::json record_;
 };
 
 // Shared by MST and AIM: the L2 sensitivity of a count marginal and the sensitivity of an L1

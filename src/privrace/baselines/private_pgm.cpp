@@ -771,3 +771,34 @@ std::size_t exponential_mechanism(const std::vector<double>& scores, double epsi
 }
 
 }  // namespace privrace::baselines::pgm
+
+namespace privrace::baselines {
+
+std::pair<std::size_t, std::size_t> PgmSynthesizer::begin_fit(const DenseRef& table, const TableBox& box,
+                                                               const SyntheticPrivacy& privacy, int bins) {
+  check_synthetic_privacy(privacy, true, name());
+  model_.reset();
+  const auto n = static_cast<std::size_t>(table.rows());
+  const auto d = static_cast<std::size_t>(table.cols());
+  if (n == 0 || d == 0)
+    throw UsageError(name() + ": the table is empty (" + std::to_string(n) + " x " + std::to_string(d) +
+                     "); expected rows and columns");
+  box.check(d);
+  if (bins < 2 || bins > 65535)
+    throw UsageError(name() + ": bins " + std::to_string(bins) + " is invalid; expected 2..65535");
+  return {n, d};
+}
+
+const pgm::GraphicalModel& PgmSynthesizer::model() const {
+  if (!model_) throw UsageError(name() + ": model() before fit()");
+  return *model_;
+}
+
+DoubleMatrix PgmSynthesizer::sample(std::size_t rows, std::uint64_t seed) const {
+  check_synthetic_rows(rows, name());
+  if (!model_) throw UsageError(name() + ": sample() before fit()");
+  const std::vector<std::uint16_t> bins = model_->sample(rows, derive_seed(seed, 1));
+  return pgm::decode_rows(bins, rows, box_, bins_, derive_seed(seed, 2));
+}
+
+}  // namespace privrace::baselines

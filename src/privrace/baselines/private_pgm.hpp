@@ -46,7 +46,9 @@
 //   from the seed, so they do not depend on the thread count.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "privrace/baselines/synthetic.hpp"
@@ -189,3 +191,27 @@ std::size_t exponential_mechanism(const std::vector<double>& scores, double epsi
                                   RandomSource& rng);
 
 }  // namespace privrace::baselines::pgm
+
+namespace privrace::baselines {
+
+// A generator whose release is a graphical model over binned attributes (MST, AIM): fit()
+// leaves the model, the box, the bin count and the privacy record; sampling draws bins from the
+// model and a uniform value inside each bin (post-processing).
+class PgmSynthesizer : public SyntheticGenerator {
+ public:
+  DoubleMatrix sample(std::size_t rows, std::uint64_t seed) const override;
+  nlohmann::json privacy_record() const override { return record_; }
+  const pgm::GraphicalModel& model() const;
+
+ protected:
+  // The checks every fit starts with (privacy with delta, a non-empty table inside the box,
+  // 2..65535 bins), naming the generator; forgets the previous model. Returns {rows, columns}.
+  std::pair<std::size_t, std::size_t> begin_fit(const DenseRef& table, const TableBox& box, const SyntheticPrivacy& privacy,
+                                                int bins);
+  std::unique_ptr<pgm::GraphicalModel> model_;
+  TableBox box_;
+  int bins_ = 0;
+  nlohmann::json record_;
+};
+
+}  // namespace privrace::baselines
