@@ -61,6 +61,8 @@ TEST(RaceClassifier, BeatsMajorityOnSeparableDataExactAndPrivate) {
   ps.epsilon = 1e9;
   nearly_exact.privatize(ps, NoiseSource{true, 12});
   EXPECT_EQ(nearly_exact.predict(xte, DecisionRule::MaxLikelihood), clf.predict(xte, DecisionRule::MaxLikelihood));
+  // A released classifier is not released again (its counts carry noise).
+  EXPECT_THROW(priv.privatize(ps, NoiseSource{true, 13}), UsageError);
 }
 
 TEST(RaceClassifier, EveryClassSpendsTheWholeEpsilonWithIndependentNoise) {

@@ -6,6 +6,7 @@
 
 #include "privrace/core/error.hpp"
 #include "privrace/sketch/builder.hpp"
+#include "privrace/sketch/release.hpp"
 
 namespace privrace {
 
@@ -51,12 +52,13 @@ void RaceClassifier::fit(const DenseRef& x, std::span<const int> labels) {
 }
 
 void RaceClassifier::privatize(const PrivacySpec& spec, const NoiseSource& source) {
-  // Every class gets the whole epsilon (parallel composition, header). Seeded runs give each
-  // class its own noise stream.
+  // Every class gets the whole epsilon (parallel composition, header), each class sketch
+  // released once through the release API (a second call is refused: its counts carry noise).
+  // Seeded runs give each class its own noise stream.
   for (std::size_t c = 0; c < sketches_.size(); ++c) {
     NoiseSource s = source;
     if (s.seeded) s.seed = derive_seed(source.seed, c);
-    privrace::privatize(sketches_[c], spec, s);
+    sketches_[c] = ExactSketch(std::move(sketches_[c]), BuildReport{}).release(spec, s).take_sketch();
   }
 }
 

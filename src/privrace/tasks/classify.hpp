@@ -44,7 +44,8 @@ class RaceClassifier {
 
   // Exact counts of each class from labelled rows (labels in 0..classes-1).
   void fit(const DenseRef& x, std::span<const int> labels);
-  // Adds the release noise to every class sketch, each with the whole epsilon (see above).
+  // Releases every class sketch once (ExactSketch::release), each with the whole epsilon (see
+  // above); UsageError when the sketches already carry noise.
   void privatize(const PrivacySpec& spec, const NoiseSource& source);
 
   // Q x K matrix of kernel-sum estimates S_c(q) (mean over rows; the queries are hashed once).
