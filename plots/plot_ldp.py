@@ -384,8 +384,10 @@ def plot_smooth(results, out_dir):
                     ns = sorted(by_n)
                     means = [sum(by_n[n]) / len(by_n[n]) for n in ns]
                     ls = next((v for k, v in SMOOTH_STYLE.items() if curve.startswith(k)), "-")
+                    s_fit, lo, hi, _ = slope_with_interval(by_n)
+                    tag = f"slope {s_fit:.2f} [{lo:.2f}, {hi:.2f}]" if np.isfinite(s_fit) else "slope: < 2 positive means"
                     ax.plot(ns, [max(m, FLOOR) for m in means], marker="o", ms=3, ls=ls, color=colors[curve],
-                            label=f"{curve} (slope {slope(ns, means):.2f})")
+                            label=f"{curve} ({tag})")
                     print(f"{name} {source} eps={eps:g} {curve}: " + " ".join(f"{n}:{m:.3e}" for n, m in zip(ns, means)))
                 ax.set_xscale("log")
                 ax.set_yscale("log")

@@ -35,11 +35,27 @@ for script in plots/plot_*.py; do
   "$PY" "$script" >/dev/null 2>"${TMPDIR:-/tmp}/publish_figures.err" ||
     echo "publish_figures.sh: $script drew nothing: $(tail -1 "${TMPDIR:-/tmp}/publish_figures.err")" >&2
 done
-"$PY" - "$RESULTS" <<'PY'
+# Configs whose full run is not finished (cells still pending, by the runner's own count) are
+# not published: a figure of part of a grid would read as the result.
+EXP=${PRIVRACE_BUILD_DIR:-build}/privrace-experiment
+[[ -x $EXP ]] || { echo "publish_figures.sh: $EXP not built (it counts each config's pending cells)" >&2; exit 1; }
+PENDING=$(mktemp)
+trap 'rm -f "$PENDING"' EXIT
+for f in "$RESULTS"/*.jsonl; do
+  name=$(basename "$f" .jsonl)
+  [[ $name == *-quick || ! -f configs/$name.json ]] && continue
+  "$EXP" "configs/$name.json" --plan --out "$RESULTS" 2>/dev/null | awk -F'\t' '{ print $1, $4 }' >>"$PENDING" || true
+done
+"$PY" - "$RESULTS" "$PENDING" <<'PY'
 import glob, io, json, os, platform, subprocess, sys, datetime
 from PIL import Image
 
 results = sys.argv[1]
+pending = {}
+with open(sys.argv[2]) as f:
+    for line in f:
+        name, left = line.split()
+        pending[name] = int(left)
 out_dir = "docs/figures"
 os.makedirs(out_dir, exist_ok=True)
 limit = 300 * 1024
@@ -84,6 +100,9 @@ for path in sorted(glob.glob(os.path.join(results, "*.jsonl"))):
         continue
     cfg_path = os.path.join("configs", name + ".json")
     if not os.path.exists(cfg_path):
+        continue
+    if pending.get(name, 1) != 0:
+        print(f"publish_figures.sh: {name}: full run not finished ({pending.get(name, '?')} cells pending), not published")
         continue
     with open(cfg_path) as f:
         cfg = json.load(f)
