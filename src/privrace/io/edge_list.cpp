@@ -17,6 +17,7 @@
 
 #include "privrace/core/error.hpp"
 #include "privrace/io/sketch_file.hpp"
+#include "privrace/io/table_reader.hpp"
 
 namespace privrace {
 
@@ -178,7 +179,8 @@ SetCollection edges_to_sets(std::vector<std::uint64_t>& edges, std::uint64_t nod
 
 namespace {
 
-// Streams lines out of a plain or gzip file (zlib reads both) in 1 MiB blocks.
+// Streams lines out of a plain or gzip file (zlib reads both) in 1 MiB blocks; a UTF-8 BOM at
+// the start is skipped (as by TextLines, which reads byte shares under mpirun).
 class GzLines {
  public:
   explicit GzLines(const std::string& path) : path_(path) {
@@ -197,6 +199,7 @@ class GzLines {
     std::string carry;
     std::uint64_t line_no = 0;
     bool skip_lf = false;  // the previous block ended in '\r': a leading '\n' belongs to it
+    bool first = true;
     for (;;) {
       const int n = gzread(file_, block_.get(), kBlockSize);
       if (n < 0) {
@@ -215,6 +218,8 @@ class GzLines {
       }
       const char* p = block_.get();
       const char* const end = p + n;
+      if (first && n >= 3 && std::memcmp(p, "\xEF\xBB\xBF", 3) == 0) p += 3;  // a UTF-8 BOM, as the table reader
+      first = false;
       if (skip_lf && p != end && *p == '\n') ++p;
       skip_lf = false;
       while (p != end) {
@@ -279,6 +284,53 @@ void scan_snap_comment(std::string_view line, EdgeListReport& rep) {
 
 }  // namespace
 
+namespace {
+
+// The fields of an edge line after its leading blanks (`i`): runs of tabs, spaces or commas
+// separate them; at most 4 are kept. Returns how many.
+std::size_t split_fields(std::string_view line, std::size_t i, std::string_view (&f)[4]) {
+  std::size_t nf = 0;
+  while (i < line.size() && nf < 4) {
+    std::size_t j = i;
+    while (j < line.size() && !is_sep(line[j])) ++j;
+    f[nf++] = line.substr(i, j - i);
+    while (j < line.size() && is_sep(line[j])) ++j;
+    i = j;
+  }
+  return nf;
+}
+
+// The first non-blank byte of a line, or npos for a blank line.
+std::size_t first_field(std::string_view line) {
+  std::size_t i = 0;
+  while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+  return i == line.size() ? std::string_view::npos : i;
+}
+
+// The (0-based) source and target of an edge line, checked against the declared range and
+// 32 bits; `where()` gives the message prefix "PATH:LINE: ".
+template <typename Where>
+void edge_ids(std::string_view line, const std::string_view (&f)[4], std::size_t nf, bool jlg, std::uint64_t declared,
+              const Where& where, std::uint64_t (&id)[2]) {
+  if (nf < 2)
+    throw InputError(where() + "expected two node ids (source and target), found " + show(line));
+  for (int k = 0; k < 2; ++k) {
+    if (!parse_uint(f[k], id[k]))
+      throw InputError(where() + "expected a node id (a non-negative integer) in field " + std::to_string(k + 1) +
+                       ", found " + show(f[k]));
+    if (jlg) {
+      if (id[k] == 0) throw InputError(where() + "node ids in a .jlg file are 1-based, found 0");
+      --id[k];
+    }
+    if (declared && id[k] >= declared)
+      throw InputError(where() + "node id " + std::string(f[k]) + " is beyond the declared range (" +
+                       (jlg ? "1.." + std::to_string(declared) : "0.." + std::to_string(declared - 1)) + ")");
+    if (id[k] > kMaxId - 1) throw InputError(where() + "node id " + std::string(f[k]) + " does not fit in 32 bits");
+  }
+}
+
+}  // namespace
+
 SetCollection read_edge_list(const std::string& path, const EdgeListOptions& opts, EdgeListReport* report_out) {
   EdgeListReport rep;
   EdgeListFormat format = opts.format;
@@ -294,23 +346,14 @@ SetCollection read_edge_list(const std::string& path, const EdgeListOptions& opt
   GzLines lines(path);
   lines.for_each([&](std::string_view line, std::uint64_t no) {
     const auto where = [&] { return path + ":" + std::to_string(no) + ": "; };
-    std::size_t i = 0;
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    if (i == line.size()) return;  // blank
+    const std::size_t i = first_field(line);
+    if (i == std::string_view::npos) return;  // blank
     if (line[i] == '#' || line[i] == '%') {
       if (!jlg) scan_snap_comment(line, rep);
       return;
     }
-    // Fields separated by runs of tabs, spaces or commas.
     std::string_view f[4];
-    std::size_t nf = 0;
-    while (i < line.size() && nf < 4) {
-      std::size_t j = i;
-      while (j < line.size() && !is_sep(line[j])) ++j;
-      f[nf++] = line.substr(i, j - i);
-      while (j < line.size() && is_sep(line[j])) ++j;
-      i = j;
-    }
+    const std::size_t nf = split_fields(line, i, f);
     if (!header_seen) {  // .jlg header: nodes,edges,u|d,name
       std::uint64_t n = 0, e = 0;
       if (nf < 3 || !parse_uint(f[0], n) || !parse_uint(f[1], e) || (f[2] != "u" && f[2] != "d"))
@@ -330,22 +373,8 @@ SetCollection read_edge_list(const std::string& path, const EdgeListOptions& opt
       edges.reserve(e);
       return;
     }
-    if (nf < 2)
-      throw InputError(where() + "expected two node ids (source and target), found " + show(line));
     std::uint64_t id[2];
-    for (int k = 0; k < 2; ++k) {
-      if (!parse_uint(f[k], id[k]))
-        throw InputError(where() + "expected a node id (a non-negative integer) in field " + std::to_string(k + 1) +
-                         ", found " + show(f[k]));
-      if (jlg) {
-        if (id[k] == 0) throw InputError(where() + "node ids in a .jlg file are 1-based, found 0");
-        --id[k];
-      }
-      if (declared && id[k] >= declared)
-        throw InputError(where() + "node id " + std::string(f[k]) + " is beyond the declared range (" +
-                         (jlg ? "1.." + std::to_string(declared) : "0.." + std::to_string(declared - 1)) + ")");
-      if (id[k] > kMaxId - 1) throw InputError(where() + "node id " + std::string(f[k]) + " does not fit in 32 bits");
-    }
+    edge_ids(line, f, nf, jlg, declared, where, id);
     max_id = std::max({max_id, id[0], id[1]});
     if (edges.size() == edges.capacity()) {
       // Growing the buffer: check the whole build (buffer + CSR) still fits before allocating.
@@ -365,6 +394,78 @@ SetCollection read_edge_list(const std::string& path, const EdgeListOptions& opt
   rep.declared_nodes = keep_declared_n;
   rep.declared_edges = keep_declared_e;
   if (report_out) *report_out = rep;
+  return sets;
+}
+
+EdgeLines read_edge_lines(const std::string& path, const EdgeListOptions& opts,
+                          std::optional<std::pair<std::uint64_t, std::uint64_t>> range) {
+  if (opts.format == EdgeListFormat::Jlg || (opts.format == EdgeListFormat::Auto && path.size() >= 4 &&
+                                             path.compare(path.size() - 4, 4, ".jlg") == 0))
+    throw UsageError(path + ": a .jlg file is read whole (read_edge_list), not as edge lines");
+  const std::uint64_t limit = graph_memory_limit(opts.memory_limit);
+  EdgeLines out;
+  const auto add = [&](std::string_view line, const auto& where) {
+    const std::size_t i = first_field(line);
+    if (i == std::string_view::npos || line[i] == '#' || line[i] == '%') return;  // blank or comment
+    std::string_view f[4];
+    const std::size_t nf = split_fields(line, i, f);
+    std::uint64_t id[2];
+    edge_ids(line, f, nf, false, opts.declared_nodes, where, id);
+    out.max_id = std::max({out.max_id, id[0], id[1]});
+    if (out.edges.size() == out.edges.capacity()) {
+      // The buffer, its copy sorted by destination rank, and what the rank receives.
+      const double next = std::max<double>(1024.0, 2.0 * static_cast<double>(out.edges.capacity()));
+      check_budget(3.0 * 8.0 * next, limit, path + ": after " + std::to_string(out.edges.size()) + " edges, the edge buffers");
+      out.edges.reserve(static_cast<std::size_t>(next));
+    }
+    out.edges.push_back(pack_edge(static_cast<std::uint32_t>(id[0]), static_cast<std::uint32_t>(id[1])));
+  };
+  if (range) {
+    TextLines lines(path, range->first, range->second);
+    std::string_view line;
+    const auto where = [&] { return path + ":" + std::to_string(lines.file_line()) + ": "; };
+    while (lines.next(line)) add(line, where);
+  } else {
+    GzLines lines(path);
+    lines.for_each([&](std::string_view line, std::uint64_t no) {
+      add(line, [&] { return path + ":" + std::to_string(no) + ": "; });
+    });
+  }
+  return out;
+}
+
+SetCollection pairs_to_sets(std::vector<std::uint64_t>& directed, std::vector<std::uint64_t>& reverse, EdgeListReport& report,
+                            std::vector<std::uint32_t>* nodes) {
+  std::sort(directed.begin(), directed.end());
+  const auto end = std::unique(directed.begin(), directed.end());
+  report.duplicates += static_cast<std::uint64_t>(directed.end() - end);
+  directed.erase(end, directed.end());
+  std::vector<std::uint64_t> all;
+  if (reverse.empty()) {
+    all = std::move(directed);
+  } else {
+    std::sort(reverse.begin(), reverse.end());
+    reverse.erase(std::unique(reverse.begin(), reverse.end()), reverse.end());
+    all.reserve(directed.size() + reverse.size());
+    std::set_union(directed.begin(), directed.end(), reverse.begin(), reverse.end(), std::back_inserter(all));
+    std::vector<std::uint64_t>().swap(reverse);
+  }
+  std::vector<std::uint64_t>().swap(directed);
+  SetCollection sets;
+  sets.ids.resize(all.size());
+  if (nodes != nullptr) nodes->clear();
+  std::uint64_t max_degree = 0;
+  for (std::size_t a = 0; a < all.size();) {
+    const std::uint64_t u = all[a] >> 32;
+    std::size_t b = a;
+    for (; b < all.size() && all[b] >> 32 == u; ++b) sets.ids[b] = static_cast<std::uint32_t>(all[b]);
+    sets.offsets.push_back(b);
+    if (nodes != nullptr) nodes->push_back(static_cast<std::uint32_t>(u));
+    max_degree = std::max<std::uint64_t>(max_degree, b - a);
+    a = b;
+  }
+  report.edges += all.size();
+  report.max_degree = std::max(report.max_degree, max_degree);
   return sets;
 }
 

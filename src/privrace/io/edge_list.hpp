@@ -6,7 +6,10 @@
 // sorted and de-duplicated. Memory: an 8-byte-per-edge buffer while reading, then a counting
 // sort into the CSR (4 bytes per stored neighbour); no per-node vectors.
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "privrace/core/types.hpp"
 
@@ -47,6 +50,30 @@ struct EdgeListReport {
 // beyond the declared range or 2^32 - 2, and "PATH: empty graph (no edges)"; ResourceError
 // before allocating when the graph would not fit (the message gives the estimate).
 SetCollection read_edge_list(const std::string& path, const EdgeListOptions& opts = {}, EdgeListReport* report = nullptr);
+
+// The steps of read_edge_list for a graph read by several processes (privrace sketch under
+// mpirun): each reads its lines, the pairs go to the process that owns their source, and each
+// builds the sets of its nodes.
+//
+// The edge lines of a SNAP edge list (not .jlg) as packed (source, target) pairs in file order,
+// with read_edge_list's checks and messages ("PATH:LINE: ..."; the declared range is
+// opts.declared_nodes); nothing is dropped or merged. `range` = [begin, end): the lines whose
+// first byte lies there, of a plain regular file (line numbers are still the whole file's);
+// none = the whole file, plain or gzip. No lines is not an error here.
+struct EdgeLines {
+  std::vector<std::uint64_t> edges;  // pack_edge(source, target), one per edge line
+  std::uint64_t max_id = 0;          // the largest id on any line (0 if none)
+};
+EdgeLines read_edge_lines(const std::string& path, const EdgeListOptions& opts,
+                          std::optional<std::pair<std::uint64_t, std::uint64_t>> range = std::nullopt);
+// The non-empty sets of the nodes whose pairs these are, in increasing node order: node u's set
+// = the targets of its `directed` pairs (u, v) (self-loops already kept or dropped) united with
+// the sources of its `reverse` pairs, packed pack_edge(u, w) for an edge (w, u) (symmetrising),
+// sorted and de-duplicated, as read_edge_list builds u's set. Both vectors are consumed.
+// `report`: `duplicates` gets the repeated directed pairs, `edges` the stored neighbours and
+// `max_degree` the largest set (added / maxed in); `nodes`, if given, gets each set's node.
+SetCollection pairs_to_sets(std::vector<std::uint64_t>& directed, std::vector<std::uint64_t>& reverse, EdgeListReport& report,
+                            std::vector<std::uint32_t>* nodes = nullptr);
 
 // Same, through a binary CSR cache: when `cache_path` holds a cache of the same source (size and
 // mtime), the same options and an intact checksum, it is loaded instead of parsing; otherwise

@@ -777,9 +777,10 @@ DenseMatrix read_table(const std::string& path, const TableOptions& opts, std::v
   return out;
 }
 
-SetCollection read_sets(const std::string& path) {
-  const std::string display = display_name(path);
-  LineSource src(path, display);
+namespace {
+
+// The sets of `src`'s lines (see read_sets).
+SetCollection read_sets_from(LineSource& src, const std::string& display) {
   SetCollection sets;
   std::vector<std::uint32_t> cur;
   std::string_view line;
@@ -800,16 +801,62 @@ SetCollection read_sets(const std::string& path) {
       std::uint32_t id = 0;
       const auto [q, ec] = std::from_chars(s, p, id);
       if (q != p || ec != std::errc())
-        fail(Where{&display, src.line_no()}.at(col) + "expected an element id (an integer 0..4294967295), found " +
-             show(std::string_view(s, static_cast<std::size_t>(p - s))));
+        fail(Where{&display, src.line_no(), src.ranged() ? &src : nullptr}.at(col) +
+             "expected an element id (an integer 0..4294967295), found " + show(std::string_view(s, static_cast<std::size_t>(p - s))));
       cur.push_back(id);
     }
     std::sort(cur.begin(), cur.end());
     cur.erase(std::unique(cur.begin(), cur.end()), cur.end());
     sets.push_back(cur);
   }
+  return sets;
+}
+
+}  // namespace
+
+SetCollection read_sets(const std::string& path) {
+  const std::string display = display_name(path);
+  LineSource src(path, display);
+  SetCollection sets = read_sets_from(src, display);
   if (sets.size() == 0) fail(display + ": no sets");
   return sets;
 }
+
+SetCollection read_sets(const std::string& path, std::uint64_t begin, std::uint64_t end) {
+  const std::string display = display_name(path);
+  LineSource src(path, display, begin, end);
+  return read_sets_from(src, display);
+}
+
+TextFileLayout text_file_layout(const std::string& path) {
+  TextFileLayout l;
+  const std::string display = display_name(path);
+  LineSource src(path, display);  // throws "cannot open"
+  std::string_view first;
+  src.next(first);  // zlib has looked at the first bytes: gzip or not
+  struct stat st {};
+  const bool regular = path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  if (regular) l.bytes = static_cast<std::uint64_t>(st.st_size);
+  if (!regular) l.why_not = "not a regular file (stdin or a pipe)";
+  else if (!src.direct()) l.why_not = "gzip-compressed";
+  l.splittable = l.why_not.empty();
+  return l;
+}
+
+struct TextLines::Impl {
+  std::string display;
+  LineSource src;
+  Impl(const std::string& p) : display(display_name(p)), src(p, display) {}
+  Impl(const std::string& p, std::uint64_t begin, std::uint64_t end) : display(display_name(p)), src(p, display, begin, end) {}
+};
+
+TextLines::TextLines(const std::string& path) : impl_(std::make_unique<Impl>(path)) {}
+TextLines::TextLines(const std::string& path, std::uint64_t begin, std::uint64_t end)
+    : impl_(std::make_unique<Impl>(path, begin, end)) {}
+TextLines::~TextLines() = default;
+TextLines::TextLines(TextLines&&) noexcept = default;
+TextLines& TextLines::operator=(TextLines&&) noexcept = default;
+bool TextLines::next(std::string_view& line) { return impl_->src.next(line); }
+std::uint64_t TextLines::file_line() const { return privrace::file_line(impl_->src); }
 
 }  // namespace privrace

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "privrace/core/types.hpp"
@@ -140,5 +141,44 @@ DenseMatrix read_table(const std::string& path, const TableOptions& opts = {},
 // with '#' are comments. Plain or gzip; "-" = stdin. Throws InputError "PATH: no sets"
 // when the input holds no line at all.
 SetCollection read_sets(const std::string& path);
+// The sets of the lines whose first byte lies in [begin, end) of a plain regular file (a
+// rank's share under mpirun, as TableShare): shares [k S / K, (k + 1) S / K) read every line
+// of the whole file exactly once. A share may hold no set (no error); messages give the line
+// in the whole file.
+SetCollection read_sets(const std::string& path, std::uint64_t begin, std::uint64_t end);
+
+// Whether a text file (sets, an edge list) can be read in byte shares: a plain regular file.
+// `why_not` otherwise: "gzip-compressed" or "not a regular file (stdin or a pipe)". Throws
+// InputError "cannot open 'PATH': <reason>".
+struct TextFileLayout {
+  bool splittable = false;
+  std::uint64_t bytes = 0;  // file size (regular files)
+  std::string why_not;
+};
+TextFileLayout text_file_layout(const std::string& path);
+
+// Physical lines of a plain or gzip file ("-" = stdin), or of the lines whose first byte lies
+// in [begin, end) of a plain regular file: the same line rules as the table reader (LF, CRLF
+// or a lone CR; a UTF-8 BOM at the start of the file skipped; a last line without an end).
+class TextLines {
+ public:
+  explicit TextLines(const std::string& path);  // throws InputError "cannot open 'PATH': ..."
+  TextLines(const std::string& path, std::uint64_t begin, std::uint64_t end);
+  ~TextLines();
+  TextLines(TextLines&&) noexcept;
+  TextLines& operator=(TextLines&&) noexcept;
+  TextLines(const TextLines&) = delete;
+  TextLines& operator=(const TextLines&) = delete;
+
+  // The next line without its end (valid until the next call); false at the end.
+  bool next(std::string_view& line);
+  // The line last returned, counted from the start of the whole file (for a share: counted
+  // when asked, so call it for messages only).
+  std::uint64_t file_line() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace privrace
