@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "privrace/core/error.hpp"
+#include "privrace/io/edge_list.hpp"
 #include "privrace/io/table_reader.hpp"
 #include "privrace/sketch/release.hpp"
 
@@ -55,6 +56,10 @@ struct SketchJob {
 };
 // Options -> a validated job (UsageError on bad usage); sets the OpenMP thread count.
 SketchJob parse_sketch(int argc, char** argv);
+// --format edgelist|jlg with --undirected, --drop-self-loops and --nodes, as the reader's options.
+EdgeListOptions edge_list_options(const SketchJob& job);
+// The header's "graph" record of a graph read with `eopts`.
+nlohmann::json graph_record(const EdgeListReport& g, const EdgeListOptions& eopts, bool from_cache);
 // The exact sketch of the whole input in this process (sets, graphs or a table).
 ExactSketch build_local(const SketchJob& job, const MasterSeed& seed, nlohmann::json& graph_info, double& read_seconds);
 // The exact sketch of streamed table chunks; a record the family refuses is reported as

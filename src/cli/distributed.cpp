@@ -18,8 +18,20 @@
 // holds the start of that batch, which hashes the batch whole, exactly as one process does.
 // Chunks (--chunk-rows, a multiple of 4096 here) start on the grid. Seeded sketches are
 // therefore byte-identical to one process for any K and any split of the bytes.
-// One gzip file, stdin, libsvm (and set or graph inputs) cannot be split: rank 0 reads them
-// all and the other ranks contribute zero counts.
+// One gzip file, stdin and libsvm cannot be split: rank 0 reads them all and the other ranks
+// contribute zero counts.
+//
+// Sets and graphs (the jaccard kernels). A set's MinHash codes depend on the set alone, so no
+// batch grid is needed: only every set must be sketched exactly once, whole. One set per line:
+// rank k reads the lines whose first byte lies in its share [k S / K, (k + 1) S / K) and
+// sketches them. An edge list: rank k reads the edge lines of its share, sends each (u, v) to
+// the rank that owns u (a mix of u mod K) and, --undirected, (v, u) to v's (MPI_Alltoallv in
+// rounds); each rank sorts and de-duplicates its nodes' neighbours into their sets, as
+// read_edge_list does, and sketches them; the summary (nodes = max(largest id + 1, --nodes),
+// duplicates, self-loops, ...) is summed over the ranks, and rank 0 also counts the nodes
+// without a neighbour (empty sets). A gzip file or stdin is read by rank 0 alone (the sets of an
+// edge list are still built and sketched on their nodes' ranks); a .jlg file or --graph-cache
+// is read and sketched by rank 0 alone.
 //
 // Several input files (inputs.hpp) are read as one table, the records of each in turn. Whole
 // files go to ranks by size (rank 0 looks the sizes up): largest first, each to the rank with
@@ -64,6 +76,7 @@
 #include "inputs.hpp"
 #include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
+#include "privrace/io/edge_list.hpp"
 #include "privrace/io/table_reader.hpp"
 #include "privrace/sketch/release.hpp"
 
@@ -290,6 +303,203 @@ int build_plan(const SketchJob& job, const MasterSeed& seed, std::size_t dim, co
   return agree(f, rank);
 }
 
+// Sets and graphs: which bytes of the one input file this rank reads.
+struct TextPart {
+  bool split = false;                // byte shares; else rank 0 reads the whole file and the others nothing
+  bool whole = false;                // this rank reads the whole file
+  std::uint64_t begin = 0, end = 0;  // this rank's share [k S / K, (k + 1) S / K) when split
+};
+
+// Rank 0 looks at the file (a plain regular file splits by bytes; gzip and stdin do not, said
+// on stderr) and broadcasts what it found. Collective; returns agree()'s code.
+int text_part(const SketchJob& job, int rank, int ranks, Failure& f, TextPart& part, nlohmann::json& dist) {
+  std::array<std::uint64_t, 2> lay{};  // splittable, bytes
+  if (rank == 0)
+    attempt(f, [&] {
+      const TextFileLayout l = text_file_layout(job.input);
+      lay = {l.splittable ? 1u : 0u, l.bytes};
+      if (!l.splittable && ranks > 1 && !job.quiet)
+        std::fprintf(stderr, "privrace sketch: %s is %s and cannot be split: rank 0 reads it all\n", job.input.c_str(),
+                     l.why_not.c_str());
+    });
+  if (const int code = agree(f, rank)) return code;
+  MPI_Bcast(lay.data(), static_cast<int>(lay.size()), MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  part.split = lay[0] == 1;
+  part.whole = !part.split && rank == 0;
+  if (part.split) {
+    const std::uint64_t bytes = lay[1], k = static_cast<std::uint64_t>(rank), K = static_cast<std::uint64_t>(ranks);
+    part.begin = static_cast<std::uint64_t>(static_cast<unsigned __int128>(bytes) * k / K);
+    part.end = static_cast<std::uint64_t>(static_cast<unsigned __int128>(bytes) * (k + 1) / K);
+  }
+  dist["split"] = part.split;
+  return 0;
+}
+
+std::uint64_t sum_all(std::uint64_t v) {
+  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return v;
+}
+std::uint64_t max_all(std::uint64_t v) {
+  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return v;
+}
+std::vector<std::uint64_t> gather_all(std::uint64_t v, int ranks) {
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(ranks));
+  MPI_Allgather(&v, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
+  return all;
+}
+
+// One set per line: each rank reads the sets of its byte share and sketches them; a set's
+// codes depend on the set alone and the counts are sums, so the sketch is one process's.
+int build_set_file(const SketchJob& job, const MasterSeed& seed, int rank, int ranks, Failure& f,
+                   std::optional<ExactSketch>& exact, double& read_seconds, nlohmann::json& dist) {
+  const auto t0 = std::chrono::steady_clock::now();
+  TextPart part;
+  if (const int code = text_part(job, rank, ranks, f, part, dist)) return code;
+  SetCollection sets;
+  attempt(f, [&] {
+    if (part.split) sets = read_sets(job.input, part.begin, part.end);
+    else if (part.whole) sets = read_sets(job.input);
+  });
+  if (const int code = agree(f, rank)) return code;
+  const std::uint64_t total = sum_all(sets.size());
+  attempt(f, [&] {  // the same verdict on every rank
+    if (total == 0) throw InputError(job.input + ": no sets");
+  });
+  if (const int code = agree(f, rank, /*once=*/true)) return code;
+  dist["rank_sets"] = gather_all(sets.size(), ranks);
+  read_seconds = seconds_since(t0);
+  attempt(f, [&] { exact.emplace(build_exact(job.params, seed, sets)); });
+  return agree(f, rank);
+}
+
+// Graphs. A node's rank: its id mixed (splitmix64's finaliser) mod K, so that runs of nearby
+// ids, often of similar degree, spread over the ranks.
+std::size_t owner_of(std::uint32_t u, std::size_t ranks) {
+  std::uint64_t z = u + 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return static_cast<std::size_t>((z ^ (z >> 31)) % ranks);
+}
+
+constexpr std::uint64_t kRoundPairs = std::uint64_t{1} << 24;  // pairs a rank sends (or receives) per round, at most
+
+// bucket[d] (this rank's pairs for rank d) to rank d; returns the pairs every rank sent here, in
+// rank order. In rounds of at most kRoundPairs / K pairs from a rank to a rank, so MPI's int
+// counts and displacements hold and each round's two buffers stay below 128 MiB. The buckets
+// are freed. Collective.
+std::vector<std::uint64_t> exchange_pairs(std::vector<std::vector<std::uint64_t>>& bucket) {
+  const std::size_t K = bucket.size();
+  std::vector<std::uint64_t> sendn(K), recvn(K);
+  for (std::size_t d = 0; d < K; ++d) sendn[d] = bucket[d].size();
+  MPI_Alltoall(sendn.data(), 1, MPI_UINT64_T, recvn.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
+  const std::uint64_t per = std::max<std::uint64_t>(1, kRoundPairs / K);
+  const std::uint64_t most = *std::max_element(sendn.begin(), sendn.end());
+  const std::uint64_t rounds = max_all((most + per - 1) / per);
+  std::vector<std::uint64_t> where(K + 1, 0);  // where each sender's pairs go in `out`
+  for (std::size_t s = 0; s < K; ++s) where[s + 1] = where[s] + recvn[s];
+  std::vector<std::uint64_t> out(where[K]), sbuf, rbuf;
+  std::vector<int> sc(K), sd(K), rc(K), rd(K);
+  const auto slice = [per](std::uint64_t n, std::uint64_t t) { return t * per < n ? std::min(per, n - t * per) : 0; };
+  for (std::uint64_t t = 0; t < rounds; ++t) {
+    sbuf.clear();
+    std::size_t rtotal = 0;
+    for (std::size_t d = 0; d < K; ++d) {
+      const std::uint64_t n = slice(sendn[d], t);
+      sc[d] = static_cast<int>(n);
+      sd[d] = static_cast<int>(sbuf.size());
+      if (n > 0) {
+        const auto from = bucket[d].begin() + static_cast<std::ptrdiff_t>(t * per);
+        sbuf.insert(sbuf.end(), from, from + static_cast<std::ptrdiff_t>(n));
+      }
+      rc[d] = static_cast<int>(slice(recvn[d], t));
+      rd[d] = static_cast<int>(rtotal);
+      rtotal += static_cast<std::size_t>(rc[d]);
+    }
+    rbuf.resize(rtotal);
+    MPI_Alltoallv(sbuf.data(), sc.data(), sd.data(), MPI_UINT64_T, rbuf.data(), rc.data(), rd.data(), MPI_UINT64_T,
+                  MPI_COMM_WORLD);
+    for (std::size_t s = 0; s < K; ++s)
+      std::copy_n(rbuf.begin() + rd[s], rc[s], out.begin() + static_cast<std::ptrdiff_t>(where[s] + t * per));
+  }
+  for (auto& b : bucket) std::vector<std::uint64_t>().swap(b);
+  return out;
+}
+
+// An edge list: each rank reads the edge lines of its byte share (a gzip file or stdin: rank 0
+// reads them all), every (u, v) goes to u's rank and, --undirected, (v, u) to v's, and each
+// rank builds the sets of its nodes (the targets of its directed pairs united with the sources
+// of its reversed pairs, sorted and de-duplicated, as read_edge_list) and sketches them. Node
+// ids are not compacted, so every node's set is the one of one process; the nodes without a
+// neighbour (ids up to max(largest id + 1, --nodes)) are empty sets, which rank 0 counts.
+// A set's codes depend on the set alone and the counts are sums: the sketch is one process's.
+int build_graph(const SketchJob& job, const MasterSeed& seed, int rank, int ranks, Failure& f, std::optional<ExactSketch>& exact,
+                nlohmann::json& graph_info, double& read_seconds, nlohmann::json& dist) {
+  const auto t0 = std::chrono::steady_clock::now();
+  EdgeListOptions eopts;
+  attempt(f, [&] { eopts = edge_list_options(job); });
+  if (const int code = agree(f, rank, /*once=*/true)) return code;
+  TextPart part;
+  if (const int code = text_part(job, rank, ranks, f, part, dist)) return code;
+  EdgeLines mine;
+  attempt(f, [&] {
+    if (part.split) mine = read_edge_lines(job.input, eopts, std::pair{part.begin, part.end});
+    else if (part.whole) mine = read_edge_lines(job.input, eopts);
+  });
+  if (const int code = agree(f, rank)) return code;
+  std::vector<std::uint64_t>& edges = mine.edges;
+  std::array<std::uint64_t, 2> counts = {edges.size(), 0};  // edge lines, self-loops
+  for (const std::uint64_t e : edges) counts[1] += (e >> 32) == (e & 0xFFFFFFFFu);
+  if (!eopts.keep_self_loops)
+    edges.erase(std::remove_if(edges.begin(), edges.end(), [](std::uint64_t e) { return (e >> 32) == (e & 0xFFFFFFFFu); }),
+                edges.end());
+  const std::vector<std::uint64_t> rank_lines = gather_all(counts[0], ranks);
+  MPI_Allreduce(MPI_IN_PLACE, counts.data(), 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  const std::uint64_t max_id = max_all(mine.max_id);
+  attempt(f, [&] {  // the same verdict on every rank
+    if (counts[0] == 0) throw InputError(job.input + ": empty graph (no edges)");
+  });
+  if (const int code = agree(f, rank, /*once=*/true)) return code;
+  const std::uint64_t nodes = std::max(max_id + 1, eopts.declared_nodes);
+
+  // (u, v) to u's rank; --undirected: (v, u) to v's too (a self-loop needs no mirror).
+  const auto te = std::chrono::steady_clock::now();
+  const auto K = static_cast<std::size_t>(ranks);
+  std::vector<std::vector<std::uint64_t>> out(K), in(K);
+  for (const std::uint64_t e : edges) {
+    const auto u = static_cast<std::uint32_t>(e >> 32), v = static_cast<std::uint32_t>(e);
+    out[owner_of(u, K)].push_back(e);
+    if (eopts.symmetrise && u != v) in[owner_of(v, K)].push_back(pack_edge(v, u));
+  }
+  std::vector<std::uint64_t>().swap(edges);
+  std::vector<std::uint64_t> directed = exchange_pairs(out);
+  std::vector<std::uint64_t> reverse = exchange_pairs(in);
+  dist["exchange"] = seconds_since(te);
+
+  EdgeListReport g;
+  SetCollection sets;
+  attempt(f, [&] { sets = pairs_to_sets(directed, reverse, g); });
+  if (const int code = agree(f, rank)) return code;
+  std::array<std::uint64_t, 3> sums = {sets.size(), g.edges, g.duplicates};
+  const std::vector<std::uint64_t> rank_sets = gather_all(sets.size(), ranks);
+  MPI_Allreduce(MPI_IN_PLACE, sums.data(), 3, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  g.nodes = nodes;
+  g.lines = counts[0];
+  g.self_loops = counts[1];
+  g.edges = sums[1];
+  g.duplicates = sums[2];
+  g.max_degree = max_all(g.max_degree);
+  g.empty_sets = nodes - sums[0];
+  g.symmetrised = eopts.symmetrise;
+  graph_info = graph_record(g, eopts, false);
+  if (rank == 0) sets.offsets.resize(sets.offsets.size() + g.empty_sets, sets.ids.size());  // the nodes without a neighbour
+  dist["rank_edge_lines"] = rank_lines;
+  dist["rank_nodes"] = rank_sets;  // nodes with a neighbour
+  read_seconds = seconds_since(t0);
+  attempt(f, [&] { exact.emplace(build_exact(job.params, seed, sets)); });
+  return agree(f, rank);
+}
+
 int run(int argc, char** argv, int rank, int ranks) {
   const auto t0 = std::chrono::steady_clock::now();
   Failure f;
@@ -327,8 +537,17 @@ int run(int argc, char** argv, int rank, int ranks) {
   nlohmann::json graph_info;
   double read_seconds = 0.0;  // graphs (rank 0); tables stream into the build
   nlohmann::json dist = {{"ranks", ranks}};
-  if (job.set_kernel) {
-    // Sets and graphs are not split yet: rank 0 reads and builds them all, the others add zeros.
+  if (job.set_kernel && !job.graph_input) {
+    if (const int code = build_set_file(job, seed, rank, ranks, f, exact, read_seconds, dist)) return code;
+  } else if (job.set_kernel && job.format != "jlg" && !job.vm.count("graph-cache")) {
+    if (const int code = build_graph(job, seed, rank, ranks, f, exact, graph_info, read_seconds, dist)) return code;
+  } else if (job.set_kernel) {
+    // A .jlg file (its header line first) or a graph read through its CSR cache: rank 0 reads
+    // and builds it all, the others add zeros.
+    if (rank == 0 && ranks > 1 && !job.quiet)
+      std::fprintf(stderr, "privrace sketch: %s: rank 0 reads and sketches the whole graph\n",
+                   job.format == "jlg" ? "a .jlg file" : "--graph-cache");
+    dist["split"] = false;
     attempt(f, [&] {
       if (rank == 0) exact.emplace(build_local(job, seed, graph_info, read_seconds));
       else exact.emplace(build_exact(job.params, seed, SetCollection{}));

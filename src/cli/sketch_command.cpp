@@ -28,22 +28,15 @@ namespace {
 
 // The records of a set kernel: one set per line, or a graph's out-neighbourhoods. `info` gets
 // the graph summary for the header.
-SetCollection read_set_input(const std::string& input, const std::string& format, bool graph_input,
-                             const po::variables_map& vm, nlohmann::json& info) {
-  if (!graph_input) return read_sets(input);
-  EdgeListOptions eopts;
-  eopts.format = parse_edge_list_format(format);
-  eopts.symmetrise = vm.count("undirected") > 0;
-  eopts.keep_self_loops = vm.count("drop-self-loops") == 0;
-  if (vm.count("nodes")) eopts.declared_nodes = vm["nodes"].as<std::uint64_t>();
+SetCollection read_set_input(const SketchJob& job, nlohmann::json& info) {
+  if (!job.graph_input) return read_sets(job.input);
+  const EdgeListOptions eopts = edge_list_options(job);
   EdgeListReport g;
   bool cached = false;
-  SetCollection sets = vm.count("graph-cache")
-                           ? read_edge_list_cached(input, vm["graph-cache"].as<std::string>(), eopts, &g, &cached)
-                           : read_edge_list(input, eopts, &g);
-  info = {{"nodes", g.nodes}, {"edge_lines", g.lines}, {"stored_edges", g.edges}, {"self_loops", g.self_loops},
-          {"self_loops_kept", eopts.keep_self_loops}, {"duplicates", g.duplicates}, {"max_degree", g.max_degree},
-          {"empty_sets", g.empty_sets}, {"symmetrised", g.symmetrised}, {"from_cache", cached}};
+  SetCollection sets = job.vm.count("graph-cache")
+                           ? read_edge_list_cached(job.input, job.vm["graph-cache"].as<std::string>(), eopts, &g, &cached)
+                           : read_edge_list(job.input, eopts, &g);
+  info = graph_record(g, eopts, cached);
   return sets;
 }
 
@@ -69,8 +62,9 @@ SketchJob parse_sketch(int argc, char** argv) {
                  "or list the files after it, give a quoted glob ('part-*.csv.gz', expanded in sorted order) or @LIST "
                  "(a file of paths, one per line; relative paths are relative to LIST's folder). "
                  "Under mpirun (a -DPRIVRACE_MPI=ON build) each rank reads its byte range of one plain CSV/whitespace file, "
-                 "or, for several, whole files assigned by size; one .gz file, stdin, libsvm or a set/graph input "
-                 "cannot be split and is read by rank 0 alone")
+                 "or, for several, whole files assigned by size; a set file or an edge list is split by bytes too (an edge "
+                 "list's pairs then go to the ranks that own their nodes); one .gz file, stdin, libsvm, a .jlg file or "
+                 "--graph-cache cannot be split and is read by rank 0 alone")
       ("output,o", po::value(&output)->required(), "sketch file to write (written atomically)")
       ("kernel,k", po::value(&kernel)->default_value("l2"), "l2 (p-stable) | angular (SRP) | angular_pair (regression surrogate) | jaccard (densified MinHash) | jaccard_classic (independent MinHashes) | rff (random Fourier features, for M2M) | hist (per-attribute histograms, for M2M)")
       ("bandwidth", po::value(&bandwidth)->default_value(1.0), "p-stable bucket width w (l2)")
@@ -184,10 +178,25 @@ SketchJob parse_sketch(int argc, char** argv) {
   return job;
 }
 
+EdgeListOptions edge_list_options(const SketchJob& job) {
+  EdgeListOptions eopts;
+  eopts.format = parse_edge_list_format(job.format);
+  eopts.symmetrise = job.vm.count("undirected") > 0;
+  eopts.keep_self_loops = job.vm.count("drop-self-loops") == 0;
+  if (job.vm.count("nodes")) eopts.declared_nodes = job.vm["nodes"].as<std::uint64_t>();
+  return eopts;
+}
+
+nlohmann::json graph_record(const EdgeListReport& g, const EdgeListOptions& eopts, bool from_cache) {
+  return {{"nodes", g.nodes}, {"edge_lines", g.lines}, {"stored_edges", g.edges}, {"self_loops", g.self_loops},
+          {"self_loops_kept", eopts.keep_self_loops}, {"duplicates", g.duplicates}, {"max_degree", g.max_degree},
+          {"empty_sets", g.empty_sets}, {"symmetrised", g.symmetrised}, {"from_cache", from_cache}};
+}
+
 ExactSketch build_local(const SketchJob& job, const MasterSeed& seed, nlohmann::json& graph_info, double& read_seconds) {
   const auto t0 = std::chrono::steady_clock::now();
   if (job.set_kernel) {
-    const SetCollection sets = read_set_input(job.input, job.format, job.graph_input, job.vm, graph_info);
+    const SetCollection sets = read_set_input(job, graph_info);
     if (sets.size() == 0) throw InputError(job.input + ": no sets");
     read_seconds = seconds_since(t0);
     return build_exact(job.params, seed, sets);

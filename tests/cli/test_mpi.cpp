@@ -7,7 +7,11 @@
 // with a message and no file. Several input files (a gzip one, a headered one, CRLF, no final
 // newline) are assigned whole to ranks, also to more ranks than files, and give the same sketch
 // as one process on the list and on the concatenated records; a missing or malformed file stops
-// every rank with a message naming it. Skipped unless built with -DPRIVRACE_MPI=ON.
+// every rank with a message naming it. Jaccard sketches of a one-set-per-line file and of SNAP
+// edge lists (comments, CRLF, no final newline, duplicate edges, self-loops, a node whose edge
+// lines straddle every split point; directed, --undirected, --drop-self-loops, --nodes; gzip;
+// more ranks than lines) are byte-identical to one process; a malformed set or edge line names
+// the rank, the file and the line, and leaves no file. Skipped unless built with -DPRIVRACE_MPI=ON.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +23,7 @@
 #include <random>
 #include <regex>
 
+#include "privrace/io/edge_list.hpp"
 #include "privrace/io/table_reader.hpp"
 #include "test_util.hpp"
 
@@ -282,6 +287,167 @@ TEST_F(Mpi, BadInputFailsOnEveryRankWithoutAFile) {
   EXPECT_NE(r.err.find("a multiple of 4096"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "chunk.rsk"));
 }
+namespace {
+// A set kernel's command line (one set per line or an edge list), without -o.
+std::string set_args(const fs::path& input, const std::string& extra, bool quiet = true) {
+  const std::string kernel = extra.find("--kernel") == std::string::npos ? "--kernel jaccard " : "";
+  return " sketch --input " + input.string() + " --rows 40 --width 300 --seed 7 --threads 2 " + (quiet ? "-q " : "") + kernel + extra;
+}
+}  // namespace
+
+class MpiSets : public Mpi {
+ protected:
+  // The single-process file and those of `nps` ranks: the same bytes. Returns the ranks' stderr.
+  // (`loud`: without -q, for the ranks' notes on stderr.)
+  std::string expect_same(const fs::path& input, const std::string& extra, std::initializer_list<int> nps = {1, 2, 3},
+                          bool loud = false) {
+    const RunResult single = shell(kCli + set_args(input, extra) + " -o " + (dir / "one.rsk").string(), dir);
+    EXPECT_EQ(single.code, 0) << single.err;
+    const std::string expected = slurp(dir / "one.rsk");
+    EXPECT_FALSE(expected.empty());
+    std::string errs;
+    for (const int np : nps) {
+      const fs::path out = dir / ("np" + std::to_string(np) + ".rsk");
+      fs::remove(out);
+      const RunResult r = shell(mpirun(np) + kCli + set_args(input, extra, !loud) + " -o " + out.string(), dir);
+      EXPECT_EQ(r.code, 0) << input << " " << extra << ", " << np << " ranks: " << r.err;
+      EXPECT_TRUE(slurp(out) == expected) << input.filename() << " " << extra << ", " << np << " ranks";
+      errs += r.err;
+    }
+    return errs;
+  }
+  // One set per line: empty sets (blank lines), repeated ids, comments, tabs, commas, CRLF on
+  // some lines, lines of very uneven length, no newline after the last line.
+  fs::path write_sets() {
+    std::mt19937 rng(3);
+    std::ofstream out(dir / "sets.txt", std::ios::binary);
+    out << "# one set per line\n";
+    for (int i = 0; i < 3000; ++i) {
+      const int n = rng() % 9 == 0 ? 0 : static_cast<int>(rng() % (rng() % 10 == 0 ? 200 : 12));
+      for (int j = 0; j < n; ++j) out << (j == 0 ? "" : rng() % 4 == 0 ? "\t" : rng() % 3 == 0 ? ", " : " ") << rng() % 600;
+      if (rng() % 50 == 0) out << "\n# between sets";
+      out << (i + 1 == 3000 ? "" : i % 4 == 0 ? "\r\n" : "\n");
+    }
+    return dir / "sets.txt";
+  }
+  // A SNAP edge list: comment lines ('#' and '%'), blank lines, duplicate edges, self-loops,
+  // tabs, spaces and commas, CRLF on some lines, no newline after the last line; three nodes
+  // with 400 consecutive edge lines around a third, a half and two thirds of the file, so that
+  // the byte splits of 2 and 3 ranks fall inside one node's edges (checked).
+  fs::path write_graph() {
+    std::mt19937 rng(9);
+    std::string text = "# Directed graph (each unordered pair of nodes is saved once): test.txt\r\n"
+                       "# Nodes: 3000 Edges: 9000\n# FromNodeId\tToNodeId\n";
+    std::vector<std::pair<std::size_t, std::size_t>> hubs;  // byte ranges of the hubs' lines
+    const int lines = 9000;
+    std::vector<std::pair<unsigned, unsigned>> seen;
+    for (int i = 0; i < lines; ++i) {
+      const int hub = i >= 2800 && i < 3200 ? 1 : i >= 4300 && i < 4700 ? 2 : i >= 5800 && i < 6200 ? 3 : 0;
+      if (hub && (i == 2800 || i == 4300 || i == 5800)) hubs.emplace_back(text.size(), 0);
+      unsigned u = hub ? 700u * static_cast<unsigned>(hub) + 7 : static_cast<unsigned>(rng() % 2500);
+      unsigned v = static_cast<unsigned>(rng() % 3000);
+      if (rng() % 40 == 0) v = u;                                          // a self-loop
+      if (!seen.empty() && rng() % 30 == 0) std::tie(u, v) = seen[rng() % seen.size()];  // a duplicate
+      seen.emplace_back(u, v);
+      const char* sep = rng() % 3 == 0 ? "\t" : rng() % 2 == 0 ? " " : ",";
+      text += std::to_string(u) + sep + std::to_string(v);
+      if (rng() % 200 == 0) text += rng() % 2 ? "\n\n% a comment" : "\n   ";
+      if (i + 1 < lines) text += i % 3 == 0 ? "\r\n" : "\n";
+      if (hub && (i == 3199 || i == 4699 || i == 6199)) hubs.back().second = text.size();
+    }
+    text += "";
+    std::ofstream(dir / "graph.txt", std::ios::binary) << text;
+    const std::size_t S = text.size();
+    for (const std::size_t at : {S / 3, S / 2, 2 * S / 3})
+      EXPECT_TRUE(std::any_of(hubs.begin(), hubs.end(), [&](const auto& h) { return h.first < at && at < h.second; }))
+          << "no hub's lines around byte " << at;
+    return dir / "graph.txt";
+  }
+};
+
+TEST_F(MpiSets, SetFilesSplitByBytesGiveTheSketchOfOneProcess) {
+  const fs::path sets = write_sets();
+  expect_same(sets, "--epsilon 1");
+  expect_same(sets, "--no-privacy --kernel jaccard_classic");
+  // Gzip: rank 0 reads every set; the others contribute zeros.
+  ASSERT_EQ(std::system(("gzip -kf " + sets.string()).c_str()), 0);
+  const std::string err = expect_same(fs::path(sets.string() + ".gz"), "--epsilon 1", {2}, /*loud=*/true);
+  EXPECT_NE(err.find("gzip-compressed and cannot be split: rank 0 reads it all"), std::string::npos) << err;
+  // More ranks than lines: the ranks whose share holds no line add zeros.
+  std::ofstream(dir / "few.txt", std::ios::binary) << "1 2 3\r\n\n4";
+  expect_same(dir / "few.txt", "--epsilon 1", {3});
+}
+
+TEST_F(MpiSets, EdgeListsAreExchangedByNodeAndGiveTheSketchOfOneProcess) {
+  const fs::path graph = write_graph();
+  const std::string err = expect_same(graph, "--format edgelist --epsilon 1", {1, 2, 3}, /*loud=*/true);
+  EXPECT_EQ(err.find("cannot be split"), std::string::npos) << err;
+  EXPECT_NE(err.find("graph: 3000 nodes"), std::string::npos) << err;
+  expect_same(graph, "--format edgelist --undirected --epsilon 1");
+  expect_same(graph, "--format edgelist --drop-self-loops --nodes 3500 --no-privacy");
+  expect_same(graph, "--format edgelist --undirected --drop-self-loops --kernel jaccard_classic --epsilon 0.5", {3});
+  // The header's graph record (nodes, edge lines, duplicates, self-loops, ...) is part of the
+  // file, so the equal bytes above say it is one process's; check it holds what was written.
+  ASSERT_EQ(std::system((kCli + " info " + (dir / "np3.rsk").string() + " > " + (dir / "info.txt").string()).c_str()), 0);
+  const std::string info = slurp(dir / "info.txt");
+  EXPECT_NE(info.find("\"edge_lines\": 9000"), std::string::npos) << info;
+  EXPECT_NE(info.find("\"symmetrised\": true"), std::string::npos) << info;
+  // Gzip: rank 0 reads every edge line; the sets are still built and sketched on the nodes' ranks.
+  ASSERT_EQ(std::system(("gzip -kf " + graph.string()).c_str()), 0);
+  const std::string gz = expect_same(fs::path(graph.string() + ".gz"), "--format edgelist --epsilon 1", {2, 3}, /*loud=*/true);
+  EXPECT_NE(gz.find("gzip-compressed and cannot be split: rank 0 reads it all"), std::string::npos) << gz;
+  // More ranks than edge lines.
+  std::ofstream(dir / "tiny.txt", std::ios::binary) << "# two edges\n0 1\r\n1\t2";
+  expect_same(dir / "tiny.txt", "--format edgelist --epsilon 1", {3});
+}
+
+TEST_F(MpiSets, BadSetsAndEdgeListsFailOnEveryRankNamingFileAndLine) {
+  const auto near_end = [&](const fs::path& from, const std::string& name, const std::string& bad, std::size_t& line) {
+    std::string text = slurp(from);
+    const std::size_t at = text.rfind('\n', text.size() - 300);
+    text.insert(at + 1, bad + "\n");
+    line = static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at) + 1, '\n')) + 1;
+    std::ofstream(dir / name, std::ios::binary) << text;
+    return dir / name;
+  };
+  std::size_t line = 0;
+  // A malformed edge line in the last rank's share.
+  const fs::path bad_graph = near_end(write_graph(), "bad_graph.txt", "12 abc", line);
+  RunResult r = shell(mpirun(3) + kCli + set_args(bad_graph, "--format edgelist --epsilon 1") + " -o " + (dir / "g.rsk").string(), dir);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("rank 2: error: " + bad_graph.string() + ":" + std::to_string(line) +
+                       ": expected a node id (a non-negative integer) in field 2, found 'abc'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a rank failed; no output written"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "g.rsk"));
+  // A malformed set in the last rank's share.
+  const fs::path bad_sets = near_end(write_sets(), "bad_sets.txt", "1 x 3", line);
+  r = shell(mpirun(3) + kCli + set_args(bad_sets, "--epsilon 1") + " -o " + (dir / "s.rsk").string(), dir);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("rank 2: error: " + bad_sets.string() + ":" + std::to_string(line) +
+                       ": column 2: expected an element id (an integer 0..4294967295), found 'x'"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "s.rsk"));
+  // An id beyond --nodes, on rank 0's share.
+  r = shell(mpirun(2) + kCli + set_args(bad_graph, "--format edgelist --nodes 100 --epsilon 1") + " -o " + (dir / "n.rsk").string(), dir);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("rank 0: error: " + bad_graph.string() + ":4: node id "), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "n.rsk"));
+  // No edges at all, no sets at all: one message, from the first rank.
+  std::ofstream(dir / "empty.txt", std::ios::binary) << "# nothing\n\n% here\n";
+  r = shell(mpirun(3) + kCli + set_args(dir / "empty.txt", "--format edgelist --epsilon 1") + " -o " + (dir / "e.rsk").string(), dir);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("rank 0: error: " + (dir / "empty.txt").string() + ": empty graph (no edges)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("rank 1:"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "e.rsk"));
+  std::ofstream(dir / "nosets.txt", std::ios::binary) << "# only a comment\n";
+  r = shell(mpirun(2) + kCli + set_args(dir / "nosets.txt", "--epsilon 1") + " -o " + (dir / "ns.rsk").string(), dir);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("rank 0: error: " + (dir / "nosets.txt").string() + ": no sets"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "ns.rsk"));
+  r = shell(mpirun(2) + kCli + set_args(dir / "missing.txt", "--format edgelist --epsilon 1") + " -o " + (dir / "m.rsk").string(), dir);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("cannot open '" + (dir / "missing.txt").string() + "'"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "m.rsk"));
+}
 #else
 TEST(Mpi, NotBuilt) { GTEST_SKIP() << "configure with -DPRIVRACE_MPI=ON to run `mpirun -np K privrace sketch`"; }
 #endif
@@ -367,5 +533,79 @@ TEST(TableShares, EverySplitReadsEveryRecordOnce) {
   // Gzip input cannot be split.
   ASSERT_EQ(std::system(("gzip -kf " + path).c_str()), 0);
   EXPECT_EQ(privrace::TableReader(path + ".gz").layout().why_not, "gzip-compressed");
+  fs::remove_all(dir);
+}
+
+// The byte-share readers of sets and edge lines (built without MPI too): any two-way split of
+// the bytes reads every line once, and the sets built from the pairs, whichever process reads
+// them, are read_edge_list's.
+TEST(SetShares, EverySplitReadsEverySetAndEdgeOnce) {
+  const fs::path dir = privrace::testing::temp_dir("set_shares");
+  const std::string sets_text = "\xEF\xBB\xBF" "1 2 2\r\n\n# c\r3,4\t5\n\n7\r\n 8 9";
+  std::ofstream(dir / "s.txt", std::ios::binary) << sets_text;
+  const std::string sets_path = (dir / "s.txt").string();
+  const privrace::SetCollection whole = privrace::read_sets(sets_path);
+  ASSERT_EQ(whole.size(), 6u);
+  for (std::uint64_t cut = 0; cut <= sets_text.size(); ++cut) {
+    privrace::SetCollection got = privrace::read_sets(sets_path, 0, cut);
+    const privrace::SetCollection rest = privrace::read_sets(sets_path, cut, sets_text.size());
+    for (std::size_t i = 0; i < rest.size(); ++i) got.push_back(rest.set(i));
+    EXPECT_EQ(got.offsets, whole.offsets) << "split at byte " << cut;
+    EXPECT_EQ(got.ids, whole.ids) << "split at byte " << cut;
+  }
+  const std::string graph_text = "\xEF\xBB\xBF# g\r\n0 1\r\n1\t1\n\n% c\r2,0\r\n0 1\n3 5\n5 3\r\n0 2";
+  std::ofstream(dir / "g.txt", std::ios::binary) << graph_text;
+  const std::string graph_path = (dir / "g.txt").string();
+  for (const bool undirected : {false, true})
+    for (const bool loops : {false, true}) {
+      privrace::EdgeListOptions opts;
+      opts.symmetrise = undirected;
+      opts.keep_self_loops = loops;
+      privrace::EdgeListReport expected;
+      const privrace::SetCollection sets = privrace::read_edge_list(graph_path, opts, &expected);
+      const std::vector<std::uint64_t> all = privrace::read_edge_lines(graph_path, opts).edges;
+      ASSERT_EQ(all.size(), 7u);
+      for (std::uint64_t cut = 0; cut <= graph_text.size(); ++cut) {
+        std::vector<std::uint64_t> edges = privrace::read_edge_lines(graph_path, opts, std::pair{std::uint64_t{0}, cut}).edges;
+        const privrace::EdgeLines rest = privrace::read_edge_lines(graph_path, opts, std::pair{cut, std::uint64_t{graph_text.size()}});
+        edges.insert(edges.end(), rest.edges.begin(), rest.edges.end());
+        ASSERT_EQ(edges, all) << "split at byte " << cut;
+      }
+      // Two owners (even and odd nodes), as two ranks would build them.
+      std::vector<std::uint64_t> directed[2], reverse[2];
+      for (const std::uint64_t e : all) {
+        const auto u = static_cast<std::uint32_t>(e >> 32), v = static_cast<std::uint32_t>(e);
+        if (u == v && !loops) continue;
+        directed[u % 2].push_back(e);
+        if (undirected && u != v) reverse[v % 2].push_back(privrace::pack_edge(v, u));
+      }
+      privrace::EdgeListReport report;
+      for (int owner = 0; owner < 2; ++owner) {
+        std::vector<std::uint32_t> nodes;
+        const privrace::SetCollection part = privrace::pairs_to_sets(directed[owner], reverse[owner], report, &nodes);
+        for (std::size_t i = 0; i < part.size(); ++i) {
+          const auto s = part.set(i), t = sets.set(nodes[i]);
+          EXPECT_EQ(std::vector<std::uint32_t>(s.begin(), s.end()), std::vector<std::uint32_t>(t.begin(), t.end()))
+              << "node " << nodes[i] << (undirected ? ", undirected" : "") << (loops ? ", loops kept" : "");
+        }
+      }
+      EXPECT_EQ(report.edges, expected.edges);
+      EXPECT_EQ(report.duplicates, expected.duplicates);
+      EXPECT_EQ(report.max_degree, expected.max_degree);
+    }
+  // A bad line in a later share names the line of the whole file.
+  std::ofstream(dir / "bad.txt", std::ios::binary) << "0 1\n1 2\n2 x\n";
+  EXPECT_EQ(privrace::testing::message_of([&] {
+              privrace::read_edge_lines((dir / "bad.txt").string(), {}, std::pair{std::uint64_t{5}, std::uint64_t{12}});
+            }),
+            (dir / "bad.txt").string() + ":3: expected a node id (a non-negative integer) in field 2, found 'x'");
+  std::ofstream(dir / "bad_sets.txt", std::ios::binary) << "0 1\n1 2\n2 x\n";
+  EXPECT_EQ(privrace::testing::message_of([&] { privrace::read_sets((dir / "bad_sets.txt").string(), 5, 12); }),
+            (dir / "bad_sets.txt").string() + ":3: column 2: expected an element id (an integer 0..4294967295), found 'x'");
+  // Gzip cannot be split.
+  ASSERT_EQ(std::system(("gzip -kf " + graph_path).c_str()), 0);
+  EXPECT_EQ(privrace::text_file_layout(graph_path + ".gz").why_not, "gzip-compressed");
+  EXPECT_TRUE(privrace::text_file_layout(graph_path).splittable);
+  EXPECT_EQ(privrace::text_file_layout(graph_path).bytes, graph_text.size());
   fs::remove_all(dir);
 }
