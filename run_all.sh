@@ -39,6 +39,9 @@ for arg in "$@"; do
 done
 
 start=$(date +%s)
+# The M2M configs fit DP-WGAN, whose module needs libtorch: ask setup.sh for it
+# (PRIVRACE_WITH_TORCH=0 skips it; DP-WGAN cells then fail with "the module is not available").
+export PRIVRACE_WITH_TORCH=${PRIVRACE_WITH_TORCH:-1}
 if [[ -x scripts/setup.sh ]]; then
   scripts/setup.sh
 elif [[ -f scripts/setup.sh ]]; then

@@ -12,6 +12,11 @@
 #                                               corpus in fuzz/corpus/; a crash, hang (> 10 s an
 #                                               input) or sanitizer report fails the run and
 #                                               leaves the input in build-fuzz/findings/
+#   PRIVRACE_WITH_TORCH=1 scripts/test.sh       also installs libtorch (setup.sh), so the DP-WGAN
+#                                               module is built and its tests run (without it they
+#                                               are skipped, and a fit is checked to fail clearly);
+#                                               a build directory configured earlier without libtorch
+#                                               finds it at the next configure
 #   PRIVRACE_WITH_MPI=1 scripts/test.sh         also installs OpenMPI (setup.sh), builds `privrace`
 #                                               with -DPRIVRACE_MPI=ON (mpirun -np K privrace sketch)
 #                                               and runs its mpirun tests (test_mpi: -np 1, 2, 3 with
