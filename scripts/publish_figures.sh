@@ -131,6 +131,18 @@ lines = [
     "| figure | configs (records) | record commits | size |",
     "|---|---|---|---|",
 ]
+# Results do not outlive a checkout: a figure published earlier whose configs have no full run
+# here keeps its file and its row (with its own record commits), so publishing is cumulative.
+earlier = {}
+readme = os.path.join(out_dir, "README.md")
+if os.path.exists(readme):
+    with open(readme) as f:
+        for row in f:
+            if row.startswith("| [") and "](" in row:
+                png = row[3:row.index("]")]
+                if os.path.exists(os.path.join(out_dir, png)):
+                    earlier[png] = row.rstrip("\n")
+rows = {}
 published = 0
 for stem in sorted(figures):
     pngs = sorted(glob.glob(os.path.join("plots", stem + ".png")) + glob.glob(os.path.join("plots", stem + "_*.png")))
@@ -138,9 +150,15 @@ for stem in sorted(figures):
         size, dims = shrink_copy(png, os.path.join(out_dir, os.path.basename(png)))
         cfgs = ", ".join(f"`{n}` ({k})" for n, k, _ in figures[stem])
         commits = ", ".join(sorted({c for _, _, cs in figures[stem] for c in cs}))
-        lines.append(f"| [{os.path.basename(png)}]({os.path.basename(png)}) | {cfgs} | {commits} | {size // 1024} KB, {dims[0]}x{dims[1]} |")
+        rows[os.path.basename(png)] = f"| [{os.path.basename(png)}]({os.path.basename(png)}) | {cfgs} | {commits} | {size // 1024} KB, {dims[0]}x{dims[1]} |"
         published += 1
-with open(os.path.join(out_dir, "README.md"), "w") as f:
+kept = {png: row for png, row in earlier.items() if png not in rows}
+lines += [row for _, row in sorted({**kept, **rows}.items())]
+if kept:
+    lines += ["", f"{len(kept)} figure(s) above were not remade by this run (no full-profile records of their configs in "
+              "this checkout's results/): their rows are those of the run that made them."]
+with open(readme + ".tmp", "w") as f:
     f.write("\n".join(lines) + "\n")
+os.replace(readme + ".tmp", readme)
 print(f"publish_figures.sh: {published} figures in {out_dir}/ (README.md lists them)")
 PY
