@@ -92,7 +92,7 @@ SketchJob parse_sketch(int argc, char** argv) {
       ("drop-self-loops", "edgelist: drop u-u edges (they are counted in the summary either way)")
       ("nodes", po::value<std::uint64_t>(), "edgelist: declared node count; ids must be below it")
       ("graph-cache", po::value<std::string>(), "edgelist: binary CSR cache file, reused while the input is unchanged")
-      ("chunk-rows", po::value(&chunk_rows)->default_value(65536), "rows read per chunk (bounds memory; under mpirun a multiple of 4096)")
+      ("chunk-rows", po::value(&chunk_rows)->default_value(65536), "rows read per chunk (bounds memory), rounded up to a multiple of 4096 (the hashing batch) so that the sketch does not depend on it; under mpirun it must be one")
       ("quiet,q", "no summary on stderr")
       ("timings", "print the stage timings as one JSON line on stderr (read, allocate, fill, merge, noise, encode, write, fsync)");
   job.vm = parse("usage: privrace sketch --input FILE --rows R --width W (--epsilon E | --no-privacy) -o OUT.rsk [options]\n"
@@ -236,7 +236,13 @@ int cmd_sketch(int argc, char** argv) {
 #ifdef PRIVRACE_WITH_MPI
   if (launched_by_mpi()) return distributed_sketch(argc, argv);
 #endif
-  const SketchJob job = parse_sketch(argc, argv);
+  SketchJob job = parse_sketch(argc, argv);
+  // Batches of BuildOptions::batch rows start at each chunk's start, and a dense family's hash of
+  // a row is one GEMM over its batch, whose float rounding depends on the batch's size: chunks on
+  // the batch grid make every --chunk-rows give the same counts. (mpirun refuses other sizes:
+  // its ranks' chunks must start on the grid.)
+  constexpr std::size_t kBatchRows = BuildOptions{}.batch;
+  job.chunk_rows = (job.chunk_rows + kBatchRows - 1) / kBatchRows * kBatchRows;
   const MasterSeed seed = MasterSeed::resolve(job.params.seed);
   const auto t0 = std::chrono::steady_clock::now();
   double read_seconds = 0.0;  // graphs are read before the build; tables stream into it
