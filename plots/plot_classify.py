@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 
 try:
     import matplotlib
@@ -108,7 +109,7 @@ def plot(prefix, datasets, metric_label, title_word, results, out, logy=False):
             title += " [quick]"
         missing = not_run(summary)
         if missing:
-            title += "\nrefused as too slow: " + ", ".join(missing)
+            title += "\n" + textwrap.fill("refused as too slow: " + ", ".join(missing), 48)  # a panel's width
         ax.set_title(title, fontsize=10 if "\n" not in title else 9)
         ax.grid(True, which="major", alpha=0.3)
     axes[0][0].legend(fontsize=8)
