@@ -592,6 +592,18 @@ struct TableReader::Impl {
 
   Where where() const { return Where{&display, src.line_no(), src.ranged() ? &src : nullptr}; }
 
+  // Rows are dense float32 of `dim` columns, read in chunks of at least kFirstChunkRows (or
+  // max_rows): a sparse file's largest index decides the width, so one huge index (a typo, a
+  // hostile file) would ask for terabytes. Refused before allocating, with the estimate.
+  void check_chunk(std::size_t rows, const std::string& what) const {
+    const double need = static_cast<double>(dim) * sizeof(Real) * static_cast<double>(rows);
+    const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+    if (need > 0.8 * memory)
+      throw ResourceError(what + ": a chunk of " + std::to_string(rows) + " rows x " + std::to_string(dim) +
+                          " columns needs " + std::to_string(static_cast<long long>(need / 1048576.0)) +
+                          " MiB, more than 80% of this machine's memory; refused before allocating");
+  }
+
   void init_libsvm(std::string_view line) {
     dim = opts.dim;
     if (dim == 0) {
@@ -601,10 +613,16 @@ struct TableReader::Impl {
       // First pass over a separate handle; `line` of the main source stays valid.
       LineSource scan(path, display);
       std::string_view l;
+      std::size_t widest_line = 0;
       while (scan.next(l)) {
-        if (!skipped(l)) dim = std::max(dim, parse_libsvm(l, Where{&display, scan.line_no()}, nullptr, 0, nullptr));
+        if (skipped(l)) continue;
+        const std::size_t top = parse_libsvm(l, Where{&display, scan.line_no()}, nullptr, 0, nullptr);
+        if (top > dim) dim = top, widest_line = scan.line_no();
       }
       if (dim == 0) fail(display + ": no feature indices found in the libsvm input; give --dim");
+      check_chunk(kFirstChunkRows, display + ":" + std::to_string(widest_line) + ": feature index " + std::to_string(dim));
+    } else {
+      check_chunk(kFirstChunkRows, display + ": --dim " + std::to_string(dim));
     }
     pending_row.resize(dim);
     parse_libsvm(line, where(), pending_row.data(), dim, &pending_label);
@@ -718,6 +736,7 @@ std::size_t TableReader::next_chunk(DenseMatrix& out, std::size_t max_rows, std:
   // Start small and double, so a huge max_rows (read_table) does not allocate up front.
   // Row-major with fixed column count: conservativeResize is a realloc, no copy loop.
   std::size_t cap = std::min(max_rows, kFirstChunkRows);
+  im.check_chunk(cap, im.display);
   out.resize(static_cast<Eigen::Index>(cap), dim);
   std::size_t n = 0;
   double label = 0;
@@ -732,6 +751,7 @@ std::size_t TableReader::next_chunk(DenseMatrix& out, std::size_t max_rows, std:
   while (n < max_rows && im.next_data_line(line)) {
     if (n == cap) {
       cap = std::min(max_rows, 2 * cap);
+      im.check_chunk(cap, im.display);
       out.conservativeResize(static_cast<Eigen::Index>(cap), dim);
     }
     im.parse(line, out.data() + n * im.dim, &label);
