@@ -15,6 +15,7 @@
 #include <memory>
 #include <string_view>
 
+#include "privrace/core/memory.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/io/sketch_file.hpp"
 #include "privrace/io/table_reader.hpp"
@@ -55,7 +56,7 @@ bool is_sep(char c) { return c == ' ' || c == '\t' || c == ','; }
 
 std::uint64_t graph_memory_limit(std::uint64_t limit) {
   if (limit) return limit;
-  const double mem = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  const double mem = physical_memory_bytes();
   return static_cast<std::uint64_t>(0.8 * mem);
 }
 

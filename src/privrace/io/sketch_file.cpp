@@ -22,6 +22,7 @@
 #include <memory>
 #include <algorithm>
 
+#include "privrace/core/memory.hpp"
 #include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
 
@@ -184,7 +185,7 @@ void decode_counts_v1(const std::string& path, std::string_view payload, std::sp
 void check_declared_size(const std::string& path, const nlohmann::json& header, std::uint64_t rows,
                          std::uint64_t width, std::uint32_t version, std::string_view payload) {
   const unsigned __int128 cells = static_cast<unsigned __int128>(rows) * width;
-  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  const double memory = physical_memory_bytes();
   if (static_cast<double>(cells) * 8.0 > 0.8 * memory)
     throw InputError(path + ": header fields 'rows' x 'width' = " + std::to_string(rows) + " x " + std::to_string(width) +
                      " counters need " + std::to_string(static_cast<double>(cells) * 8.0 / 1048576.0) +

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "privrace/core/memory.hpp"
 #include "privrace/core/error.hpp"
 
 namespace privrace {
@@ -597,7 +598,7 @@ struct TableReader::Impl {
   // hostile file) would ask for terabytes. Refused before allocating, with the estimate.
   void check_chunk(std::size_t rows, const std::string& what) const {
     const double need = static_cast<double>(dim) * sizeof(Real) * static_cast<double>(rows);
-    const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+    const double memory = physical_memory_bytes();
     if (need > 0.8 * memory)
       throw ResourceError(what + ": a chunk of " + std::to_string(rows) + " rows x " + std::to_string(dim) +
                           " columns needs " + std::to_string(static_cast<long long>(need / 1048576.0)) +

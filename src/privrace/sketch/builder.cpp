@@ -1,21 +1,18 @@
 #include "privrace/sketch/builder.hpp"
 
 #include <omp.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 
+#include "privrace/core/memory.hpp"
 #include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
 
 namespace privrace {
 
 namespace {
-double physical_memory() {
-  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-}
 // Static slice t of [0, n) among T threads: contiguous, sizes differ by at most one.
 std::pair<std::size_t, std::size_t> slice(std::size_t n, int t, int threads) {
   const std::size_t T = static_cast<std::size_t>(threads), i = static_cast<std::size_t>(t);
@@ -31,7 +28,7 @@ SketchBuilder::SketchBuilder(RaceSketch& target, BuildOptions opts) : target_(ta
   if (opts_.strategy == "replicate") split_rows_ = false;
   else if (opts_.strategy == "split_rows") split_rows_ = true;
   else if (opts_.strategy == "auto")
-    split_rows_ = threads_ > 1 && copy_bytes * threads_ > opts_.memory_fraction * physical_memory();
+    split_rows_ = threads_ > 1 && copy_bytes * threads_ > opts_.memory_fraction * physical_memory_bytes();
   else throw UsageError("unknown build strategy '" + opts_.strategy + "' (expected auto, replicate or split_rows)");
   if (split_rows_) threads_ = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(threads_), target_.rows()));
   thread_busy_.assign(static_cast<std::size_t>(threads_), 0.0);

@@ -1,11 +1,11 @@
 #include "privrace/sketch/race_sketch.hpp"
 
 #include <omp.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <limits>
 
+#include "privrace/core/memory.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
 
@@ -21,8 +21,7 @@ void check_sketch_fits(std::size_t rows, std::size_t width, std::size_t copies) 
   if (rows == 0) throw UsageError("rows (R) must be at least 1");
   if (width == 0) throw UsageError("width (W) must be at least 1");
   if (width > (std::size_t{1} << 32)) throw UsageError("width (W) must be at most 2^32");
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  const double memory = static_cast<double>(pages) * static_cast<double>(page);
+  const double memory = physical_memory_bytes();
   const double need = static_cast<double>(rows) * static_cast<double>(width) * 8.0 * static_cast<double>(copies);
   if (need > 0.8 * memory)
     throw ResourceError("a " + std::to_string(rows) + " x " + std::to_string(width) + " sketch" +

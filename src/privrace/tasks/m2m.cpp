@@ -1,7 +1,6 @@
 #include "privrace/tasks/m2m.hpp"
 
 #include <omp.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -11,6 +10,7 @@
 #include <nlopt.hpp>
 #include <sstream>
 
+#include "privrace/core/memory.hpp"
 #include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
@@ -134,7 +134,7 @@ M2mDesign::M2mDesign(std::shared_ptr<const FeatureMap> map, const M2mOptions& op
     const double m = static_cast<double>(m_);
     const double need = 2.0 * m * m * sizeof(double) +
                         static_cast<double>(options_.samples) * static_cast<double>(options_.domain.dim()) * sizeof(Real);
-    const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+    const double memory = physical_memory_bytes();
     if (need > 0.8 * memory)
       throw ResourceError("m2m: the " + map_->kind() + " map has m = " + std::to_string(m_) +
                           " features; its m x m system needs about " +
