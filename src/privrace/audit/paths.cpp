@@ -236,7 +236,7 @@ AuditPath mechanism_path(const std::string& name, const PathOptions& o) {
       auto counts = counts_of(neighbour);
       auto rng = noise_rng(source);
       for (auto& c : counts) c = static_cast<std::int64_t>(std::floor(static_cast<double>(c) + sample_laplace(*rng, scale)));
-      finish(counts, 2.0 * scale * scale + 1.0 / 12.0, out);
+      finish(counts, floored_laplace_variance(scale), out);
     };
   } else if (name == "mechanism_discrete_gaussian") {
     // MST's and AIM's measurements: rho-zCDP from (eps, delta), sigma = Delta_2 / sqrt(2 rho).

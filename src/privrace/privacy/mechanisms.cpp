@@ -114,6 +114,11 @@ double DiscreteLaplace::variance() const {
   return 2.0 * a / ((1.0 - a) * (1.0 - a));
 }
 
+double floored_laplace_variance(double scale) {
+  const double a = std::exp(-1.0 / scale);
+  return 2.0 * a / ((1.0 - a) * (1.0 - a)) + 0.25;
+}
+
 double DiscreteLaplace::pmf(std::int64_t y) const {
   const double a = std::exp(-1.0 / scale());
   return (1.0 - a) / (1.0 + a) * std::pow(a, std::abs(static_cast<double>(y)));

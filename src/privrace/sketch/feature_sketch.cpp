@@ -203,7 +203,7 @@ double recorded_noise_variance(const nlohmann::json& p) {
   const double b = p.at("noise_scale").get<double>();
   const std::string m = p.at("mechanism").get<std::string>();
   if (m == "discrete_laplace") return DiscreteLaplace(b).variance();
-  if (m == "floored_laplace") return 2.0 * b * b + 1.0 / 12.0;
+  if (m == "floored_laplace") return floored_laplace_variance(b);
   if (m == "gaussian") return b * b + 1.0 / 12.0;
   throw InputError("privacy record: unknown mechanism '" + m + "'");
 }

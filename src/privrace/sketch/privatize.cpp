@@ -53,7 +53,7 @@ NoiseReport privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSo
     case NoiseMechanism::FlooredLaplace: {
       // Algorithm 1 as printed: floor(S + Lap(L1 / eps)); the floor is post-processing.
       noise_scale = sens.l1 / epsilon_num;
-      noise_variance = 2.0 * noise_scale * noise_scale + 1.0 / 12.0;  // Laplace + the floor (approx.)
+      noise_variance = floored_laplace_variance(noise_scale);
       perturb = [noise_scale](std::span<std::int64_t> row, RandomSource& rng) {
         for (auto& c : row) c = static_cast<std::int64_t>(std::floor(static_cast<double>(c) + sample_laplace(rng, noise_scale)));
       };
