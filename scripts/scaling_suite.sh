@@ -4,9 +4,11 @@
 # PART: skin (245,057 x 3, R = W = 1000, with 100k queries), skin10 (the same rows ten times,
 # 2.45M x 3), slashdot (948k edges, jaccard, R = 2000, W = 100k), bench (bench_scaling at the
 # same thread counts), mpi (skin10 under `mpirun -np K` for K in the grid, one thread a rank, and
-# K ranks x 16/K threads; needs an MPI build and mpirun on PATH). Default: all but mpi. BIN_DIR holds privrace and bench_scaling (a build
-# folder's, or a kit packed by ../shared/tools/device-kit.sh); DATA_DIR holds
-# Skin_NonSkin.txt and soc-Slashdot0902.txt.gz.
+# K ranks x 16/K threads; needs an MPI build and mpirun on PATH), mpi_graph (Slashdot as plain
+# text under `mpirun -np K`, one thread a rank: each rank reads its byte share and the edges move
+# to the rank owning their node). Default: all but mpi and mpi_graph.
+# BIN_DIR holds privrace and bench_scaling (a build folder's, or a kit packed by
+# ../shared/tools/device-kit.sh); DATA_DIR holds Skin_NonSkin.txt and soc-Slashdot0902.txt.gz.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin="" data="" out="" grid="" reps=3
@@ -17,11 +19,11 @@ while getopts "b:d:o:t:n:" opt; do
     o) out="$OPTARG" ;;
     t) grid="$OPTARG" ;;
     n) reps="$OPTARG" ;;
-    *) sed -n 2,8p "$0" >&2; exit 2 ;;
+    *) sed -n 2,12p "$0" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
-[[ -n "$bin" && -n "$data" && -n "$out" ]] || { sed -n 2,8p "$0" >&2; exit 2; }
+[[ -n "$bin" && -n "$data" && -n "$out" ]] || { sed -n 2,12p "$0" >&2; exit 2; }
 parts=("$@")
 ((${#parts[@]})) || parts=(skin skin10 slashdot bench)
 if [[ -z "$grid" ]]; then
@@ -85,7 +87,25 @@ for part in "${parts[@]}"; do
       } > "$out/mpi.jsonl"
       rm -f "$work/skin10.txt"
       ;;
-    *) echo "$0: unknown part '$part' (skin, skin10, slashdot, bench, mpi)" >&2; exit 2 ;;
+    mpi_graph)
+      gzip -dc "$data/soc-Slashdot0902.txt.gz" > "$work/slashdot.txt"
+      {
+        machine
+        for k in $grid; do
+          for ((i = 1; i <= reps; i++)); do
+            if ! mpirun ${MPIRUN_FLAGS:-} -np "$k" "$bin/privrace" sketch --input "$work/slashdot.txt" --format edgelist \
+                --kernel jaccard --rows 2000 --width 100000 --epsilon 1 --threads 1 --timings -q -o "$work/g.rsk" \
+                > /dev/null 2> "$work/err"; then
+              echo "$0: mpirun -np $k failed:" >&2; cat "$work/err" >&2; exit 1
+            fi
+            line=$(sed -n 's/^privrace: timings //p' "$work/err" | head -1)
+            echo "{\"ranks\": $k, \"threads\": 1, \"rep\": $i, \"sketch\": ${line:-null}}"
+          done
+        done
+      } > "$out/mpi_graph.jsonl"
+      rm -f "$work/slashdot.txt"
+      ;;
+    *) echo "$0: unknown part '$part' (skin, skin10, slashdot, bench, mpi, mpi_graph)" >&2; exit 2 ;;
   esac
   awk -v a="$start" -v b="$EPOCHREALTIME" -v p="$part" 'BEGIN { printf "%s: %.1f s\n", p, b - a }' >&2
 done
