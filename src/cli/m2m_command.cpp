@@ -1,9 +1,7 @@
 // `privrace m2m` (Houssiau et al.): post-processing of a released feature sketch, no budget
 // spent. The command line and the text output live here; the numbers are tasks/m2m.hpp's
 // answer_m2m. Nothing is printed when any check fails.
-#include <cmath>
 #include <cstdio>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,32 +13,6 @@
 namespace privrace::cli {
 
 namespace {
-
-std::string number_text(double v) {
-  std::ostringstream s;
-  s.precision(17);
-  s << v;
-  return s.str();
-}
-
-// "LO:HI" -> (lo, hi); UsageError naming the text unless both are finite numbers with LO < HI.
-std::pair<double, double> parse_domain(const std::string& text) {
-  const auto colon = text.find(':');
-  auto number = [&](const std::string& part, double& out) {
-    std::size_t used = 0;
-    try {
-      out = std::stod(part, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    return used == part.size() && !part.empty() && std::isfinite(out);
-  };
-  double lo = 0, hi = 0;
-  if (colon == std::string::npos || !number(text.substr(0, colon), lo) || !number(text.substr(colon + 1), hi))
-    throw UsageError("--domain '" + text + "': expected LO:HI with two finite numbers");
-  if (!(lo < hi)) throw UsageError("--domain '" + text + "': LO = " + number_text(lo) + " is not below HI = " + number_text(hi));
-  return {lo, hi};
-}
 
 M2mTask parse_task(const std::string& name) {
   for (const M2mTask t : {M2mTask::Mean, M2mTask::Moment2, M2mTask::Cdf, M2mTask::Cov, M2mTask::Count})
@@ -112,7 +84,7 @@ int cmd_m2m(int argc, char** argv) {
   parse("usage: privrace m2m SKETCH --task mean|moment2|cdf|cov|count --domain LO:HI [--samples N] [--queries FILE] "
         "[--intercept] [--lambda eq5|auto-noise]",
         desc, argc, argv, &pos);
-  const auto [lo, hi] = parse_domain(domain);
+  const auto [lo, hi] = parse_domain_interval(domain);
   M2mLambdaRule rule = M2mLambdaRule::Eq5;
   try {
     rule = parse_m2m_lambda_rule(lambda_rule);

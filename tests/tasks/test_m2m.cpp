@@ -264,6 +264,16 @@ TEST(M2m, BadInput) {
   BoxDomain bad = BoxDomain::uniform(3, 0, 1);
   bad.hi[1] = -1;
   EXPECT_NE(message_of([&] { bad.check(); }).find("attribute 1"), std::string::npos);
+  // A bound past float32's range (the synthetic points' type) would give infinite points.
+  BoxDomain huge = BoxDomain::uniform(2, 0, 1e39);
+  EXPECT_NE(message_of([&] { huge.check(); }).find("float32"), std::string::npos);
+  EXPECT_NO_THROW(BoxDomain::uniform(2, -3e38, 3e38).check());
+  // The --domain text.
+  EXPECT_EQ(parse_domain_interval("-1.5:2e3"), (std::pair<double, double>{-1.5, 2000.0}));
+  for (const char* text : {"", ":", "1", "1:", ":2", "a:b", "1:2:3", "1 :2", "nan:1", "0:inf", "2:1", "1:1", "0x:1"})
+    EXPECT_THROW(parse_domain_interval(text), UsageError) << text;
+  EXPECT_NE(message_of([] { parse_domain_interval("3:1"); }).find("--domain '3:1': LO = 3 is not below HI = 1"),
+            std::string::npos);
 
   // Query files.
   const fs::path dir = privrace::testing::temp_dir("m2m");

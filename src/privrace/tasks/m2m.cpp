@@ -52,6 +52,14 @@ void BoxDomain::check() const {
     if (!(std::isfinite(lo[j]) && std::isfinite(hi[j]) && lo[j] < hi[j]))
       throw UsageError("domain: attribute " + std::to_string(j) + " has LO = " + number_text(lo[j]) +
                        " and HI = " + number_text(hi[j]) + "; expected finite LO < HI");
+  // The synthetic points are stored as Real (float32): a bound beyond its range would make them
+  // infinite and every feature of them NaN.
+  constexpr double kLargest = std::numeric_limits<Real>::max();
+  for (std::size_t j = 0; j < lo.size(); ++j)
+    if (std::abs(lo[j]) > kLargest || std::abs(hi[j]) > kLargest)
+      throw UsageError("domain: attribute " + std::to_string(j) + " has LO = " + number_text(lo[j]) + " and HI = " +
+                       number_text(hi[j]) + "; the synthetic points are float32, so each bound must lie within +-" +
+                       number_text(kLargest));
 }
 
 nlohmann::json BoxDomain::to_json() const {
@@ -67,8 +75,9 @@ void m2m_synthetic_chunk(const BoxDomain& domain, std::uint64_t seed, std::size_
   SeededRandom rng(derive_seed(seed, chunk));
   for (std::size_t i = 0; i < rows; ++i)
     for (std::size_t j = 0; j < d; ++j) {
+      // min: lo + (hi - lo) u can round one ulp past hi.
       const double v = domain.is_binary(j) ? (rng.bit() ? domain.hi[j] : domain.lo[j])
-                                           : domain.lo[j] + (domain.hi[j] - domain.lo[j]) * rng.unit();
+                                           : std::min(domain.hi[j], domain.lo[j] + (domain.hi[j] - domain.lo[j]) * rng.unit());
       out(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = static_cast<Real>(v);
     }
 }
@@ -485,6 +494,24 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
 }
 }  // namespace
+
+std::pair<double, double> parse_domain_interval(const std::string& text, const std::string& what) {
+  auto number = [](const std::string& part, double& out) {
+    std::size_t used = 0;
+    try {
+      out = std::stod(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    return used == part.size() && !part.empty() && std::isfinite(out);
+  };
+  const auto colon = text.find(':');
+  double lo = 0, hi = 0;
+  if (colon == std::string::npos || !number(text.substr(0, colon), lo) || !number(text.substr(colon + 1), hi))
+    throw UsageError(what + " '" + text + "': expected LO:HI with two finite numbers");
+  if (!(lo < hi)) throw UsageError(what + " '" + text + "': LO = " + number_text(lo) + " is not below HI = " + number_text(hi));
+  return {lo, hi};
+}
 
 std::vector<CountingQuery> parse_counting_queries(const std::string& path, std::size_t dim) {
   std::ifstream in(path);
