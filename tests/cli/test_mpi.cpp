@@ -230,6 +230,23 @@ TEST_F(Mpi, SplitRecordsCrlfAndNoFinalNewlineGiveTheSameSketch) {
   expect_identical("uneven.csv", "--kernel angular --power 2 --epsilon 0.5");
 }
 
+TEST_F(Mpi, WideSketchesAreSummedByAReduceScatterAndAGatherWithTheSameBytes) {
+  // 100 x 3000 = 300,000 counts, above the 2^18 from which the ranks' counts are summed by a
+  // reduce-scatter and a gather (distributed.cpp); 40 x 3000 stays with the reduce.
+  for (const int rows : {100, 40}) {
+    const RunResult single = shell(kCli + args("uneven.csv", "wide.rsk", "--epsilon 1", 2, rows), dir);
+    ASSERT_EQ(single.code, 0) << single.err;
+    const std::string expected = slurp(dir / "wide.rsk");
+    for (const int np : {2, 3}) {
+      const RunResult r = shell(mpirun(np) + kCli + args("uneven.csv", "wide_mpi.rsk", "--epsilon 1 --timings", 2, rows), dir);
+      ASSERT_EQ(r.code, 0) << r.err;
+      const std::string method = rows == 100 ? "reduce_scatter_gather" : "reduce";
+      EXPECT_NE(r.err.find("\"reduce_method\":\"" + method + "\""), std::string::npos) << r.err;
+      EXPECT_TRUE(slurp(dir / "wide_mpi.rsk") == expected) << rows << " rows, " << np << " ranks";
+    }
+  }
+}
+
 TEST_F(Mpi, FeatureSketchesAndFewerRecordsThanRanks) {
   // rff and hist: one GEMM (or bin pass) per batch, as one process.
   const std::string rff = " --kernel rff --features 40 --sigma 1.5 --epsilon 1";
