@@ -25,7 +25,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 if [[ "${PRIVRACE_FUZZ:-0}" == 1 ]]; then
-  targets=(fuzz_table_reader fuzz_edge_list fuzz_sketch_file fuzz_config)
+  targets=(fuzz_table_reader fuzz_edge_list fuzz_sketch_file fuzz_config fuzz_counting_queries fuzz_m2m_domain)
   cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DPRIVRACE_FUZZ=ON \
     -DPRIVRACE_TESTS=OFF -DPRIVRACE_BENCH=OFF >/dev/null
   cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]}"
