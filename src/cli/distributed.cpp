@@ -96,8 +96,16 @@ namespace {
 
 constexpr std::size_t kBatch = 4096;                            // BuildOptions::batch: the hashing grid
 constexpr std::size_t kMaxReduceCounts = std::size_t{1} << 28;  // counts per MPI_Reduce call
-// From this many counts on (2 MiB of int64), the sum is a reduce-scatter and a gather.
+// With PRIVRACE_MPI_REDUCE=scatter, from this many counts on (2 MiB of int64), the sum is a
+// reduce-scatter and a gather.
 constexpr std::size_t kScatterReduceCounts = std::size_t{1} << 18;
+// PRIVRACE_MPI_REDUCE: "tree" (unset: the default) or "scatter"; anything else is a usage error.
+bool scatter_reduce_requested() {
+  const char* v = std::getenv("PRIVRACE_MPI_REDUCE");
+  if (v == nullptr || std::strcmp(v, "tree") == 0) return false;
+  if (std::strcmp(v, "scatter") == 0) return true;
+  throw UsageError(std::string("PRIVRACE_MPI_REDUCE='") + v + "': expected tree or scatter");
+}
 
 
 std::uint64_t fnv1a(const std::string& s) {
@@ -507,14 +515,16 @@ int build_graph(const SketchJob& job, const MasterSeed& seed, int rank, int rank
 // The exact int64 counts of every rank, summed into rank 0's array (the other ranks' arrays are
 // left as they were). A reduce moves the whole array up a tree, ceil(log2 K) times, and
 // adds it on one rank a step: for a wide sketch that was most of the command (1.6 GB of counts:
-// 5.6 s at 16 ranks, docs/scaling.md). From kScatterReduceCounts on, the array is cut into K
-// contiguous slices, a reduce-scatter leaves slice k summed on rank k (each rank adds 1/K of
-// the array), and a gather brings the slices to rank 0: about 2 (K - 1) / K of the array crosses
-// a rank's link instead of log2 K of it. Sums of integers: the result is the same either way.
+// 5.6 s at 16 ranks, docs/scaling.md). With PRIVRACE_MPI_REDUCE=scatter, from kScatterReduceCounts
+// on, the array is cut into K contiguous slices, a reduce-scatter leaves slice k summed on rank k
+// (each rank adds 1/K of the array), and a gather brings the slices to rank 0: about 2 (K - 1) / K
+// of the array crosses a rank's link instead of log2 K of it. Not the default: on the 2-core VM
+// at 2 ranks it was 2-3x slower than the reduce for 1.6 GB (docs/distributed.md); it is there to
+// be measured where ranks have cores of their own. Sums of integers: the same result either way.
 void sum_counts_at_rank0(std::span<std::int64_t> counts, int rank, int ranks, nlohmann::json& dist) {
   const std::size_t n = counts.size(), K = static_cast<std::size_t>(ranks);
   const std::size_t slice = (n + K - 1) / K;
-  const bool scatter = ranks > 1 && n >= kScatterReduceCounts && slice <= kMaxReduceCounts;
+  const bool scatter = scatter_reduce_requested() && ranks > 1 && n >= kScatterReduceCounts && slice <= kMaxReduceCounts;
   dist["reduce_method"] = scatter ? "reduce_scatter_gather" : "reduce";
   if (!scatter) {
     for (std::size_t off = 0; off < n; off += kMaxReduceCounts) {
@@ -564,6 +574,7 @@ int run(int argc, char** argv, int rank, int ranks) {
     if (job.chunk_rows % kBatch != 0)
       throw UsageError("under mpirun --chunk-rows must be a multiple of 4096 (the builder's batch), got " +
                        std::to_string(job.chunk_rows));
+    (void)scatter_reduce_requested();  // a bad PRIVRACE_MPI_REDUCE is a usage error before any reading
   });
   // Every rank's command line, compared before anything is read.
   std::string line;

@@ -231,20 +231,31 @@ TEST_F(Mpi, SplitRecordsCrlfAndNoFinalNewlineGiveTheSameSketch) {
 }
 
 TEST_F(Mpi, WideSketchesAreSummedByAReduceScatterAndAGatherWithTheSameBytes) {
-  // 100 x 3000 = 300,000 counts, above the 2^18 from which the ranks' counts are summed by a
+  // With PRIVRACE_MPI_REDUCE=scatter, 100 x 3000 = 300,000 counts (above 2^18) are summed by a
   // reduce-scatter and a gather (distributed.cpp); 40 x 3000 stays with the reduce.
+  const std::string scatter = "PRIVRACE_MPI_REDUCE=scatter ";
   for (const int rows : {100, 40}) {
     const RunResult single = shell(kCli + args("uneven.csv", "wide.rsk", "--epsilon 1", 2, rows), dir);
     ASSERT_EQ(single.code, 0) << single.err;
     const std::string expected = slurp(dir / "wide.rsk");
     for (const int np : {2, 3}) {
-      const RunResult r = shell(mpirun(np) + kCli + args("uneven.csv", "wide_mpi.rsk", "--epsilon 1 --timings", 2, rows), dir);
+      const RunResult r =
+          shell(scatter + mpirun(np) + kCli + args("uneven.csv", "wide_mpi.rsk", "--epsilon 1 --timings", 2, rows), dir);
       ASSERT_EQ(r.code, 0) << r.err;
       const std::string method = rows == 100 ? "reduce_scatter_gather" : "reduce";
       EXPECT_NE(r.err.find("\"reduce_method\":\"" + method + "\""), std::string::npos) << r.err;
       EXPECT_TRUE(slurp(dir / "wide_mpi.rsk") == expected) << rows << " rows, " << np << " ranks";
     }
   }
+  // The default is the reduce; a value that is neither is refused before anything is read.
+  const RunResult tree = shell(mpirun(2) + kCli + args("uneven.csv", "wide_mpi.rsk", "--epsilon 1 --timings", 2, 100), dir);
+  ASSERT_EQ(tree.code, 0) << tree.err;
+  EXPECT_NE(tree.err.find("\"reduce_method\":\"reduce\""), std::string::npos) << tree.err;
+  fs::remove(dir / "bad.rsk");
+  const RunResult bad = shell("PRIVRACE_MPI_REDUCE=ring " + mpirun(2) + kCli + args("uneven.csv", "bad.rsk", "--epsilon 1", 2, 100), dir);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("PRIVRACE_MPI_REDUCE='ring': expected tree or scatter"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(dir / "bad.rsk"));
 }
 
 TEST_F(Mpi, FeatureSketchesAndFewerRecordsThanRanks) {
