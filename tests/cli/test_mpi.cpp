@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -315,6 +316,38 @@ TEST_F(Mpi, BadInputFailsOnEveryRankWithoutAFile) {
   EXPECT_NE(r.err.find("a multiple of 4096"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "chunk.rsk"));
 }
+TEST_F(Mpi, ARankKilledMidBuildStopsEveryRankAndLeavesNoFile) {
+  // 300,000 records, R = 2000, one thread a rank: each rank hashes for seconds. Rank 1 is
+  // killed (SIGKILL) one second after it starts; the others wait for it in a collective until
+  // mpirun ends the job. Afterwards: a non-zero exit within the bound, no file under the name,
+  // no temporary beside it, and a rerun writes the file.
+  {
+    const std::string one = slurp(dir / "plain.csv") + "\n";
+    std::ofstream big(dir / "big.csv", std::ios::binary);
+    for (int i = 0; i < 15; ++i) big << one;
+  }
+  const fs::path out_dir = dir / "out";
+  fs::create_directories(out_dir);
+  std::ofstream(dir / "kill_rank1.sh") << "#!/bin/sh\n"
+                                          "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then \"$@\" & sleep 1; kill -9 $!; wait $!; exit 137; fi\n"
+                                          "exec \"$@\"\n";
+  fs::permissions(dir / "kill_rank1.sh", fs::perms::owner_all);
+  const std::string command = " sketch --input " + (dir / "big.csv").string() +
+                              " --rows 2000 --width 1000 --bandwidth 2 --epsilon 1 --threads 1 -q -o ";
+  const auto t0 = std::chrono::steady_clock::now();
+  const RunResult r = shell(mpirun(3) + (dir / "kill_rank1.sh").string() + " " + kCli + command + (out_dir / "big.rsk").string(), dir);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_NE(r.code, 0) << r.err;
+  EXPECT_LT(seconds, 120.0) << "the job did not stop when a rank died";
+  EXPECT_TRUE(fs::is_empty(out_dir)) << "a file or temporary was left: " << fs::directory_iterator(out_dir)->path();
+  const RunResult again = shell(mpirun(3) + kCli + command + (out_dir / "big.rsk").string(), dir);
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_TRUE(fs::exists(out_dir / "big.rsk"));
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(out_dir)) ++entries;
+  EXPECT_EQ(entries, 1u);
+}
+
 namespace {
 // A set kernel's command line (one set per line or an edge list), without -o.
 std::string set_args(const fs::path& input, const std::string& extra, bool quiet = true) {
