@@ -220,3 +220,37 @@ def test_exact_partial_has_no_way_to_a_file(points, tmp_path):
         _core._release(moved)
     with pytest.raises(ValueError, match="released already"):
         pickle.dumps(moved)
+
+
+# ---------------------------------------------------------------------------------------------
+# A worker that dies
+
+def test_a_worker_killed_mid_sketch_is_replaced_and_the_sketch_is_unchanged(points, tmp_path):
+    """SIGKILL of the worker process computing a partition, the first time that partition is
+    computed: the nanny restarts the worker, the scheduler reruns the lost task, and the sketch
+    (and the file the call writes) is byte for byte the one-process sketch; no temporary is left.
+    Partials are deterministic functions of their partition and the seed, so a rerun changes nothing."""
+    marker = tmp_path / "killed-once"
+
+    def partition(block, block_id=None):
+        if block_id[0] == 1 and not marker.exists():
+            marker.write_text("killed")
+            os.kill(os.getpid(), 9)
+        return block
+
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None,
+                                       silence_logs=50)
+    c = distributed.Client(cluster)
+    try:
+        x = da.from_array(points, chunks=(5000, 3)).map_blocks(partition, dtype=points.dtype)
+        out_dir = tmp_path / "out"
+        out_dir.mkdir()
+        got = dask_sketch(x, path=str(out_dir / "dask.rsk"))
+    finally:
+        c.close()
+        cluster.close()
+    assert marker.exists(), "the worker was never killed: the test did not test anything"
+    with open(out_dir / "dask.rsk", "rb") as f:
+        assert f.read() == saved_bytes(fitted(points), tmp_path / "one.rsk")
+    assert sorted(p.name for p in out_dir.iterdir()) == ["dask.rsk"]
+    assert got.header["build"]["points"] == len(points)
