@@ -1,6 +1,6 @@
-# Start-up of the command-line tools. `privrace --version` spent most of its 10 ms in the
-# dynamic loader relocating libcrypto, libstdc++, Boost and the compression libraries
-# (docs/architecture.md, "Start-up"). An executable with the target property
+# Start-up of the command-line tools. Loading and relocating libcrypto, libstdc++, Boost and the
+# compression libraries cost `privrace --version` about 5 of its 12 ms (docs/architecture.md,
+# "Start-up"). An executable with the target property
 # PRIVRACE_STATIC_DEPS links the static archives of those libraries, where Debian installs them,
 # in the same place of its link line as the shared ones; every other consumer of the layers (the
 # Python module, whose shared object cannot take Debian's non-PIC archives, the tests, an
