@@ -524,7 +524,9 @@ int build_graph(const SketchJob& job, const MasterSeed& seed, int rank, int rank
 void sum_counts_at_rank0(std::span<std::int64_t> counts, int rank, int ranks, nlohmann::json& dist) {
   const std::size_t n = counts.size(), K = static_cast<std::size_t>(ranks);
   const std::size_t slice = (n + K - 1) / K;
-  const bool scatter = scatter_reduce_requested() && ranks > 1 && n >= kScatterReduceCounts && slice <= kMaxReduceCounts;
+  // The gather's offsets are ints: arrays of 2^31 counts or more keep the reduce.
+  const bool scatter = scatter_reduce_requested() && ranks > 1 && n >= kScatterReduceCounts &&
+                       n <= static_cast<std::size_t>(std::numeric_limits<int>::max());
   dist["reduce_method"] = scatter ? "reduce_scatter_gather" : "reduce";
   if (!scatter) {
     for (std::size_t off = 0; off < n; off += kMaxReduceCounts) {
@@ -534,34 +536,20 @@ void sum_counts_at_rank0(std::span<std::int64_t> counts, int rank, int ranks, nl
     }
     return;
   }
-  // Slice k is [k slice, (k + 1) slice) cut at n; at most 2^28 counts, so its size fits an int.
+  // Slice k is [k slice, (k + 1) slice) cut at n.
   std::vector<int> sizes(K), offsets(K);
-  for (std::size_t k = 0; k < K; ++k) sizes[k] = static_cast<int>(std::min(n, (k + 1) * slice) - std::min(n, k * slice));
-  // Offsets past int's range (2^31 counts or more) cannot be given to MPI_Gatherv: then each
-  // slice comes to rank 0 in a message of its own.
-  const bool offsets_fit = n <= static_cast<std::size_t>(std::numeric_limits<int>::max());
-  if (offsets_fit)
-    for (std::size_t k = 0; k < K; ++k) offsets[k] = static_cast<int>(std::min(n, k * slice));
+  for (std::size_t k = 0; k < K; ++k) {
+    sizes[k] = static_cast<int>(std::min(n, (k + 1) * slice) - std::min(n, k * slice));
+    offsets[k] = static_cast<int>(std::min(n, k * slice));
+  }
   std::vector<std::int64_t> mine(static_cast<std::size_t>(sizes[static_cast<std::size_t>(rank)]));
   MPI_Reduce_scatter(counts.data(), mine.data(), sizes.data(), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-  if (offsets_fit) {
-    if (rank == 0) {
-      std::copy(mine.begin(), mine.end(), counts.begin());
-      MPI_Gatherv(MPI_IN_PLACE, 0, MPI_INT64_T, counts.data(), sizes.data(), offsets.data(), MPI_INT64_T, 0,
-                  MPI_COMM_WORLD);
-    } else {
-      MPI_Gatherv(mine.data(), static_cast<int>(mine.size()), MPI_INT64_T, nullptr, nullptr, nullptr, MPI_INT64_T, 0,
-                  MPI_COMM_WORLD);
-    }
-    return;
-  }
   if (rank == 0) {
     std::copy(mine.begin(), mine.end(), counts.begin());
-    for (int k = 1; k < ranks; ++k)
-      MPI_Recv(counts.data() + static_cast<std::size_t>(k) * slice, sizes[static_cast<std::size_t>(k)], MPI_INT64_T, k, 29,
-               MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Gatherv(MPI_IN_PLACE, 0, MPI_INT64_T, counts.data(), sizes.data(), offsets.data(), MPI_INT64_T, 0, MPI_COMM_WORLD);
   } else {
-    MPI_Send(mine.data(), static_cast<int>(mine.size()), MPI_INT64_T, 0, 29, MPI_COMM_WORLD);
+    MPI_Gatherv(mine.data(), static_cast<int>(mine.size()), MPI_INT64_T, nullptr, nullptr, nullptr, MPI_INT64_T, 0,
+                MPI_COMM_WORLD);
   }
 }
 
