@@ -4,7 +4,9 @@
 // count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <span>
 #include <vector>
 
 #ifdef _OPENMP
@@ -80,7 +82,7 @@ TEST(PrivBayesFast, NoiseFreeDistributionsAreTheJointCounts) {
   const PrivBayesModel m = pb.fit(1.0, nullptr);
   for (std::size_t i = m.first(); i < d; ++i) {
     const std::vector<double> joint = pb.joint_counts(m.network().order[i], m.distribution_parents(i));
-    const std::vector<double>& p = m.distribution(i);
+    const std::span<const double> p = m.distribution(i);
     ASSERT_EQ(p.size(), joint.size());
     for (std::size_t c = 0; c < p.size(); ++c) ASSERT_EQ(p[c], joint[c] / static_cast<double>(n));
   }
@@ -125,7 +127,7 @@ TEST(PrivBayesFast, NoisyConditionalsKeepTheDiscreteLaplaceLaw) {
     for (std::uint64_t seed = 1; zero_cells.size() < 200000; ++seed, ++fits) {
       SeededRandom rng(seed);
       const PrivBayesModel m = pb.fit(eps, &rng);
-      const std::vector<double>& p = m.distribution(m.first());
+      const std::span<const double> p = m.distribution(m.first());
       ASSERT_EQ(p.size(), static_cast<std::size_t>(bins * bins));
       for (std::size_t c = 1; c < p.size(); ++c) zero_cells.push_back(std::round(p[c] * static_cast<double>(n)));
       const double noise = std::round(p[0] * static_cast<double>(n)) - static_cast<double>(n);  // n >> scale: never clipped
@@ -178,12 +180,12 @@ TEST(PrivBayesFast, SamplingIsDeterministicPerSeedForAnyThreadCount) {
   const PrivBayesModel m2 = pb.fit(2.0, &noise2);
   EXPECT_EQ(m2.network().order, m.network().order);
   EXPECT_EQ(m2.network().parents, m.network().parents);
-  for (std::size_t i = m.first(); i < d; ++i) EXPECT_TRUE(m2.distribution(i) == m.distribution(i));
+  for (std::size_t i = m.first(); i < d; ++i) EXPECT_TRUE(std::ranges::equal(m2.distribution(i), m.distribution(i)));
   // Sampled marginals follow the model: the first attribute's bin frequencies vs its distribution.
   const int x0 = m.network().order[0];
   std::vector<double> freq(16, 0.0), model_freq(16, 0.0);
   for (Eigen::Index r = 0; r < a.rows(); ++r) ++freq[static_cast<std::size_t>(std::min(15.0, a(r, x0) * 16))];
-  const std::vector<double>& joint = m.distribution(m.first());
+  const std::span<const double> joint = m.distribution(m.first());
   double total = 0;
   for (double v : joint) total += v;
   std::size_t stride = 1;

@@ -29,7 +29,8 @@ double kernel_value(const KernelSpec& spec, const double* x, const double* q, st
   } else {
     double xq = 0, xx = 0, qq = 0;
     for (std::size_t j = 0; j < d; ++j) xq += x[j] * q[j], xx += x[j] * x[j], qq += q[j] * q[j];
-    const double c = (xx > 0 && qq > 0) ? std::clamp(xq / std::sqrt(xx * qq), -1.0, 1.0) : 1.0;
+    // A zero vector has no direction: angle pi/2, as the exact kernel sums count it.
+    const double c = (xx > 0 && qq > 0) ? std::clamp(xq / std::sqrt(xx * qq), -1.0, 1.0) : 0.0;
     k = 1.0 - std::acos(c) / std::numbers::pi;
   }
   double r = 1.0;
@@ -39,26 +40,21 @@ double kernel_value(const KernelSpec& spec, const double* x, const double* q, st
 
 std::vector<double> weighted_kernel_sums(const DoubleMatrix& points, const std::vector<double>& weights,
                                          const DenseRef& queries, const KernelSpec& spec) {
-  const auto nq = static_cast<std::ptrdiff_t>(queries.rows());
-  const auto d = static_cast<std::size_t>(points.cols());
-  const auto m = static_cast<std::ptrdiff_t>(points.rows());
-  std::vector<double> out(static_cast<std::size_t>(nq), 0.0);
+  if (weights.size() != static_cast<std::size_t>(points.rows()))
+    throw UsageError("weighted kernel sums: " + std::to_string(weights.size()) + " weights for " +
+                     std::to_string(points.rows()) + " points");
   // Points with weight 0 (KME's non-pivot points, empty histogram bins) cost nothing.
-  std::vector<std::ptrdiff_t> live;
-  for (std::ptrdiff_t i = 0; i < m; ++i)
+  std::vector<Eigen::Index> live;
+  for (Eigen::Index i = 0; i < points.rows(); ++i)
     if (weights[static_cast<std::size_t>(i)] != 0.0) live.push_back(i);
-#pragma omp parallel for schedule(dynamic, 8)
-  for (std::ptrdiff_t j = 0; j < nq; ++j) {
-    double q[64];
-    std::vector<double> qv;
-    double* qp = q;
-    if (d > 64) { qv.resize(d); qp = qv.data(); }
-    for (std::size_t c = 0; c < d; ++c) qp[c] = static_cast<double>(queries(j, static_cast<Eigen::Index>(c)));
-    double s = 0;
-    for (const auto i : live) s += weights[static_cast<std::size_t>(i)] * kernel_value(spec, points.row(i).data(), qp, d);
-    out[static_cast<std::size_t>(j)] = s;
+  if (live.size() == static_cast<std::size_t>(points.rows())) return weighted_row_kernel_sums(points, weights, queries, spec);
+  DoubleMatrix rows(static_cast<Eigen::Index>(live.size()), points.cols());
+  std::vector<double> w(live.size());
+  for (std::size_t k = 0; k < live.size(); ++k) {
+    rows.row(static_cast<Eigen::Index>(k)) = points.row(live[k]);
+    w[k] = weights[static_cast<std::size_t>(live[k])];
   }
-  return out;
+  return weighted_row_kernel_sums(rows, w, queries, spec);
 }
 
 std::vector<double> kde_at(const DenseRef& data, const DoubleMatrix& points, const KernelSpec& spec) {

@@ -35,8 +35,8 @@ DoubleMatrix clip_to_domain(const DenseRef& data, const Domain& dom);
 // angular: (1 - angle/pi)^p).
 double kernel_value(const KernelSpec& spec, const double* x, const double* q, std::size_t d);
 
-// Gram-free helpers, parallel over the output (OpenMP).
-// out[j] = sum_i w[i] k(points_i, queries_j)
+// out[j] = sum_i w[i] k(points_i, queries_j), points of weight 0 skipped; through the task's
+// blocked parallel routine (weighted_row_kernel_sums), so it is the ground truth's kernel.
 std::vector<double> weighted_kernel_sums(const DoubleMatrix& points, const std::vector<double>& weights,
                                          const DenseRef& queries, const KernelSpec& spec);
 

@@ -288,7 +288,7 @@ PrivBayesModel PrivBayes::fit(double epsilon, RandomSource* rng, PrivBayesNetwor
   // --- noisy distributions: index i0 = k covers order[0..k] jointly; then one per attribute.
   const std::size_t i0 = k;  // (k <= d - 1)
   std::vector<std::vector<int>> dist_parents(d);
-  std::vector<std::vector<double>> dist(d);
+  std::vector<PrivBayesModel::Table> dist(d);
   for (std::size_t i = 0; i <= i0; ++i) {
     dist_parents[i].assign(net.order.begin(), net.order.begin() + static_cast<std::ptrdiff_t>(i));
   }
@@ -305,7 +305,7 @@ PrivBayesModel PrivBayes::fit(double epsilon, RandomSource* rng, PrivBayesNetwor
     if (cells > 2e5) magnitude = count_noise->bulk_sampler();
   }
   Scratch scratch;
-  std::vector<std::int64_t> c;
+  std::vector<std::int64_t, ZeroedPageAllocator<std::int64_t>> c;
   auto noisy = [&](int x, const std::vector<int>& parents) {
     std::size_t len = b;
     for (std::size_t i = 0; i < parents.size(); ++i) len *= b;
@@ -313,7 +313,7 @@ PrivBayesModel PrivBayes::fit(double epsilon, RandomSource* rng, PrivBayesNetwor
     c.assign(len, 0);
     for (std::size_t i = 0; i < scratch.cell_key.size(); ++i) c[scratch.cell_key[i]] = scratch.cell_count[i];
     if (count_noise) count_noise->add_to(c, *rng, magnitude.get());
-    std::vector<double> p(len);
+    PrivBayesModel::Table p(len);
     const double n = static_cast<double>(n_);
 #pragma omp parallel for schedule(static) if (len >= (std::size_t{1} << 20))
     for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(len); ++i)
@@ -334,7 +334,7 @@ PrivBayesModel PrivBayes::fit(double epsilon, RandomSource* rng, PrivBayesNetwor
   model.dist_ = std::move(dist);
   // The first distribution has bins^(k+1) cells: inversion by binary search on its running
   // sums (the same cell as the linear scan in `draw`, up to rounding at cell boundaries).
-  const std::vector<double>& joint = model.dist_[i0];
+  const PrivBayesModel::Table& joint = model.dist_[i0];
   model.first_cdf_.resize(joint.size());
   double run = 0;
   for (std::size_t cell = 0; cell < joint.size(); ++cell) model.first_cdf_[cell] = (run += joint[cell]);
@@ -350,7 +350,7 @@ DoubleMatrix PrivBayesModel::sample(std::size_t rows, RandomSource& sampler) con
   // same sampler state gives the same rows for any number of threads.
   const std::size_t d = net_.order.size(), b = bins_, i0 = first_;
   DoubleMatrix out(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(d));
-  const std::vector<double>& joint = dist_[i0];
+  const Table& joint = dist_[i0];
   const double run = first_cdf_.empty() ? 0.0 : first_cdf_.back();
   const std::uint64_t base = sampler.next();
   const std::size_t blocks = (rows + kSampleBlock - 1) / kSampleBlock;

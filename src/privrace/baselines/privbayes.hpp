@@ -39,11 +39,13 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <span>
 #include <vector>
 
 #include "privrace/baselines/function_release.hpp"
 #include "privrace/baselines/synthetic.hpp"
 #include "privrace/core/random.hpp"
+#include "privrace/core/zeroed_pages.hpp"
 
 namespace privrace::baselines {
 
@@ -68,7 +70,7 @@ class PrivBayesModel {
   // Distribution i (frequencies: noisy counts clipped at 0, over n) and the attributes it is
   // conditioned on; distribution first() is the joint of order[0..first()] (for tests).
   std::size_t first() const { return first_; }
-  const std::vector<double>& distribution(std::size_t i) const { return dist_.at(i); }
+  std::span<const double> distribution(std::size_t i) const { return dist_.at(i); }
   const std::vector<int>& distribution_parents(std::size_t i) const { return dist_parents_.at(i); }
 
  private:
@@ -77,8 +79,10 @@ class PrivBayesModel {
   std::size_t bins_ = 0, first_ = 0;  // dist_[first_] covers order[0..first_] jointly
   PrivBayesNetwork net_;
   std::vector<std::vector<int>> dist_parents_;
-  std::vector<std::vector<double>> dist_;
-  std::vector<double> first_cdf_;  // running sums of dist_[first_]
+  // Up to 16^6 cells a table: huge pages, no zeroing pass (zeroed_pages.hpp says why).
+  using Table = std::vector<double, ZeroedPageAllocator<double>>;
+  std::vector<Table> dist_;
+  Table first_cdf_;  // running sums of dist_[first_]
 };
 
 // The binned table and the score cache: fit() releases a model per epsilon.

@@ -103,15 +103,22 @@ nlohmann::json KernelSpec::to_json() const {
 double pstable_kernel_tabulated(double s) { return PStableTable::get()(s); }
 
 std::vector<double> exact_kernel_sums(const DenseRef& data, const DenseRef& queries, const KernelSpec& spec) {
+  DoubleMatrix x;
+  std::vector<double> w;
+  unique_rows(data, x, w);
+  return weighted_row_kernel_sums(x, w, queries, spec);
+}
+
+std::vector<double> weighted_row_kernel_sums(const DoubleMatrix& x, const std::vector<double>& w, const DenseRef& queries,
+                                             const KernelSpec& spec) {
   if (spec.kernel != Kernel::L2 && spec.kernel != Kernel::Angular)
     throw UsageError("exact kernel sums: unsupported kernel '" + to_string(spec.kernel) + "' (expected l2 or angular)");
   if (spec.kernel == Kernel::L2 && !(spec.bandwidth > 0.0)) throw UsageError("exact kernel sums: bandwidth must be positive");
   if (spec.power == 0) throw UsageError("exact kernel sums: power must be at least 1");
-  if (data.cols() != queries.cols())
-    throw InputError("queries have " + std::to_string(queries.cols()) + " columns, the data " + std::to_string(data.cols()));
-  DoubleMatrix x;
-  std::vector<double> w;
-  unique_rows(data, x, w);
+  if (x.cols() != queries.cols())
+    throw InputError("queries have " + std::to_string(queries.cols()) + " columns, the data " + std::to_string(x.cols()));
+  if (w.size() != static_cast<std::size_t>(x.rows()))
+    throw UsageError("kernel sums: " + std::to_string(w.size()) + " weights for " + std::to_string(x.rows()) + " rows");
   const DoubleMatrix q = queries.cast<double>();
   const Eigen::Index n = x.rows(), m = q.rows(), d = x.cols();
   std::vector<double> out(static_cast<std::size_t>(m), 0.0);

@@ -29,6 +29,12 @@ struct KernelSpec {
 // beyond the table), which avoids an erfc and an exp per pair.
 std::vector<double> exact_kernel_sums(const DenseRef& data, const DenseRef& queries, const KernelSpec& spec);
 
+// The same sums over given rows with given weights, S(q_j) = sum_i w_i k(x_i, q_j), rows not
+// merged: the released functions of the KDE baselines (weighted synthetic or pivot points) are
+// evaluated by the same blocked routine as the ground truth.
+std::vector<double> weighted_row_kernel_sums(const DoubleMatrix& x, const std::vector<double>& w, const DenseRef& queries,
+                                             const KernelSpec& spec);
+
 // One p-stable collision probability at distance/width ratio s = c / w, from the table.
 double pstable_kernel_tabulated(double s);
 
