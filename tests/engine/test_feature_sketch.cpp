@@ -528,7 +528,7 @@ TEST_F(FeatureSketchCli, BadInputGetsItsErrorAndNoFile) {
   expect_refused(base + " --kernel hist --bins 0 --domain 0:1", 2, "--bins must be at least 1, got 0");
   expect_refused(base + " --kernel hist --bins 4", 2, "needs --domain");
   // (Other malformed domains are covered in process by BadInputIsRefusedNamingTheValue.)
-  expect_refused(base + " --kernel hist --bins 4 --domain 1:0", 2, "domain interval '1:0': LO must be below HI (got LO = 1, HI = 0)");
+  expect_refused(base + " --kernel hist --bins 4 --domain 1:0", 2, "--domain '1:0': LO = 1 is not below HI = 0");
   expect_refused(base + " --kernel hist --bins 4 --domain 0:1,0:1", 2, "the domain gives 2 intervals but the data has 3 attributes");
   expect_refused(base + " --kernel hist --bins 4 --domain 0:1 --num-share 1", 2, "--num-share must be in (0, 1)");
   // Data outside the declared domain: refused, naming the file, record, attribute and value.

@@ -270,7 +270,7 @@ TEST(M2m, BadInput) {
   EXPECT_NO_THROW(BoxDomain::uniform(2, -3e38, 3e38).check());
   // The --domain text.
   EXPECT_EQ(parse_domain_interval("-1.5:2e3"), (std::pair<double, double>{-1.5, 2000.0}));
-  for (const char* text : {"", ":", "1", "1:", ":2", "a:b", "1:2:3", "1 :2", "nan:1", "0:inf", "2:1", "1:1", "0x:1"})
+  for (const char* text : {"", ":", "1", "1:", ":2", "a:b", "1:2:3", "1 :2", "nan:1", "0:inf", "2:1", "1:1", "0x:1", "0:1,0:2"})
     EXPECT_THROW(parse_domain_interval(text), UsageError) << text;
   EXPECT_NE(message_of([] { parse_domain_interval("3:1"); }).find("--domain '3:1': LO = 3 is not below HI = 1"),
             std::string::npos);

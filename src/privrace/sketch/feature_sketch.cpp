@@ -83,30 +83,30 @@ std::shared_ptr<const FeatureMap> make_feature_map(std::shared_ptr<const LshFami
   return std::make_shared<OneHotMap>(std::move(family), width);
 }
 
-std::pair<std::vector<double>, std::vector<double>> parse_box_domain(const std::string& text) {
+std::pair<std::vector<double>, std::vector<double>> parse_box_domain(const std::string& text, const std::string& what) {
   std::vector<double> lo, hi;
-  auto number = [&](const std::string& part, const std::string& interval) {
-    std::size_t used = 0;
-    double v = 0.0;
-    try {
-      v = std::stod(part, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (part.empty() || used != part.size() || !std::isfinite(v))
-      throw UsageError("domain interval '" + interval + "': '" + part + "' is not a finite number (expected LO:HI)");
-    return v;
-  };
   std::size_t start = 0;
   while (true) {
     const std::size_t comma = text.find(',', start);
     const std::string interval = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::string quoted = what + " '" + interval + "'";
+    auto number = [&](const std::string& part) {
+      std::size_t used = 0;
+      double v = 0.0;
+      try {
+        v = std::stod(part, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (part.empty() || used != part.size() || !std::isfinite(v))
+        throw UsageError(quoted + ": expected LO:HI with two finite numbers ('" + part + "' is not one)");
+      return v;
+    };
     const std::size_t colon = interval.find(':');
-    if (colon == std::string::npos) throw UsageError("domain interval '" + interval + "' is not of the form LO:HI");
-    const double l = number(interval.substr(0, colon), interval), h = number(interval.substr(colon + 1), interval);
-    if (!(l < h))
-      throw UsageError("domain interval '" + interval + "': LO must be below HI (got LO = " + interval.substr(0, colon) +
-                       ", HI = " + interval.substr(colon + 1) + ")");
+    if (colon == std::string::npos) throw UsageError(quoted + ": expected LO:HI with two finite numbers");
+    const std::string lo_text = interval.substr(0, colon), hi_text = interval.substr(colon + 1);
+    const double l = number(lo_text), h = number(hi_text);
+    if (!(l < h)) throw UsageError(quoted + ": LO = " + lo_text + " is not below HI = " + hi_text);
     lo.push_back(l);
     hi.push_back(h);
     if (comma == std::string::npos) break;

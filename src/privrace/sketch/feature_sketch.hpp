@@ -133,9 +133,10 @@ struct FeatureSketchPrivacy {
 };
 
 // A declared box domain as text: "LO:HI" (one interval for every attribute) or
-// "LO1:HI1,LO2:HI2,..." (one per attribute, in column order). Throws UsageError naming the
-// interval when a bound is not a finite number or LO >= HI.
-std::pair<std::vector<double>, std::vector<double>> parse_box_domain(const std::string& text);
+// "LO1:HI1,LO2:HI2,..." (one per attribute, in column order). Throws UsageError quoting `what`
+// and the interval when a bound is not a finite number or LO >= HI.
+std::pair<std::vector<double>, std::vector<double>> parse_box_domain(const std::string& text,
+                                                                     const std::string& what = "--domain");
 
 // The family a spec describes, for data of `dim` attributes, and the container width.
 std::shared_ptr<const LshFamily> make_feature_family(const FeatureSketchSpec& spec, std::size_t dim);

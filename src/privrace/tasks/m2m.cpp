@@ -48,18 +48,18 @@ void BoxDomain::check() const {
                      " upper bounds");
   if (lo.empty()) throw UsageError("domain: no attributes");
   if (!binary.empty() && binary.size() != lo.size()) throw UsageError("domain: binary flags do not match the attributes");
-  for (std::size_t j = 0; j < lo.size(); ++j)
-    if (!(std::isfinite(lo[j]) && std::isfinite(hi[j]) && lo[j] < hi[j]))
-      throw UsageError("domain: attribute " + std::to_string(j) + " has LO = " + number_text(lo[j]) +
-                       " and HI = " + number_text(hi[j]) + "; expected finite LO < HI");
   // The synthetic points are stored as Real (float32): a bound beyond its range would make them
   // infinite and every feature of them NaN.
   constexpr double kLargest = std::numeric_limits<Real>::max();
-  for (std::size_t j = 0; j < lo.size(); ++j)
-    if (std::abs(lo[j]) > kLargest || std::abs(hi[j]) > kLargest)
+  for (std::size_t j = 0; j < lo.size(); ++j) {
+    auto refuse = [&](const std::string& expected) {
       throw UsageError("domain: attribute " + std::to_string(j) + " has LO = " + number_text(lo[j]) + " and HI = " +
-                       number_text(hi[j]) + "; the synthetic points are float32, so each bound must lie within +-" +
-                       number_text(kLargest));
+                       number_text(hi[j]) + "; " + expected);
+    };
+    if (!(std::isfinite(lo[j]) && std::isfinite(hi[j]) && lo[j] < hi[j])) refuse("expected finite LO < HI");
+    if (std::abs(lo[j]) > kLargest || std::abs(hi[j]) > kLargest)
+      refuse("the synthetic points are float32, so each bound must lie within +-" + number_text(kLargest));
+  }
 }
 
 nlohmann::json BoxDomain::to_json() const {
@@ -496,21 +496,9 @@ std::string trim(const std::string& s) {
 }  // namespace
 
 std::pair<double, double> parse_domain_interval(const std::string& text, const std::string& what) {
-  auto number = [](const std::string& part, double& out) {
-    std::size_t used = 0;
-    try {
-      out = std::stod(part, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    return used == part.size() && !part.empty() && std::isfinite(out);
-  };
-  const auto colon = text.find(':');
-  double lo = 0, hi = 0;
-  if (colon == std::string::npos || !number(text.substr(0, colon), lo) || !number(text.substr(colon + 1), hi))
-    throw UsageError(what + " '" + text + "': expected LO:HI with two finite numbers");
-  if (!(lo < hi)) throw UsageError(what + " '" + text + "': LO = " + number_text(lo) + " is not below HI = " + number_text(hi));
-  return {lo, hi};
+  if (text.find(',') != std::string::npos) throw UsageError(what + " '" + text + "': expected one interval LO:HI");
+  const auto [lo, hi] = parse_box_domain(text, what);
+  return {lo.front(), hi.front()};
 }
 
 std::vector<CountingQuery> parse_counting_queries(const std::string& path, std::size_t dim) {

@@ -49,8 +49,8 @@
 
 namespace privrace {
 
-// "LO:HI" -> {lo, hi}, as `privrace m2m --domain` takes it: two finite numbers with LO < HI,
-// else a UsageError that quotes `what` and the text.
+// "LO:HI" -> {lo, hi}, as `privrace m2m --domain` takes it: parse_box_domain's one interval
+// (two finite numbers with LO < HI), else a UsageError that quotes `what` and the text.
 std::pair<double, double> parse_domain_interval(const std::string& text, const std::string& what = "--domain");
 
 // The analyst's a-priori domain: a box, each attribute uniform on [lo, hi], or (binary) on {lo, hi}.
