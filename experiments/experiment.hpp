@@ -246,6 +246,12 @@ struct RunOptions {
   // Calibration (--sample K): repetition 0 only, and at most K grid points per method and K
   // epsilons, each evenly spread over its list (first and last included); 0 = the whole grid.
   std::size_t sample_grid_points = 0;
+  // Part of a profile (--methods, --epsilons): only these method labels and these epsilons
+  // (methods without an epsilon run whatever the list); empty = all. A cell's seed depends on
+  // its label, parameters, epsilon and repetition only, so these are the full run's cells and
+  // a later full run into the same directory skips them.
+  std::vector<std::string> only_labels;
+  std::vector<double> only_epsilons;
 };
 
 struct RunReport {

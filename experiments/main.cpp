@@ -1,4 +1,5 @@
 // privrace-experiment CONFIG [--quick] [--out DIR] [--threads T] [--data-dir D] [--repo DIR] [--plan] [--sample K]
+//                     [--method LABEL]... [--epsilon E]...
 // Exit codes: 0 success, 2 bad usage (flags), 1 any other error (config, data, I/O).
 #include <boost/program_options.hpp>
 #include <csignal>
@@ -19,7 +20,7 @@ using namespace privrace;
 int main(int argc, char** argv) {
   const char* usage =
       "usage: privrace-experiment CONFIG [--quick] [--out DIR] [--threads T] [--data-dir D] [--repo DIR]\n"
-      "                           [--plan] [--sample K]\n"
+      "                           [--plan] [--sample K] [--method LABEL]... [--epsilon E]...\n"
       "\n"
       "Runs every cell (method x parameters x epsilon x repetition) of a JSON experiment config,\n"
       "appending one record per cell to DIR/NAME.jsonl (DIR/NAME-quick.jsonl with --quick);\n"
@@ -29,7 +30,9 @@ int main(int argc, char** argv) {
       "--plan prints one tab-separated line and runs nothing:\n"
       "  CONFIG-NAME  CELLS  FINISHED  PENDING  ESTIMATE-SECONDS (nan if never measured)  UNPRICED  BASIS\n"
       "The estimate prices each pending cell by the measured wall time of its method and\n"
-      "parameters (earlier records of this run, then configs/calibration/cell_costs.json).\n";
+      "parameters (earlier records of this run, then configs/calibration/cell_costs.json).\n"
+      "--method and --epsilon run part of the profile: the same cells, seeds and records as the\n"
+      "full run, which then skips them (methods without an epsilon ignore --epsilon).\n";
   // A write past the file-size limit (ulimit -f) then fails with EFBIG and is reported like
   // any write error instead of the signal ending the process mid-write.
   std::signal(SIGXFSZ, SIG_IGN);
@@ -46,6 +49,8 @@ int main(int argc, char** argv) {
         ("repo", po::value(&repo), "directory holding datasets/registry.json (default: $PRIVRACE_HOME, the checkout, the install)")
         ("plan", po::bool_switch(&opts.plan_only), "count the cells and estimate the time; run nothing, write nothing")
         ("sample", po::value(&sample), "calibration: repetition 0, at most K evenly spread grid points per method and K epsilons")
+        ("method", po::value(&opts.only_labels)->composing(), "run only the cells of this method label (repeatable): part of the full profile")
+        ("epsilon", po::value(&opts.only_epsilons)->composing(), "run only the cells at this epsilon of the config (repeatable)")
         ("which-registry", "print the registry file that would be used, and how it was found, and exit")
         ("config", po::value(&opts.config_path), "the experiment config (JSON)");
     po::positional_options_description pos;

@@ -432,8 +432,11 @@ std::vector<std::size_t> spread_indices(std::size_t n, std::size_t k) {
 }
 
 // The groups of one method entry: params x repetition, each with its pending epsilons (cells).
+bool same_epsilon(double a, double b) { return std::abs(a - b) <= 1e-12 * std::max(std::abs(a), std::abs(b)); }
+
 void plan_method(const ExperimentConfig& cfg, const MethodSpec& m, const Method& method, std::size_t k,
-                 const Outputs& out, RunReport& report, std::vector<CellGroup>& groups) {
+                 const std::vector<double>& only_epsilons, const Outputs& out, RunReport& report,
+                 std::vector<CellGroup>& groups) {
   const std::vector<json> grid = m.expand();
   std::vector<std::size_t> points(grid.size());
   for (std::size_t i = 0; i < points.size(); ++i) points[i] = i;
@@ -448,6 +451,10 @@ void plan_method(const ExperimentConfig& cfg, const MethodSpec& m, const Method&
       g.rep = rep;
       g.seed = derive_seed(cfg.seed, text_hash(m.label + "|" + params.dump() + "|" + std::to_string(rep)));
       std::vector<double> eps = method.uses_epsilon() ? cfg.epsilons : std::vector<double>{NAN};
+      if (method.uses_epsilon() && !only_epsilons.empty())
+        std::erase_if(eps, [&](double e) {
+          return std::none_of(only_epsilons.begin(), only_epsilons.end(), [&](double o) { return same_epsilon(e, o); });
+        });
       // Calibration prices a cell by method and parameters, whatever its epsilon: K evenly
       // spread epsilons (the smallest and the largest included) measure it.
       if (k > 0 && k < eps.size()) {
@@ -474,9 +481,22 @@ void plan_method(const ExperimentConfig& cfg, const MethodSpec& m, const Method&
 // Expands the grid: method x params x repetition (a group) x epsilon (its cells).
 std::vector<CellGroup> plan_groups(const ExperimentConfig& cfg, const Registry& registry, const RunOptions& options,
                                    const Outputs& out, RunReport& report) {
+  for (const auto& label : options.only_labels)
+    if (std::none_of(cfg.methods.begin(), cfg.methods.end(), [&](const MethodSpec& m) { return m.label == label; })) {
+      std::string labels;
+      for (const auto& m : cfg.methods) labels += (labels.empty() ? "'" : ", '") + m.label + "'";
+      throw UsageError("--method: '" + label + "' is no method label of " + cfg.name + " (its labels: " + labels + ")");
+    }
+  for (const double e : options.only_epsilons)
+    if (std::none_of(cfg.epsilons.begin(), cfg.epsilons.end(), [&](double c) { return same_epsilon(c, e); }))
+      throw UsageError("--epsilon: " + json(e).dump() + " is not among the epsilons of " + cfg.name);
   std::vector<CellGroup> groups;
-  for (const auto& m : cfg.methods)
-    plan_method(cfg, m, *registry.method(m.name), options.sample_grid_points, out, report, groups);
+  for (const auto& m : cfg.methods) {
+    if (!options.only_labels.empty() &&
+        std::find(options.only_labels.begin(), options.only_labels.end(), m.label) == options.only_labels.end())
+      continue;
+    plan_method(cfg, m, *registry.method(m.name), options.sample_grid_points, options.only_epsilons, out, report, groups);
+  }
   return groups;
 }
 

@@ -545,6 +545,50 @@ TEST(ExperimentRun, PlanCountsCellsWritesNothingAndPricesFromMeasuredCells) {
   EXPECT_NE(after.estimate_basis.find("4 cells timed"), std::string::npos) << after.estimate_basis;
 }
 
+TEST(ExperimentRun, PartOfAProfileIsTheFullRunsCellsAndTheFullRunSkipsThem) {
+  Repo repo;
+  json j = base_config();
+  j["methods"].push_back(json::parse(R"({"name": "histogram", "label": "Histogram", "fixed": {"bins": 8}})"));
+  j["epsilons"] = {0.1, 1, 10};
+  const auto cfg = write_config(repo, j);
+  RunOptions full = options(repo, cfg);
+  full.out_dir = (repo.dir.path / "full").string();
+  std::map<std::string, json> full_records;
+  for (const json& r : read_records(run_experiment(full).results_path)) full_records[r.at("key").get<std::string>()] = r;
+  ASSERT_EQ(full_records.size(), 2u * 2 * 3 + 2u * 3);
+
+  RunOptions part = options(repo, cfg);
+  part.only_labels = {"RACE"};
+  part.only_epsilons = {1.0, 10.0};
+  const auto report = run_experiment(part);
+  EXPECT_EQ(report.cells_total, 2u * 2 * 2);  // rows 20, 50 x repetitions x epsilons 1, 10
+  for (const json& r : read_records(report.results_path)) {
+    EXPECT_EQ(r.at("label"), "RACE");
+    EXPECT_NE(r.at("epsilon").get<double>(), 0.1);
+    const json& f = full_records.at(r.at("key").get<std::string>());
+    EXPECT_EQ(r.at("noise_seed"), f.at("noise_seed"));
+    EXPECT_EQ(r.at("metrics"), f.at("metrics"));
+  }
+  // The full profile into the same directory runs only what the part left.
+  const auto rest = run_experiment(options(repo, cfg));
+  EXPECT_EQ(rest.cells_skipped, 8u);
+  EXPECT_EQ(rest.cells_run, full_records.size() - 8u);
+
+  RunOptions bad = options(repo, cfg);
+  bad.only_labels = {"RCAE"};
+  try {
+    run_experiment(bad);
+    ADD_FAILURE() << "an unknown label was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'RCAE' is no method label of t_kde (its labels: 'RACE', 'Histogram')"),
+              std::string::npos)
+        << e.what();
+  }
+  bad.only_labels.clear();
+  bad.only_epsilons = {0.5};
+  EXPECT_THROW(run_experiment(bad), UsageError);
+}
+
 TEST(ExperimentRun, SampleRunsRepetitionZeroAtEvenlySpreadGridPointsAndEpsilons) {
   Repo repo;
   json j = base_config();
