@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
 
@@ -119,6 +120,41 @@ TEST(SketchFileV1, OldFilesAreStillRead) {
   const std::string path = (dir / "old.rsk").string();
   spit(path, file);
   EXPECT_EQ(read_sketch_file(path).counts, counts);
+}
+
+TEST(ZeroedPageAllocator, ReleasedBlocksComeBackZeroedAndTheCacheStaysWithinItsLimit) {
+  using Table = std::vector<std::int64_t, ZeroedPageAllocator<std::int64_t>>;
+  const std::size_t saved = page_cache_limit();
+  set_page_cache_limit(std::size_t{64} << 20);
+  const std::size_t n = std::size_t{3} << 20;  // 24 MiB
+  const std::int64_t* first = nullptr;
+  {
+    Table t(n);
+    first = t.data();
+    std::fill(t.begin(), t.end(), -1);
+  }
+  EXPECT_EQ(page_cache_bytes(), std::size_t{24} << 20);
+  {
+    Table t(n);  // the same block, cleared
+    EXPECT_EQ(t.data(), first);
+    EXPECT_EQ(std::count(t.begin(), t.end(), 0), static_cast<std::ptrdiff_t>(n));
+    EXPECT_EQ(page_cache_bytes(), 0u);
+    std::fill(t.begin(), t.end(), 5);
+  }
+  {
+    Table other(n / 2);  // another size: the kept block is unmapped first, the new one is fresh
+    EXPECT_EQ(std::count(other.begin(), other.end(), 0), static_cast<std::ptrdiff_t>(n / 2));
+    EXPECT_EQ(page_cache_bytes(), 0u);
+  }
+  {
+    Table a(n), b(n), c(n);  // 72 MiB released against a 64 MiB limit: the oldest goes
+  }
+  EXPECT_EQ(page_cache_bytes(), std::size_t{48} << 20);
+  set_page_cache_limit(0);  // off: releases what is kept, keeps nothing
+  EXPECT_EQ(page_cache_bytes(), 0u);
+  { Table t(n); }
+  EXPECT_EQ(page_cache_bytes(), 0u);
+  set_page_cache_limit(saved);
 }
 
 TEST(ZeroedPageAllocator, HandsOutZeroedMemoryAtEverySize) {

@@ -1,6 +1,7 @@
 #pragma once
 // Error types. The command-line front ends map them to exit codes:
 // UsageError -> 2 (bad flags or arguments), every other privrace::Error -> 1.
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -28,5 +29,12 @@ class ResourceError : public Error {
  public:
   using Error::Error;
 };
+
+// A value in a message: 9 significant digits ("%.9g"), enough to tell inputs apart.
+inline std::string message_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
 
 }  // namespace privrace

@@ -1,19 +1,10 @@
 #pragma once
-// An allocator for large count arrays that hands out ZEROED memory and leaves it alone on
-// construction (std::vector would otherwise write every zero again, on one thread).
-//
-// Why not simply malloc + value-initialisation: a 1.6 GB sketch is 400,000 page faults, each
-// zeroing a 4 KiB page; on one thread that is over a second. Here the kernel populates the
-// pages up front (MADV_POPULATE_WRITE, no trap per page), split across the OpenMP threads.
-// Transparent huge pages are requested only up to 256 MiB: where THP is "madvise", asking for
-// them on gigabytes makes the kernel compact memory synchronously, which was measured to
-// stall a 2 GiB allocation for 7 s on a fragmented machine (and 0.3 s when it was not). Below
-// the limit they pay: 128 MiB (a PrivBayes table of 16^6 cells) took 0.5-0.9 s to fault in as
-// 4 KiB pages on the 2-core VM, populated or not, and 4-90 ms as huge pages.
-#include <sys/mman.h>
-
+// An allocator for large count arrays and tables that hands out ZEROED memory and leaves it
+// alone on construction (std::vector would otherwise write every zero again, on one thread).
+// Blocks of 2 MiB and more are mapped directly (populated across the OpenMP threads, huge pages
+// up to 256 MiB) and, once released, kept for the next allocation of the same size. Why, with
+// the measurements: docs/architecture.md, "Large arrays".
 #include <algorithm>
-#include <cerrno>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
@@ -24,31 +15,21 @@ namespace privrace {
 
 namespace detail {
 inline constexpr std::size_t kHugePage = std::size_t{2} << 20;
-inline constexpr std::size_t kHugePageAdviceLimit = std::size_t{256} << 20;
 
-// Zeroed pages, populated in parallel. Returns nullptr on failure.
-inline void* allocate_zeroed_pages(std::size_t bytes) {
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return nullptr;
-  if (bytes <= kHugePageAdviceLimit) {
-    ::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure just keeps 4 KiB pages
-    return p;
-  }
-  constexpr std::size_t kSlice = std::size_t{32} << 20;
-  const std::size_t slices = (bytes + kSlice - 1) / kSlice;
-  auto* base = static_cast<char*>(p);
-#pragma omp parallel for schedule(dynamic)
-  for (std::size_t i = 0; i < slices; ++i) {
-    char* s = base + i * kSlice;
-    const std::size_t len = std::min(kSlice, bytes - i * kSlice);
-#ifdef MADV_POPULATE_WRITE
-    if (::madvise(s, len, MADV_POPULATE_WRITE) == 0) continue;
-#endif
-    for (std::size_t off = 0; off < len; off += 4096) s[off] = 0;  // older kernels: touch each page
-  }
-  return p;
-}
+// Zeroed pages of `bytes` (a multiple of kHugePage): a released block of that size when the
+// cache holds one (cleared with memset), else a fresh mapping. nullptr on failure.
+void* take_zeroed_pages(std::size_t bytes);
+// The block goes to the cache for the next take of its size, or is unmapped past the limit.
+void give_back_pages(void* p, std::size_t bytes);
 }  // namespace detail
+
+// Released blocks are kept for reuse up to this many bytes (default: an eighth of physical
+// memory, at most 4 GiB). An experiment allocates the same tables cell after cell, and on the
+// 2-core VM a fresh page costs far more than clearing a kept one (docs/architecture.md,
+// "Large arrays"). 0 turns reuse off and releases what is kept.
+void set_page_cache_limit(std::size_t bytes);
+std::size_t page_cache_limit();
+std::size_t page_cache_bytes();  // kept now
 
 template <typename T>
 struct ZeroedPageAllocator {
@@ -65,13 +46,13 @@ struct ZeroedPageAllocator {
       if (void* p = std::calloc(n == 0 ? 1 : n, sizeof(T))) return static_cast<T*>(p);
       throw std::bad_alloc();
     }
-    if (void* p = detail::allocate_zeroed_pages(rounded(bytes))) return static_cast<T*>(p);
+    if (void* p = detail::take_zeroed_pages(rounded(bytes))) return static_cast<T*>(p);
     throw std::bad_alloc();
   }
   void deallocate(T* p, std::size_t n) {
     const std::size_t bytes = n * sizeof(T);
     if (bytes < detail::kHugePage) std::free(p);
-    else ::munmap(p, rounded(bytes));
+    else detail::give_back_pages(p, rounded(bytes));
   }
   // Value-initialisation (vector(n), resize(n)) leaves the already-zero memory untouched.
   template <typename U>

@@ -6,14 +6,6 @@
 
 namespace privrace {
 
-namespace {
-std::string show(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
-}  // namespace
-
 std::pair<std::vector<double>, std::vector<double>> expand_domain(const std::vector<double>& lo,
                                                                   const std::vector<double>& hi, std::size_t dim) {
   if (lo.empty() || lo.size() != hi.size())
@@ -27,8 +19,8 @@ std::pair<std::vector<double>, std::vector<double>> expand_domain(const std::vec
     l[r] = lo.size() == 1 ? lo[0] : lo[r];
     h[r] = hi.size() == 1 ? hi[0] : hi[r];
     if (!std::isfinite(l[r]) || !std::isfinite(h[r]) || !(l[r] < h[r]))
-      throw UsageError("domain of attribute " + std::to_string(r + 1) + ": LO = " + show(l[r]) + " must be below HI = " +
-                       show(h[r]) + " (both finite)");
+      throw UsageError("domain of attribute " + std::to_string(r + 1) + ": LO = " + message_number(l[r]) + " must be below HI = " +
+                       message_number(h[r]) + " (both finite)");
   }
   return {l, h};
 }
@@ -73,8 +65,8 @@ void MarginalHistograms::validate_dense(const DenseRef& batch, std::size_t first
       const double v = batch(i, static_cast<Eigen::Index>(r));
       if (!(v >= lo_[r] && v <= hi_[r]))
         throw InputError("record " + std::to_string(first_record + static_cast<std::size_t>(i) + 1) + ", attribute " +
-                         std::to_string(r + 1) + ": value " + show(v) + " is outside the declared domain [" +
-                         show(lo_[r]) + ", " + show(hi_[r]) + "] (hist refuses such records; widen the domain)");
+                         std::to_string(r + 1) + ": value " + message_number(v) + " is outside the declared domain [" +
+                         message_number(lo_[r]) + ", " + message_number(hi_[r]) + "] (hist refuses such records; widen the domain)");
     }
 }
 

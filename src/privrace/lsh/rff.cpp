@@ -41,11 +41,6 @@ inline void shrink_into_bounds(std::int64_t& a, std::int64_t& b) {
     big += big > 0 ? -1 : 1;
   }
 }
-std::string show(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
 }  // namespace
 
 RandomFourierFeatures::RandomFourierFeatures(std::size_t dim, std::size_t half_features, double sigma, std::uint64_t seed)
@@ -75,7 +70,7 @@ void RandomFourierFeatures::validate_dense(const DenseRef& batch, std::size_t fi
     for (Eigen::Index k = 0; k < batch.cols(); ++k)
       if (!std::isfinite(batch(i, k)))
         throw InputError("record " + std::to_string(first_record + static_cast<std::size_t>(i) + 1) + ", attribute " +
-                         std::to_string(k + 1) + ": value " + show(batch(i, k)) + " is not finite");
+                         std::to_string(k + 1) + ": value " + message_number(batch(i, k)) + " is not finite");
 }
 
 void RandomFourierFeatures::accumulate_dense(const DenseRef& batch, std::int64_t* counts, std::size_t width,
