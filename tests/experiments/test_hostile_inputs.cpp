@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "experiment.hpp"
 #include "privrace/core/error.hpp"
@@ -116,6 +117,34 @@ TEST(HostileSketchFile, FamilyFieldsAreBoundedBeforeTheFamilyIsBuilt) {
   h["family"]["dim"] = -3;
   msg = refusal(sketch_bytes(h, payload_table(16, 1, {{1, 0}})));
   EXPECT_NE(msg.find("'family.dim'"), std::string::npos) << msg;
+}
+
+TEST(HostileSketchFile, PrivacyFieldsOfTheWrongTypeAreRefusedNamingTheField) {
+  // Found by fuzz_sketch_file: "private": "private" escaped as a JSON type error (an abort in the
+  // fuzzer, an unclear message in the CLI). Input fuzz/corpus/fuzz_sketch_file/regression-privacy-field-type.
+  const std::pair<const char*, json> cases[] = {{"private", "private"}, {"epsilon", "1"}, {"count", true},
+                                                {"mechanism", 3}, {"merged_from", json::object()}};
+  for (const auto& [field, value] : cases) {
+    json h = small_header(2, 8);
+    h["privacy"][field] = value;
+    const std::string msg = refusal(sketch_bytes(h, payload_table(16, 1, {{1, 0}})));
+    EXPECT_NE(msg.find(std::string("header field 'privacy.") + field + "': expected"), std::string::npos) << msg;
+  }
+  json h = small_header(2, 8);
+  h["privacy"]["merged_from"] = json::array({{{"private", 1}}});
+  std::string msg = refusal(sketch_bytes(h, payload_table(16, 1, {{1, 0}})));
+  EXPECT_NE(msg.find("'privacy.merged_from[0].private': expected true or false, got 1"), std::string::npos) << msg;
+  // The fuzzer's own input: its first byte says "fix the CRC-32", the rest is the file.
+  std::ifstream in(std::string(PRIVRACE_SOURCE_DIR) + "/fuzz/corpus/fuzz_sketch_file/regression-privacy-field-type",
+                   std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 5u);
+  ASSERT_EQ(bytes[0] & 1, 1);
+  bytes.erase(0, 1);
+  const auto crc = static_cast<std::uint32_t>(crc32_z(0L, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size() - 4));
+  for (int i = 0; i < 4; ++i) bytes[bytes.size() - 4 + static_cast<std::size_t>(i)] = static_cast<char>((crc >> (8 * i)) & 0xFF);
+  msg = refusal(bytes);
+  EXPECT_NE(msg.find("header field 'privacy.private': expected true or false"), std::string::npos) << msg;
 }
 
 TEST(HostileConfig, GridOfABillionCellsIsRefusedWithTheCount) {

@@ -41,6 +41,44 @@ void save_sketch(const std::string& path, const RaceSketch& sketch, bool allow_n
   write_sketch_file(path, header, sketch.counts(), timings);
 }
 
+namespace {
+// The privacy record's fields that the library reads (merge, M2M, info), checked for their
+// types so that a damaged or hand-edited header gives an error naming the field, not a JSON
+// type error from deep inside a merge. Unknown fields are kept as they are.
+void check_privacy_record(const nlohmann::json& p, const std::string& where) {
+  using Json = nlohmann::json;
+  struct Field {
+    const char* name;
+    bool (Json::*is)() const noexcept;
+    const char* expected;
+  };
+  static const Field fields[] = {{"private", &Json::is_boolean, "true or false"},
+                                 {"fit_for_release", &Json::is_boolean, "true or false"},
+                                 {"epsilon", &Json::is_number, "a number"},
+                                 {"delta", &Json::is_number, "a number"},
+                                 {"realised_epsilon", &Json::is_number, "a number"},
+                                 {"epsilon_num", &Json::is_number, "a number"},
+                                 {"epsilon_den", &Json::is_number, "a number"},
+                                 {"noise_scale", &Json::is_number, "a number"},
+                                 {"noise_variance", &Json::is_number, "a number"},
+                                 {"noise_variance_feature_units", &Json::is_number, "a number"},
+                                 {"count_noise_variance", &Json::is_number, "a number"},
+                                 {"count", &Json::is_number, "a number"},
+                                 {"quantum", &Json::is_number, "a number"},
+                                 {"mechanism", &Json::is_string, "a string"},
+                                 {"merged_from", &Json::is_array, "an array"}};
+  for (const Field& f : fields)
+    if (p.contains(f.name) && !(p.at(f.name).*f.is)())
+      throw InputError(where + "." + f.name + "': expected " + f.expected + ", got " + p.at(f.name).dump());
+  if (p.contains("merged_from"))
+    for (std::size_t i = 0; i < p.at("merged_from").size(); ++i) {
+      const std::string part = where + ".merged_from[" + std::to_string(i) + "]";
+      if (!p.at("merged_from")[i].is_object()) throw InputError(part + "': expected an object");
+      check_privacy_record(p.at("merged_from")[i], part);
+    }
+}
+}  // namespace
+
 RaceSketch load_sketch(const std::string& path, nlohmann::json* header_out) {
   std::optional<RaceSketch> sketch;
   nlohmann::json h;
@@ -57,6 +95,7 @@ RaceSketch load_sketch(const std::string& path, nlohmann::json* header_out) {
     if (family->rows() != h.at("rows").get<std::size_t>())
       throw InputError(path + ": header field 'family.rows' differs from 'rows'");
     if (!h.contains("privacy") || !h.at("privacy").is_object()) throw InputError(path + ": header field 'privacy' is missing");
+    check_privacy_record(h.at("privacy"), path + ": header field 'privacy");
     sketch.emplace(family, h.at("width").get<std::size_t>());
     return sketch->mutable_counts();
   });
