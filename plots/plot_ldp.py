@@ -364,19 +364,33 @@ def plot_smooth(results, out_dir):
                     approx.setdefault(curve, {})[row["bandwidth"]] = row["approximation_error"]
         sources = sorted({c[0] for c in cells})
         epss = sorted({c[1] for c in cells})
-        curves = sorted({c[2] for c in cells})
         if not sources:
             continue
-        cmap = plt.get_cmap("viridis")
-        trig = [c for c in curves if c.startswith("Trigonometric (Alg. 5, 1 bit)")]
-        colors = {c: cmap(k / max(1, len(trig) - 1) * 0.85) for k, c in enumerate(trig)}
-        for c in curves:
-            colors.setdefault(c, "tab:red" if c.startswith("Per-query") else "tab:orange")
+        # One curve a method and panel: its degree t with the smallest mean error at the largest
+        # n it ran (a fixed t per curve, so every point of a curve is the same estimator).
+        chosen = {}  # (source, eps) -> [curve]
+        for source in sources:
+            for eps in epss:
+                best = {}
+                for (s_, e_, curve), by_n in cells.items():
+                    if s_ != source or e_ != eps:
+                        continue
+                    method = curve.split(", t = ")[0]
+                    n_top = max(by_n)
+                    score = (-n_top, sum(by_n[n_top]) / len(by_n[n_top]))
+                    if method not in best or score < best[method][0]:
+                        best[method] = (score, curve)
+                chosen[(source, eps)] = sorted(c for _, c in best.values())
+        methods = sorted({c.split(", t = ")[0] for cs in chosen.values() for c in cs})
+        palette = ["tab:blue", "tab:green", "tab:purple", "tab:orange", "tab:brown", "tab:gray"]
+        method_color = {m: ("tab:red" if m.startswith("Per-query") else palette[k % len(palette)]) for k, m in enumerate(methods)}
+        colors = {c: method_color[c.split(", t = ")[0]] for cs in chosen.values() for c in cs}
         fig, axes = plt.subplots(2 * len(sources), len(epss), figsize=(3.8 * len(epss), 3.0 * 2 * len(sources)),
                                  squeeze=False)
         for i, source in enumerate(sources):
             for j, eps in enumerate(epss):
                 ax = axes[2 * i][j]
+                curves = chosen[(source, eps)]
                 for curve in curves:
                     by_n = cells.get((source, eps, curve))
                     if not by_n:
@@ -395,7 +409,7 @@ def plot_smooth(results, out_dir):
                 ax.set_xlabel("players n")
                 if j == 0:
                     ax.set_ylabel("max |error| over the queries")
-                ax.legend(fontsize=5)
+                ax.legend(fontsize=5.5, loc="lower left")
                 ax = axes[2 * i + 1][j]
                 n_max = max((k[3] for k in by_bw if k[0] == source and k[1] == eps), default=None)
                 for curve in curves:
@@ -406,16 +420,16 @@ def plot_smooth(results, out_dir):
                     ls = next((v for k, v in SMOOTH_STYLE.items() if curve.startswith(k)), "-")
                     ax.plot(bws, [max(sum(row[b]) / len(row[b]), FLOOR) for b in bws], marker="o", ms=3, ls=ls,
                             color=colors[curve], label=curve)
-                    if curve in approx and curve.startswith("Trigonometric (Alg. 5, 1 bit)"):
+                    if curve in approx and curve.startswith("Trigonometric (Alg. 5, 1 bit)") and not quick:
                         ax.plot(bws, [max(approx[curve][b], FLOOR) for b in bws], ls=":", lw=1, color=colors[curve])
                 ax.set_xscale("log")
                 ax.set_yscale("log")
-                ax.set_title(f"{source}, eps = {eps:g}, n = {n_max:,} (dotted: approximation error)", fontsize=8)
+                ax.set_title(f"{source}, eps = {eps:g}, n = {n_max:.0e} (dotted: kernel approx. error)", fontsize=8)
                 ax.set_xlabel("kernel bandwidth sigma")
                 if j == 0:
                     ax.set_ylabel("max |error| per bandwidth")
-                ax.legend(fontsize=5)
-        fig.suptitle(f"{name}{' (quick)' if quick else ''}: Gaussian-kernel queries on [-1, 1]^2 (Section 6.2)", fontsize=10)
+        fig.suptitle(f"{name}{' (quick)' if quick else ''}: Gaussian-kernel queries on [-1, 1]^2 (Section 6.2); "
+                     "each method at its best degree t (largest n), mean over repetitions", fontsize=10)
         fig.tight_layout()
         common.save(fig, out_dir, name)
 
