@@ -59,7 +59,8 @@ for part in "${parts[@]}"; do
           --input "$data/soc-Slashdot0902.txt.gz" --format edgelist --kernel jaccard --rows 2000 --width 100000 --epsilon 1; } > "$out/slashdot.jsonl"
       ;;
     bench)
-      filter="/($(echo "$grid" | tr ' ' '\n' | grep . | paste -sd'|'))(/|$)"
+      # Anchored to the first argument (the thread count): "/1/" alone also matches BM_X/3/1.
+      filter="^[A-Za-z_]+/($(echo "$grid" | tr ' ' '\n' | grep . | paste -sd'|'))(/|$)"
       "$bin/bench_scaling" --benchmark_filter="$filter" --benchmark_repetitions="$reps" \
         --benchmark_report_aggregates_only=true --benchmark_format=json > "$out/bench_scaling.json"
       ;;
