@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "ldp_task.hpp"
+#include "privrace/core/number.hpp"
 #include "privrace/ldp/mean_mechanisms.hpp"
 #include "privrace/ldp/protocols.hpp"
 #include "privrace/ldp/smooth.hpp"
@@ -24,16 +25,10 @@ std::vector<double> parse_bandwidths(const std::string& file, const std::string&
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    std::size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || !(v > 0) || !std::isfinite(v))
+    const std::optional<double> v = parse_finite_number(item);
+    if (!v || !(*v > 0))
       throw ConfigError(file + ": $.task.bandwidths: '" + item + "' is not a positive number (expected e.g. \"0.1,0.2,0.4\")");
-    out.push_back(v);
+    out.push_back(*v);
   }
   if (out.empty()) throw ConfigError(file + ": $.task.bandwidths: empty, expected e.g. \"0.1,0.2,0.4\"");
   return out;

@@ -15,6 +15,7 @@
 #endif
 #include "inputs.hpp"
 #include "privrace/core/clock.hpp"
+#include "privrace/core/number.hpp"
 #include "privrace/io/edge_list.hpp"
 #include "privrace/io/table_reader.hpp"
 #include "privrace/sketch/feature_sketch.hpp"
@@ -139,14 +140,9 @@ SketchJob parse_sketch(int argc, char** argv) {
     if (!vm.count("epsilon")) throw UsageError("--epsilon is required (or --no-privacy for an exact, non-releasable sketch)");
     PrivacySpec spec;
     const std::string text = vm["epsilon"].as<std::string>();
-    std::size_t used = 0;
-    try {
-      spec.epsilon = std::stod(text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != text.size() || !(spec.epsilon > 0.0) || !std::isfinite(spec.epsilon))
-      throw UsageError("--epsilon must be a positive number, got '" + text + "'");
+    const std::optional<double> epsilon = parse_finite_number(text);
+    if (!epsilon || !(*epsilon > 0.0)) throw UsageError("--epsilon must be a positive number, got '" + text + "'");
+    spec.epsilon = *epsilon;
     spec.delta = delta;
     spec.mechanism = parse_mechanism(mechanism);
     spec.neighbors = parse_neighbors(neighbors);

@@ -18,6 +18,7 @@
 
 #include "privrace/core/memory.hpp"
 #include "privrace/core/error.hpp"
+#include "privrace/core/number.hpp"
 
 namespace privrace {
 namespace {
@@ -81,77 +82,12 @@ struct Where {
 // ---------------------------------------------------------------------------------------
 // Numbers
 
-enum class NumStatus { Ok, NotNumber, NotFinite };
-
-// For a decimal that from_chars reported out of range: true if it overflowed (|x| huge),
-// false if it underflowed (|x| tiny). Decided from the decimal exponent alone, since an
-// out-of-range result is hundreds of orders of magnitude away from 1.
-bool overflows(const char* p, const char* e) {
-  auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  if (p != e && *p == '-') ++p;
-  long int_digits = 0, frac_zeros = 0;
-  bool nonzero = false;
-  for (; p != e && digit(*p); ++p) {
-    if (*p != '0') nonzero = true;
-    if (nonzero) ++int_digits;
-  }
-  if (p != e && *p == '.') {
-    ++p;
-    for (; !nonzero && p != e && *p == '0'; ++p) ++frac_zeros;
-    while (p != e && digit(*p)) ++p;
-  }
-  long exp = 0;
-  bool neg = false;
-  if (p != e && (*p == 'e' || *p == 'E')) {
-    ++p;
-    if (p != e && (*p == '+' || *p == '-')) neg = *p++ == '-';
-    for (; p != e && digit(*p); ++p)
-      if (exp < 1000000) exp = exp * 10 + (*p - '0');
-  }
-  const long order = int_digits > 0 ? int_digits - 1 : -(frac_zeros + 1);
-  return order + (neg ? -exp : exp) > 0;
-}
-
-// Parses all of s. Overflow is NotFinite; underflow rounds to (signed) zero.
-NumStatus parse_number(std::string_view s, double& v) {
-  const char* b = s.data();
-  const char* e = b + s.size();
-  if (b != e && *b == '+') {  // from_chars rejects '+', but "+1" is common (libsvm labels)
-    ++b;
-    if (b != e && *b == '-') return NumStatus::NotNumber;
-  }
-  if (b == e) return NumStatus::NotNumber;
-  // Fast path for short integers (counts, pixel values, ids), the common case in
-  // benchmark tables: below 2^53, so the double is exact and needs no rounding logic.
-  {
-    const char* d = b + (*b == '-');
-    if (d != e && e - d <= 15) {
-      std::uint64_t acc = 0;
-      const char* q = d;
-      for (; q != e && static_cast<unsigned char>(*q - '0') < 10; ++q) acc = acc * 10 + static_cast<unsigned>(*q - '0');
-      if (q == e) {
-        v = *b == '-' ? -static_cast<double>(acc) : static_cast<double>(acc);
-        return NumStatus::Ok;
-      }
-    }
-  }
-  const auto [p, ec] = std::from_chars(b, e, v);
-  if (p != e) return NumStatus::NotNumber;
-  if (ec == std::errc::result_out_of_range) {
-    if (overflows(b, e)) return NumStatus::NotFinite;
-    v = *b == '-' ? -0.0 : 0.0;
-    return NumStatus::Ok;
-  }
-  if (ec != std::errc()) return NumStatus::NotNumber;
-  return std::isfinite(v) ? NumStatus::Ok : NumStatus::NotFinite;
-}
-
 double number(std::string_view s, const Where& w, std::size_t col) {
   double v;
-  const NumStatus st = parse_number(s, v);
-  if (st == NumStatus::Ok) [[likely]]
+  const NumberStatus st = parse_number(s, v);
+  if (st == NumberStatus::Ok) [[likely]]
     return v;
-  if (st == NumStatus::NotFinite) fail(w.at(col) + "value " + show(s) + " is not finite");
+  if (st == NumberStatus::NotFinite) fail(w.at(col) + "value " + show(s) + " is not finite");
   fail_number(w, col, s);
 }
 
@@ -164,7 +100,7 @@ Real to_real(std::string_view s, const Where& w, std::size_t col) {
 
 bool is_number(std::string_view s) {
   double v;
-  return parse_number(s, v) != NumStatus::NotNumber;
+  return parse_number(s, v) != NumberStatus::NotNumber;
 }
 
 // ---------------------------------------------------------------------------------------

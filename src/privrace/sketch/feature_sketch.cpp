@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "privrace/core/error.hpp"
+#include "privrace/core/number.hpp"
 #include "privrace/lsh/families.hpp"
 #include "privrace/privacy/mechanisms.hpp"
 #include "privrace/sketch/builder.hpp"
@@ -91,16 +92,9 @@ std::pair<std::vector<double>, std::vector<double>> parse_box_domain(const std::
     const std::string interval = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     const std::string quoted = what + " '" + interval + "'";
     auto number = [&](const std::string& part) {
-      std::size_t used = 0;
-      double v = 0.0;
-      try {
-        v = std::stod(part, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (part.empty() || used != part.size() || !std::isfinite(v))
-        throw UsageError(quoted + ": expected LO:HI with two finite numbers ('" + part + "' is not one)");
-      return v;
+      const std::optional<double> v = parse_finite_number(part);
+      if (!v) throw UsageError(quoted + ": expected LO:HI with two finite numbers ('" + part + "' is not one)");
+      return *v;
     };
     const std::size_t colon = interval.find(':');
     if (colon == std::string::npos) throw UsageError(quoted + ": expected LO:HI with two finite numbers");

@@ -13,6 +13,7 @@
 #include "privrace/core/memory.hpp"
 #include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
+#include "privrace/core/number.hpp"
 #include "privrace/core/random.hpp"
 
 namespace privrace {
@@ -536,14 +537,9 @@ std::vector<CountingQuery> parse_counting_queries(const std::string& path, std::
       if (op == "<=") pred.less = true;
       else if (op == ">=") pred.less = false;
       else throw InputError(where + ": operator '" + op + "': expected <= or >=");
-      double v = NAN;
-      try {
-        v = std::stod(value, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != value.size() || !std::isfinite(v)) throw InputError(where + ": value '" + value + "' is not a finite number");
-      pred.value = v;
+      const std::optional<double> v = parse_finite_number(value);
+      if (!v) throw InputError(where + ": value '" + value + "' is not a finite number");
+      pred.value = *v;
       q.predicates.push_back(pred);
     }
     check_counting_query(q, dim, where);
