@@ -21,6 +21,8 @@ command's `total` holds beyond them):
   c_fill(d) = f0 + f1 d                               merge = [T > 1] c_merge R W
   reduce     = [K > 1] ceil(log2 K) 8 R W c_red       (here; over a network of B bytes/s a rank:
                                                       ceil(log2 K) (8 R W / B + c_merge R W))
+               from 4 ranks and 2^18 counts on, the default reduce-scatter + gather instead:
+               2 (K-1)/K 8 R W c_red here; 2 (K-1)/K 8 R W / B + (K-1)/K c_merge R W over a network
   noise      = n0 + c_noise R W / T o_tail            encode = e0 + c_enc R W / T o_tail
   write + fsync = w0 + c_write F (F: file bytes)      other = u1 (one process) or uK (mpirun)
   graphs: graph_read = c_gread E_file / K o_ser;  build = (c_page 8 R W + (c_node R N + c_elem E) / K) / T o_par
@@ -167,7 +169,7 @@ def fit(groups):
     else:
         f0, f1 = lsq(A[:, 0], y), 0.0
     c["f0"], c["f1"] = float(f0), float(f1)
-    red = [g for g in tab if g["p"]["K"] > 1]
+    red = [g for g in tab if g["p"]["K"] > 1]  # local runs: 2-3 ranks, the tree reduce
     c["c_red"] = lsq([math.ceil(math.log2(g["p"]["K"])) * 8 * g["p"]["R"] * g["p"]["W"] for g in red],
                      [g["m"]["reduce"] for g in red])
     allg = tab + gra
@@ -192,19 +194,34 @@ def fit(groups):
 C_ELEM = 0.2e-6  # seconds per stored neighbour (assumption, see --c-elem)
 
 
+SCATTER_MIN_RANKS, SCATTER_MIN_COUNTS = 4, 1 << 18  # src/cli/distributed.cpp's default rule
+
+
+def reduce_seconds(c, K, R, W, net_bps=None):
+    """The sum of the ranks' counts at rank 0. The tree reduce moves and adds the whole array
+    ceil(log2 K) times; the reduce-scatter (recursive halving) moves (K-1)/K of it and adds (K-1)/K
+    of it on every rank at once, and the gather moves (K-1)/K of it to rank 0. Here: the fitted
+    c_red a byte and pass; over a network: the bytes at B plus the adds at c_merge."""
+    if K <= 1:
+        return 0.0
+    array = 8 * R * W
+    if K >= SCATTER_MIN_RANKS and R * W >= SCATTER_MIN_COUNTS:
+        share = (K - 1) / K
+        return 2 * share * array / net_bps + share * c["c_merge"] * R * W if net_bps else 2 * share * array * c["c_red"]
+    steps = math.ceil(math.log2(K))
+    return steps * (array / net_bps + c["c_merge"] * R * W if net_bps else array * c["c_red"])
+
+
 def predict_table(c, p, net_bps=None):
     op, os_, ot = factors(p)
     K, T, R, W = p["K"], p["T"], p["R"], p["W"]
-    steps = math.ceil(math.log2(K)) if K > 1 else 0
-    # here: the fitted c_red; over a network: the bytes at B plus the adding of the counts (c_merge)
-    per_step = 8 * R * W / net_bps + c["c_merge"] * R * W if net_bps else 8 * R * W * c["c_red"]
     out = {
         "count_pass": c["c_scan"] * p["S"] / K * os_ if K > 1 else 0.0,
         "read": c["c_read"] * p["S"] / K * os_,
         "allocate": c["c_page"] * 8 * R * W * op if T > 1 else 0.0,
         "fill": (c["f0"] + c["f1"] * p["d"]) * p["N"] * R / (K * T) * op,
         "merge": c["c_merge"] * R * W if T > 1 else 0.0,
-        "reduce": steps * per_step,
+        "reduce": reduce_seconds(c, K, R, W, net_bps),
         "noise": c["n0"] + c["c_noise"] * R * W / T * ot,
         "encode": c["e0"] + c["c_enc"] * R * W / T * ot,
         "write_fsync": c["w0"] + c["c_write"] * p["F"],
@@ -226,7 +243,7 @@ def predict_graph(c, p, net_bps=None, split=False):
     # one R x W array a rank, its pages populated by the T threads together
     out["build"] = c["c_page"] * 8 * R * W / T * op + (c["c_node"] * R * p["N"] + C_ELEM * p["E"]) / (K * T) * op
     if split and K > 1:
-        out["reduce"] = math.ceil(math.log2(K)) * (8 * R * W / net_bps + c["c_merge"] * R * W)
+        out["reduce"] = reduce_seconds(c, K, R, W, net_bps)
     out["noise"] = c["n0"] + c["c_noise"] * R * W / T * ot
     out["encode"] = c["e0"] + c["c_enc"] * R * W / T * ot
     out["write_fsync"] = c["w0"] + c["c_write"] * p["F"]

@@ -75,6 +75,11 @@ ExactSketch build_table(const SketchJob& job, const MasterSeed& seed, std::size_
 void write_sketch(const SketchJob& job, ExactSketch&& exact, const MasterSeed& seed, std::chrono::steady_clock::time_point t0,
                   double read_seconds, const nlohmann::json& graph_info,
                   const nlohmann::json& distributed = nlohmann::json::object());
+// The same from a release made elsewhere (under mpirun, noised in shares), with the seconds its
+// build (and the sum) and its noise took.
+void write_release(const SketchJob& job, const Release& release, const MasterSeed& seed, std::chrono::steady_clock::time_point t0,
+                   double read_seconds, double build_seconds, double noise_seconds, const nlohmann::json& graph_info,
+                   const nlohmann::json& distributed);
 
 int cmd_sketch(int argc, char** argv);  // sketch_command.cpp
 int cmd_merge(int argc, char** argv);   // sketch_command.cpp

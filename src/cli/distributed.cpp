@@ -4,7 +4,8 @@
 //
 // Every rank parses the same options into the same job (sketch_command.cpp); the ranks compare
 // their command lines before anything is read. The distributed path adds two things around the
-// same release calls as one process (build_exact, partial_counts, add_reduced_records, release):
+// same release calls as one process (build_exact, partial_counts, add_reduced_records, release or
+// release_in_shares):
 //
 // Which records are mine. A plain CSV or whitespace file of S bytes is read in shares: rank k
 // takes the records whose first byte lies in [k S / K, (k + 1) S / K) (TableShare: the share
@@ -46,9 +47,12 @@
 // records start that batch; the rest of the piece (its body) starts on the grid, and its last
 // chunk gets the heads that complete its last batch, in record order.
 //
-// Sum the exact counts. The int64 counts are summed to rank 0 with MPI_Reduce in pieces of at
-// most 2^28 counts; rank 0 adds the noise ONCE and writes the file atomically. Without --seed,
-// rank 0 draws the master seed and broadcasts it.
+// Sum the exact counts, noise once. Below 4 ranks (or for small arrays) the int64 counts are
+// summed to rank 0 with MPI_Reduce in pieces of at most 2^28 counts, and rank 0 adds the noise.
+// From 4 ranks on a reduce-scatter leaves slice k of the sums on rank k, which noises it (each
+// count still gets its noise once: the slices do not overlap) before the noisy slices are
+// gathered at rank 0 (plan_sum below). Rank 0 writes the file atomically. Without --seed, rank 0
+// draws the master seed and broadcasts it.
 //
 // Failures: after every phase the ranks agree on whether any failed; the failing rank prints
 // its message (naming the rank), every rank exits with the same code, and no file is written.
@@ -96,15 +100,20 @@ namespace {
 
 constexpr std::size_t kBatch = 4096;                            // BuildOptions::batch: the hashing grid
 constexpr std::size_t kMaxReduceCounts = std::size_t{1} << 28;  // counts per MPI_Reduce call
-// With PRIVRACE_MPI_REDUCE=scatter, from this many counts on (2 MiB of int64), the sum is a
-// reduce-scatter and a gather.
+// From this many counts on (2 MiB of int64) the sum may be a reduce-scatter and a gather.
 constexpr std::size_t kScatterReduceCounts = std::size_t{1} << 18;
-// PRIVRACE_MPI_REDUCE: "tree" (unset: the default) or "scatter"; anything else is a usage error.
-bool scatter_reduce_requested() {
+// ... and by default only from this many ranks on: on the 16-core machine the reduce-scatter
+// took 0.49-0.70x the reduce's time at 4, 8 and 16 ranks and 2.8x at 2 (docs/distributed.md).
+constexpr int kScatterReduceMinRanks = 4;
+enum class ReduceChoice { Automatic, Tree, Scatter };
+// PRIVRACE_MPI_REDUCE: unset or "auto" (the rule above), "tree" or "scatter" (forced); anything
+// else is a usage error.
+ReduceChoice requested_reduce() {
   const char* v = std::getenv("PRIVRACE_MPI_REDUCE");
-  if (v == nullptr || std::strcmp(v, "tree") == 0) return false;
-  if (std::strcmp(v, "scatter") == 0) return true;
-  throw UsageError(std::string("PRIVRACE_MPI_REDUCE='") + v + "': expected tree or scatter");
+  if (v == nullptr || std::strcmp(v, "auto") == 0) return ReduceChoice::Automatic;
+  if (std::strcmp(v, "tree") == 0) return ReduceChoice::Tree;
+  if (std::strcmp(v, "scatter") == 0) return ReduceChoice::Scatter;
+  throw UsageError(std::string("PRIVRACE_MPI_REDUCE='") + v + "': expected auto, tree or scatter");
 }
 
 
@@ -512,46 +521,69 @@ int build_graph(const SketchJob& job, const MasterSeed& seed, int rank, int rank
   return agree(f, rank);
 }
 
-// The exact int64 counts of every rank, summed into rank 0's array (the other ranks' arrays are
-// left as they were). A reduce moves the whole array up a tree, ceil(log2 K) times, and
-// adds it on one rank a step: for a wide sketch that was most of the command (1.6 GB of counts:
-// 5.6 s at 16 ranks, docs/scaling.md). With PRIVRACE_MPI_REDUCE=scatter, from kScatterReduceCounts
-// on, the array is cut into K contiguous slices, a reduce-scatter leaves slice k summed on rank k
-// (each rank adds 1/K of the array), and a gather brings the slices to rank 0: about 2 (K - 1) / K
-// of the array crosses a rank's link instead of log2 K of it. Not the default: on the 2-core VM
-// at 2 ranks it was 2-3x slower than the reduce for 1.6 GB (docs/distributed.md); it is there to
-// be measured where ranks have cores of their own. Sums of integers: the same result either way.
-void sum_counts_at_rank0(std::span<std::int64_t> counts, int rank, int ranks, nlohmann::json& dist) {
-  const std::size_t n = counts.size(), K = static_cast<std::size_t>(ranks);
-  const std::size_t slice = (n + K - 1) / K;
+// How the ranks' exact int64 counts are summed. The tree reduce moves the whole array up a tree,
+// ceil(log2 K) times, and adds it on one rank a step: for a wide sketch that was most of the
+// command (1.6 GB of counts: 7.3 s at 16 ranks, docs/scaling.md). From kScatterReduceCounts on and
+// kScatterReduceMinRanks ranks (or whenever PRIVRACE_MPI_REDUCE=scatter), the array is cut into K
+// contiguous slices, a reduce-scatter leaves slice k summed on rank k (each rank adds 1/K of the
+// array), rank k noises its slice, and a gather brings the noisy slices to rank 0: about
+// 2 (K - 1) / K of the array crosses a rank's link instead of log2 K of it, and the noise is
+// drawn by every rank at once. At 2 ranks both move the same bytes and the tree was faster
+// (docs/distributed.md). Slices start on noise blocks, so a seeded release is the same bytes.
+struct SumPlan {
+  bool scatter = false;
+  std::vector<int> sizes, offsets;  // slice k: [offsets[k], offsets[k] + sizes[k]) of the array
+};
+
+SumPlan plan_sum(std::size_t n, int ranks) {
+  SumPlan plan;
+  const ReduceChoice choice = requested_reduce();
+  const bool wide_enough = choice == ReduceChoice::Scatter || (choice == ReduceChoice::Automatic && ranks >= kScatterReduceMinRanks);
   // The gather's offsets are ints: arrays of 2^31 counts or more keep the reduce.
-  const bool scatter = scatter_reduce_requested() && ranks > 1 && n >= kScatterReduceCounts &&
-                       n <= static_cast<std::size_t>(std::numeric_limits<int>::max());
-  dist["reduce_method"] = scatter ? "reduce_scatter_gather" : "reduce";
-  if (!scatter) {
-    for (std::size_t off = 0; off < n; off += kMaxReduceCounts) {
-      const int len = static_cast<int>(std::min(kMaxReduceCounts, n - off));
-      if (rank == 0) MPI_Reduce(MPI_IN_PLACE, counts.data() + off, len, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
-      else MPI_Reduce(counts.data() + off, nullptr, len, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
-    }
-    return;
-  }
-  // Slice k is [k slice, (k + 1) slice) cut at n.
-  std::vector<int> sizes(K), offsets(K);
+  plan.scatter = wide_enough && ranks > 1 && n >= kScatterReduceCounts && n <= static_cast<std::size_t>(std::numeric_limits<int>::max());
+  if (!plan.scatter) return plan;
+  const std::size_t K = static_cast<std::size_t>(ranks);
+  const std::size_t slice = ((n + K - 1) / K + kNoiseBlockCounts - 1) / kNoiseBlockCounts * kNoiseBlockCounts;
   for (std::size_t k = 0; k < K; ++k) {
-    sizes[k] = static_cast<int>(std::min(n, (k + 1) * slice) - std::min(n, k * slice));
-    offsets[k] = static_cast<int>(std::min(n, k * slice));
+    plan.sizes.push_back(static_cast<int>(std::min(n, (k + 1) * slice) - std::min(n, k * slice)));
+    plan.offsets.push_back(static_cast<int>(std::min(n, k * slice)));
   }
-  std::vector<std::int64_t> mine(static_cast<std::size_t>(sizes[static_cast<std::size_t>(rank)]));
-  MPI_Reduce_scatter(counts.data(), mine.data(), sizes.data(), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return plan;
+}
+
+// The tree: the sums in rank 0's array (the other ranks' arrays are left as they were), in
+// pieces MPI's int counts can address.
+void reduce_counts_at_rank0(std::span<std::int64_t> counts, int rank) {
+  for (std::size_t off = 0; off < counts.size(); off += kMaxReduceCounts) {
+    const int len = static_cast<int>(std::min(kMaxReduceCounts, counts.size() - off));
+    if (rank == 0) MPI_Reduce(MPI_IN_PLACE, counts.data() + off, len, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    else MPI_Reduce(counts.data() + off, nullptr, len, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  }
+}
+
+// The reduce-scatter: this rank's slice of the sums, written over its own slice of `counts`.
+void reduce_scatter_counts(std::span<std::int64_t> counts, const SumPlan& plan, int rank) {
+  const auto k = static_cast<std::size_t>(rank);
+  std::vector<std::int64_t> mine(static_cast<std::size_t>(plan.sizes[k]));
+  MPI_Reduce_scatter(counts.data(), mine.data(), plan.sizes.data(), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  std::copy(mine.begin(), mine.end(), counts.begin() + plan.offsets[k]);
+}
+
+// Every rank's slice into rank 0's array, in place.
+void gather_slices_at_rank0(std::span<std::int64_t> counts, const SumPlan& plan, int rank) {
+  const auto k = static_cast<std::size_t>(rank);
   if (rank == 0) {
-    std::copy(mine.begin(), mine.end(), counts.begin());
-    MPI_Gatherv(MPI_IN_PLACE, 0, MPI_INT64_T, counts.data(), sizes.data(), offsets.data(), MPI_INT64_T, 0, MPI_COMM_WORLD);
+    MPI_Gatherv(MPI_IN_PLACE, 0, MPI_INT64_T, counts.data(), plan.sizes.data(), plan.offsets.data(), MPI_INT64_T, 0, MPI_COMM_WORLD);
   } else {
-    MPI_Gatherv(mine.data(), static_cast<int>(mine.size()), MPI_INT64_T, nullptr, nullptr, nullptr, MPI_INT64_T, 0,
+    MPI_Gatherv(counts.data() + plan.offsets[k], plan.sizes[k], MPI_INT64_T, nullptr, nullptr, nullptr, MPI_INT64_T, 0,
                 MPI_COMM_WORLD);
   }
 }
+
+// Thrown inside the gather when another rank failed to noise its slice (that rank reports why).
+struct PeerFailed : std::runtime_error {
+  PeerFailed() : std::runtime_error("another rank failed") {}
+};
 
 int run(int argc, char** argv, int rank, int ranks) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -562,7 +594,7 @@ int run(int argc, char** argv, int rank, int ranks) {
     if (job.chunk_rows % kBatch != 0)
       throw UsageError("under mpirun --chunk-rows must be a multiple of 4096 (the builder's batch), got " +
                        std::to_string(job.chunk_rows));
-    (void)scatter_reduce_requested();  // a bad PRIVRACE_MPI_REDUCE is a usage error before any reading
+    (void)requested_reduce();  // a bad PRIVRACE_MPI_REDUCE is a usage error before any reading
   });
   // Every rank's command line, compared before anything is read.
   std::string line;
@@ -722,24 +754,61 @@ int run(int argc, char** argv, int rank, int ranks) {
   }
   if (const int code = agree(f, rank)) return code;
 
-  // Exact integer sums at rank 0, in pieces MPI's int counts can address.
+  // Exact integer sums: at rank 0 (the tree), or slice k at rank k (the reduce-scatter).
   const auto t_reduce = std::chrono::steady_clock::now();
   auto counts = exact->partial_counts();
-  sum_counts_at_rank0(counts, rank, ranks, dist);
+  SumPlan sum;
+  attempt(f, [&] { sum = plan_sum(counts.size(), ranks); });  // checked above: cannot fail here
+  dist["reduce_method"] = sum.scatter ? "reduce_scatter_gather" : "reduce";
+  if (sum.scatter) reduce_scatter_counts(counts, sum, rank);
+  else reduce_counts_at_rank0(counts, rank);
   const std::uint64_t local = exact->report().points;
   std::uint64_t all = 0;
   MPI_Reduce(&local, &all, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
   dist["reduce"] = seconds_since(t_reduce);
 
-  // Noise once, at rank 0, which writes the file (the header of one process: same fields, same order).
   int status = 0;
-  if (rank == 0) {
+  if (!sum.scatter) {
+    // Noise once, at rank 0, which writes the file (the header of one process: same fields, same order).
+    if (rank == 0) {
+      attempt(f, [&] {
+        exact->add_reduced_records(static_cast<std::int64_t>(all - local));
+        write_sketch(job, std::move(*exact), seed, t0, read_seconds, graph_info, dist);
+      });
+      if (f.code != 0) std::fprintf(stderr, "privrace sketch: rank 0: %s\n", f.message.c_str());
+      status = f.code;
+    }
+  } else {
+    // Each rank noises its slice where it lies (the release API's shares: block b of the array
+    // from the stream one process gives it), then the noisy slices go to rank 0, which writes.
+    const double build_seconds = seconds_since(t0) - read_seconds;
+    bool agreed = false;
+    int code = 0;
+    double gather_seconds = 0.0;
+    std::optional<Release> release;
+    const auto k = static_cast<std::size_t>(rank);
     attempt(f, [&] {
-      exact->add_reduced_records(static_cast<std::int64_t>(all - local));
-      write_sketch(job, std::move(*exact), seed, t0, read_seconds, graph_info, dist);
+      if (rank == 0) exact->add_reduced_records(static_cast<std::int64_t>(all - local));
+      release = std::move(*exact).release_in_shares(static_cast<std::size_t>(sum.offsets[k]), static_cast<std::size_t>(sum.sizes[k]),
+                                                    rank == 0, [&](std::span<std::int64_t> all_counts) {
+        agreed = true;  // no slice leaves its rank unless every rank has noised its own
+        if ((code = agree(Failure{}, rank)) != 0) throw PeerFailed();
+        const auto tg = std::chrono::steady_clock::now();
+        gather_slices_at_rank0(all_counts, sum, rank);
+        gather_seconds = seconds_since(tg);
+      });
     });
-    if (f.code != 0) std::fprintf(stderr, "privrace sketch: rank 0: %s\n", f.message.c_str());
-    status = f.code;
+    if (!agreed) code = agree(f, rank);  // this rank failed before the gather: the others wait in theirs
+    if (code != 0) return code;
+    dist["gather"] = gather_seconds;
+    dist["noise_where"] = "each rank its slice";
+    if (rank == 0) {
+      attempt(f, [&] {
+        write_release(job, *release, seed, t0, read_seconds, build_seconds, release->noise_seconds(), graph_info, dist);
+      });
+      if (f.code != 0) std::fprintf(stderr, "privrace sketch: rank 0: %s\n", f.message.c_str());
+      status = f.code;
+    }
   }
   MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
   return status;

@@ -250,14 +250,20 @@ int cmd_sketch(int argc, char** argv) {
 
 void write_sketch(const SketchJob& job, ExactSketch&& exact, const MasterSeed& seed, std::chrono::steady_clock::time_point t0,
                   double read_seconds, const nlohmann::json& graph_info, const nlohmann::json& distributed) {
+  const double build_seconds = seconds_since(t0) - read_seconds;
+  const Release release = std::move(exact).release();  // noise once (or, --no-privacy, the exact counts)
+  const double noise_seconds = seconds_since(t0) - read_seconds - build_seconds;
+  write_release(job, release, seed, t0, read_seconds, build_seconds, noise_seconds, graph_info, distributed);
+}
+
+void write_release(const SketchJob& job, const Release& release, const MasterSeed& seed, std::chrono::steady_clock::time_point t0,
+                   double read_seconds, double build_seconds, double noise_seconds, const nlohmann::json& graph_info,
+                   const nlohmann::json& distributed) {
   const std::string& input = job.input;
   const std::string& output = job.output;
   const std::string& kernel = job.kernel;
   const ReleaseParams& params = job.params;
   const bool no_privacy = job.no_privacy;
-  const double build_seconds = seconds_since(t0) - read_seconds;
-  const Release release = std::move(exact).release();  // noise once (or, --no-privacy, the exact counts)
-  const double noise_seconds = seconds_since(t0) - read_seconds - build_seconds;
   const BuildReport& report = release.build();
   nlohmann::json extra = {{"build", release.build_record(input)}};
   if (!graph_info.is_null()) extra["graph"] = graph_info;

@@ -248,14 +248,23 @@ TEST_F(Mpi, WideSketchesAreSummedByAReduceScatterAndAGatherWithTheSameBytes) {
       EXPECT_TRUE(slurp(dir / "wide_mpi.rsk") == expected) << rows << " rows, " << np << " ranks";
     }
   }
-  // The default is the reduce; a value that is neither is refused before anything is read.
-  const RunResult tree = shell(mpirun(2) + kCli + args("uneven.csv", "wide_mpi.rsk", "--epsilon 1 --timings", 2, 100), dir);
-  ASSERT_EQ(tree.code, 0) << tree.err;
-  EXPECT_NE(tree.err.find("\"reduce_method\":\"reduce\""), std::string::npos) << tree.err;
+  // By default (unset or auto) the reduce below 4 ranks and the reduce-scatter from 4 on; tree
+  // forces the reduce; a value that is none of them is refused before anything is read.
+  const auto method_of = [&](const std::string& env, int np) {
+    const RunResult r = shell(env + mpirun(np) + kCli + args("uneven.csv", "wide_mpi.rsk", "--epsilon 1 --timings", 2, 100), dir);
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(slurp(dir / "wide_mpi.rsk") == slurp(dir / "wide.rsk")) << env << np << " ranks";
+    const std::size_t at = r.err.find("\"reduce_method\":\"");
+    return at == std::string::npos ? std::string("(none)") : r.err.substr(at + 17, r.err.find('"', at + 17) - at - 17);
+  };
+  ASSERT_EQ(shell(kCli + args("uneven.csv", "wide.rsk", "--epsilon 1", 2, 100), dir).code, 0);
+  EXPECT_EQ(method_of("", 3), "reduce");
+  EXPECT_EQ(method_of("PRIVRACE_MPI_REDUCE=auto ", 4), "reduce_scatter_gather");
+  EXPECT_EQ(method_of("PRIVRACE_MPI_REDUCE=tree ", 4), "reduce");
   fs::remove(dir / "bad.rsk");
   const RunResult bad = shell("PRIVRACE_MPI_REDUCE=ring " + mpirun(2) + kCli + args("uneven.csv", "bad.rsk", "--epsilon 1", 2, 100), dir);
   EXPECT_EQ(bad.code, 2);
-  EXPECT_NE(bad.err.find("PRIVRACE_MPI_REDUCE='ring': expected tree or scatter"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("PRIVRACE_MPI_REDUCE='ring': expected auto, tree or scatter"), std::string::npos) << bad.err;
   EXPECT_FALSE(fs::exists(dir / "bad.rsk"));
 }
 
@@ -272,6 +281,18 @@ TEST_F(Mpi, FeatureSketchesAndFewerRecordsThanRanks) {
   }
   // A rank whose share holds no record contributes zeros.
   expect_identical("two.csv", "--epsilon 1");
+  // hist with 3 x 100,000 bins (above 2^18 counts), forced to the reduce-scatter: every rank
+  // noises its slice, rank 0 the record count; the same bytes as one process, and as the tree.
+  const std::string hist = " --kernel hist --bins 100000 --domain -40:40 --seed 7 -t 1 -q --epsilon 1 --timings";
+  const std::string input = " sketch --input " + (dir / "uneven.csv").string();
+  ASSERT_EQ(shell(kCli + input + hist + " -o " + (dir / "hist.rsk").string(), dir).code, 0);
+  for (const int np : {2, 3}) {
+    const RunResult r = shell("PRIVRACE_MPI_REDUCE=scatter " + mpirun(np) + kCli + input + hist + " -o " +
+                                  (dir / "hist_mpi.rsk").string(), dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("\"noise_where\":\"each rank its slice\""), std::string::npos) << r.err;
+    EXPECT_TRUE(slurp(dir / "hist.rsk") == slurp(dir / "hist_mpi.rsk")) << np << " ranks";
+  }
 }
 
 TEST_F(Mpi, GzipInputIsReadByRankZeroAndGivesTheSameSketch) {

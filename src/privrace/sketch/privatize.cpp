@@ -17,70 +17,79 @@ Sensitivity sketch_sensitivity(const LshFamily& family, NeighborRelation neighbo
   return race_sensitivity(family.rows(), family.cells_per_record(), neighbors);
 }
 
-NoiseReport privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& source) {
+NoisePlan::NoisePlan(const RaceSketch& sketch, const PrivacySpec& spec) : spec_(spec), cells_(sketch.counts().size()) {
   const double t_setup = now_seconds();
-  NoiseReport report;
   spec.validate();
   if (sketch.is_private()) throw UsageError("the sketch already carries noise; it is privatized once, after the merge");
-  const Sensitivity sens = sketch_sensitivity(sketch.family(), spec.neighbors);
+  sens_ = sketch_sensitivity(sketch.family(), spec.neighbors);
+  quantum_ = sketch.family().quantum();
   // Budget split (sequential composition of the counts and the record count): epsilon_num for
   // the counts, epsilon_den for |D|. Under replace the count has sensitivity 0 and is released
   // exactly, so the whole budget goes to the counts.
-  const bool release_count = spec.count_share > 0.0;
-  const double count_sens = count_sensitivity(spec.neighbors);
-  const double epsilon_den = release_count && count_sens > 0.0 ? spec.count_share * spec.epsilon : 0.0;
-  const double epsilon_num = spec.epsilon - epsilon_den;
-  auto counts = sketch.mutable_counts();
-  double realised_epsilon = epsilon_num;
-  double noise_scale = 0.0, noise_variance = 0.0;
-  std::string sampler = "inversion";
-  std::function<void(std::span<std::int64_t>, RandomSource&)> perturb;  // one block of counts
+  release_count_ = spec.count_share > 0.0;
+  count_sens_ = count_sensitivity(spec.neighbors);
+  epsilon_den_ = release_count_ && count_sens_ > 0.0 ? spec.count_share * spec.epsilon : 0.0;
+  epsilon_num_ = spec.epsilon - epsilon_den_;
+  realised_epsilon_ = epsilon_num_;
   switch (spec.mechanism) {
     case NoiseMechanism::DiscreteLaplace: {
       // P(Z = z) ~ exp(-eps |z| / L1): the geometric mechanism (Ghosh et al. 2009) is eps-DP for
       // integer queries with L1 sensitivity L1; the scale is rounded up, so eps only shrinks.
-      const DiscreteLaplace noise(sens.l1 / epsilon_num);
-      noise_scale = noise.scale();
-      noise_variance = noise.variance();
-      realised_epsilon = sens.l1 / noise.scale();
-      // Both samplers are exact; the table one pays its set-up only for large sketches.
+      const DiscreteLaplace noise(sens_.l1 / epsilon_num_);
+      noise_scale_ = noise.scale();
+      noise_variance_ = noise.variance();
+      realised_epsilon_ = sens_.l1 / noise.scale();
+      // Both samplers are exact; the table one pays its set-up only for large sketches. The
+      // choice follows the whole array's size, so every share of it draws as the whole would.
       constexpr std::size_t kBulkCounts = std::size_t{1} << 18;
-      std::shared_ptr<const ExactGeometric> bulk = counts.size() >= kBulkCounts ? noise.bulk_sampler() : nullptr;
-      sampler = bulk ? "exact_geometric_table" : "bernoulli_exp";
-      perturb = [noise, bulk](std::span<std::int64_t> row, RandomSource& rng) { noise.add_to(row, rng, bulk.get()); };
+      std::shared_ptr<const ExactGeometric> bulk = cells_ >= kBulkCounts ? noise.bulk_sampler() : nullptr;
+      sampler_ = bulk ? "exact_geometric_table" : "bernoulli_exp";
+      perturb_ = [noise, bulk](std::span<std::int64_t> row, RandomSource& rng) { noise.add_to(row, rng, bulk.get()); };
       break;
     }
     case NoiseMechanism::FlooredLaplace: {
       // Algorithm 1 as printed: floor(S + Lap(L1 / eps)); the floor is post-processing.
-      noise_scale = sens.l1 / epsilon_num;
-      noise_variance = floored_laplace_variance(noise_scale);
-      perturb = [noise_scale](std::span<std::int64_t> row, RandomSource& rng) {
-        for (auto& c : row) c = static_cast<std::int64_t>(std::floor(static_cast<double>(c) + sample_laplace(rng, noise_scale)));
+      noise_scale_ = sens_.l1 / epsilon_num_;
+      noise_variance_ = floored_laplace_variance(noise_scale_);
+      perturb_ = [scale = noise_scale_](std::span<std::int64_t> row, RandomSource& rng) {
+        for (auto& c : row) c = static_cast<std::int64_t>(std::floor(static_cast<double>(c) + sample_laplace(rng, scale)));
       };
       break;
     }
     case NoiseMechanism::Gaussian: {
       // Analytic Gaussian mechanism at L2 sensitivity; rounding to integers is post-processing.
-      noise_scale = analytic_gaussian_sigma(epsilon_num, spec.delta, sens.l2);
-      noise_variance = noise_scale * noise_scale + 1.0 / 12.0;  // normal + the rounding (approx.)
-      sampler = "box_muller";
-      perturb = [noise_scale](std::span<std::int64_t> row, RandomSource& rng) {
-        for (auto& c : row) c += static_cast<std::int64_t>(std::llround(noise_scale * sample_normal(rng)));
+      noise_scale_ = analytic_gaussian_sigma(epsilon_num_, spec.delta, sens_.l2);
+      noise_variance_ = noise_scale_ * noise_scale_ + 1.0 / 12.0;  // normal + the rounding (approx.)
+      sampler_ = "box_muller";
+      perturb_ = [sigma = noise_scale_](std::span<std::int64_t> row, RandomSource& rng) {
+        for (auto& c : row) c += static_cast<std::int64_t>(std::llround(sigma * sample_normal(rng)));
       };
       break;
     }
   }
-  report.setup_seconds = now_seconds() - t_setup;
+  setup_seconds_ = now_seconds() - t_setup;
+}
+
+NoiseReport NoisePlan::perturb(std::span<std::int64_t> share, std::size_t first, const NoiseSource& source) const {
+  if (share.empty()) return NoiseReport{setup_seconds_, 0.0, 0};  // a rank whose slice is empty
+  if (first % kNoiseBlockCounts != 0 || first + share.size() > cells_ ||
+      (first + share.size() != cells_ && share.size() % kNoiseBlockCounts != 0))
+    throw UsageError("a share of the counts to noise must cover whole noise blocks of " + std::to_string(kNoiseBlockCounts) +
+                     " counts: [" + std::to_string(first) + ", " + std::to_string(first + share.size()) + ") of " +
+                     std::to_string(cells_));
+  NoiseReport report;
+  report.setup_seconds = setup_seconds_;
   // Noise blocks: the counts, row-major, are cut into blocks of kNoiseBlockCounts counters
   // whatever the shape (a sketch with fewer rows than threads, or one very wide row, still
   // spreads over every thread), and the blocks are perturbed in parallel.
   //
   // Which random stream a block draws from:
-  // - Seeded (experiments only, recorded as NOT fit for release): block b draws from its own
-  //   SeededRandom seeded with derive_seed(seed, b). The stream is a function of the block
-  //   index alone, never of the thread that happens to run the block, so a seeded run writes
-  //   the same bytes for any thread count. The record count uses derive_seed(seed ^ "count",
-  //   2^40), a stream no block index reaches (2^40 blocks would be 2^56 counters).
+  // - Seeded (experiments only, recorded as NOT fit for release): block b of the whole array
+  //   draws from its own SeededRandom seeded with derive_seed(seed, b). The stream is a
+  //   function of the block index alone, never of the thread (or the process holding the
+  //   share) that happens to run the block, so a seeded run writes the same bytes for any
+  //   thread or rank count. The record count uses derive_seed(seed ^ "count", 2^40), a stream
+  //   no block index reaches (2^40 blocks would be 2^56 counters).
   // - Release: every thread draws its blocks from the CSPRNG (CryptoRandom: OpenSSL's
   //   per-thread public CTR_DRBG, seeded from the OS). Nothing about the release noise is
   //   derived from the block index, a seed or anything else an analyst could know: the
@@ -88,7 +97,8 @@ NoiseReport privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSo
   //   every output is computationally indistinguishable from independent uniform bits, so the
   //   noise of every counter is an independent exact draw of the mechanism as before. The
   //   block index matters only for reproducibility, which a release must not have.
-  const std::size_t cells = counts.size();
+  const std::size_t cells = share.size();
+  const std::size_t first_block = first / kNoiseBlockCounts;
   const std::size_t blocks = (cells + kNoiseBlockCounts - 1) / kNoiseBlockCounts;
   const double t_draw = now_seconds();
   // Small sketches (M2M's m = 200) stay on one thread: a parallel region costs more than their noise.
@@ -103,10 +113,10 @@ NoiseReport privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSo
     for (std::size_t b = 0; b < blocks; ++b) {
       try {
         std::unique_ptr<RandomSource> block_rng;
-        if (source.seeded) block_rng = std::make_unique<SeededRandom>(derive_seed(source.seed, b));
+        if (source.seeded) block_rng = std::make_unique<SeededRandom>(derive_seed(source.seed, first_block + b));
         RandomSource& rng = source.seeded ? *block_rng : *os_rng;
-        const std::size_t first = b * kNoiseBlockCounts;
-        perturb(counts.subspan(first, std::min(kNoiseBlockCounts, cells - first)), rng);
+        const std::size_t at = b * kNoiseBlockCounts;
+        perturb_(share.subspan(at, std::min(kNoiseBlockCounts, cells - at)), rng);
       } catch (...) {
 #pragma omp critical(privrace_noise_error)
         if (!failure) failure = std::current_exception();
@@ -117,34 +127,39 @@ NoiseReport privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSo
   if (failure) std::rethrow_exception(failure);
   report.draw_seconds = now_seconds() - t_draw;
   report.blocks = blocks;
+  return report;
+}
+
+void NoisePlan::mark_private(RaceSketch& sketch, const NoiseSource& source) const {
+  if (sketch.is_private()) throw UsageError("the sketch already carries noise; it is privatized once, after the merge");
   nlohmann::json record = {{"private", true},
-                           {"epsilon", spec.epsilon},
-                           {"delta", spec.delta},
-                           {"realised_epsilon", realised_epsilon},
-                           {"mechanism", to_string(spec.mechanism)},
-                           {"neighbors", to_string(spec.neighbors)},
-                           {"sensitivity_l1", sens.l1},
-                           {"sensitivity_l2", sens.l2},
-                           {"noise_scale", noise_scale},
-                           {"noise_variance", noise_variance},
+                           {"epsilon", spec_.epsilon},
+                           {"delta", spec_.delta},
+                           {"realised_epsilon", realised_epsilon_},
+                           {"mechanism", to_string(spec_.mechanism)},
+                           {"neighbors", to_string(spec_.neighbors)},
+                           {"sensitivity_l1", sens_.l1},
+                           {"sensitivity_l2", sens_.l2},
+                           {"noise_scale", noise_scale_},
+                           {"noise_variance", noise_variance_},
                            {"noise_source", source.seeded ? "seeded" : CryptoRandom::name()},
-                           {"noise_sampler", sampler},
+                           {"noise_sampler", sampler_},
                            {"fit_for_release", !source.seeded}};
-  if (sketch.family().quantum() != 1.0) {
+  if (quantum_ != 1.0) {
     // Value families: counts are on a grid of `quantum` feature units; so are the noise figures.
-    record["quantum"] = sketch.family().quantum();
-    record["noise_variance_feature_units"] = noise_variance * sketch.family().quantum() * sketch.family().quantum();
+    record["quantum"] = quantum_;
+    record["noise_variance_feature_units"] = noise_variance_ * quantum_ * quantum_;
     record["sensitivity_note"] = "sensitivity and noise in grid units; multiply by quantum for feature units";
   }
-  if (release_count) {
+  if (release_count_) {
     // |D| + zeta: one exact discrete Laplace draw of scale 1 / epsilon_den (sensitivity 1), from
     // a stream of its own (the count blocks use streams 0 .. blocks - 1).
-    record["epsilon_num"] = epsilon_num;
-    record["epsilon_den"] = epsilon_den;
-    record["count_sensitivity"] = count_sens;
+    record["epsilon_num"] = epsilon_num_;
+    record["epsilon_den"] = epsilon_den_;
+    record["count_sensitivity"] = count_sens_;
     std::int64_t count = sketch.records();
-    if (count_sens > 0.0) {
-      const DiscreteLaplace count_noise(count_sens / epsilon_den);
+    if (count_sens_ > 0.0) {
+      const DiscreteLaplace count_noise(count_sens_ / epsilon_den_);
       auto rng = source.seeded ? std::unique_ptr<RandomSource>(std::make_unique<SeededRandom>(
                                      derive_seed(source.seed ^ 0x636F756E74ULL, std::uint64_t{1} << 40)))
                                : std::unique_ptr<RandomSource>(std::make_unique<CryptoRandom>());
@@ -152,7 +167,7 @@ NoiseReport privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSo
       record["count_mechanism"] = "discrete_laplace";
       record["count_noise_scale"] = count_noise.scale();
       record["count_noise_variance"] = count_noise.variance();
-      record["realised_epsilon"] = realised_epsilon + count_sens / count_noise.scale();
+      record["realised_epsilon"] = realised_epsilon_ + count_sens_ / count_noise.scale();
     } else {
       record["count_mechanism"] = "none (replace neighbours: the count does not change, epsilon_den = 0)";
       record["count_noise_variance"] = 0.0;
@@ -165,6 +180,12 @@ NoiseReport privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSo
     record["warning"] = "noise drawn from a seeded generator for reproducible experiments: NOT fit for release";
   }
   sketch.set_privacy(std::move(record));
+}
+
+NoiseReport privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& source) {
+  const NoisePlan plan(sketch, spec);
+  NoiseReport report = plan.perturb(sketch.mutable_counts(), 0, source);
+  plan.mark_private(sketch, source);
   return report;
 }
 

@@ -1,5 +1,9 @@
 #pragma once
 // Adds the release noise to a finished (merged) sketch, once.
+#include <functional>
+#include <span>
+#include <string>
+
 #include "privrace/core/random.hpp"
 #include "privrace/privacy/budget.hpp"
 #include "privrace/sketch/race_sketch.hpp"
@@ -29,6 +33,30 @@ struct NoiseReport {
   std::size_t blocks = 0;
 };
 NoiseReport privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSource& source);
+
+// privatize in its three steps, for counts that lie in shares (privrace sketch under mpirun:
+// share k of the summed array on rank k). The plan fixes the mechanism, scale and sampler from
+// the whole sketch (validating as privatize does); perturb noises counts [first, first + n) of
+// the array in place, block b from the stream privatize gives block b (first a multiple of
+// kNoiseBlockCounts, n too unless the share ends the array); mark_private sets the privacy
+// record, the noisy record count included, on the sketch whose counts are then all noisy.
+class NoisePlan {
+ public:
+  NoisePlan(const RaceSketch& sketch, const PrivacySpec& spec);
+  NoiseReport perturb(std::span<std::int64_t> share, std::size_t first, const NoiseSource& source) const;
+  void mark_private(RaceSketch& sketch, const NoiseSource& source) const;
+
+ private:
+  PrivacySpec spec_;
+  std::size_t cells_ = 0;
+  Sensitivity sens_;
+  double quantum_ = 1.0;
+  bool release_count_ = false;
+  double count_sens_ = 0.0, epsilon_num_ = 0.0, epsilon_den_ = 0.0, realised_epsilon_ = 0.0;
+  double noise_scale_ = 0.0, noise_variance_ = 0.0, setup_seconds_ = 0.0;
+  std::string sampler_ = "inversion";
+  std::function<void(std::span<std::int64_t>, RandomSource&)> perturb_;  // one block of counts
+};
 
 // L1/L2 sensitivity of the count array: race_sensitivity for hash families (one increment a
 // row per record), value_sum_sensitivity of the family's per-record bounds for value families.

@@ -111,11 +111,17 @@ void ExactSketch::add_reduced_records(std::int64_t n) {
   report_.points += static_cast<std::size_t>(n);
 }
 
-Release ExactSketch::privatized(RaceSketch sketch, const BuildReport& report, const PrivacySpec& spec,
-                                const NoiseSource& noise) {
+namespace {
+void check_release_spec(const RaceSketch& sketch, const PrivacySpec& spec) {
   spec.validate();
   if (sketch_kind(sketch.family()) != "race" && !(spec.count_share > 0.0))
     throw UsageError("a feature sketch releases its record count: the privacy spec needs count_share > 0 (feature_privacy_spec)");
+}
+}  // namespace
+
+Release ExactSketch::privatized(RaceSketch sketch, const BuildReport& report, const PrivacySpec& spec,
+                                const NoiseSource& noise) {
+  check_release_spec(sketch, spec);
   Release r(std::move(sketch), report);
   const double t0 = now_seconds();
   r.noise_ = privatize(r.sketch_, spec, noise);
@@ -137,6 +143,37 @@ Release ExactSketch::release() && {
   Release r(std::move(sketch_), report_);
   if (is_feature_kernel(params_->family.kernel)) record_exact_count(r.sketch_);
   r.exact_by_request_ = true;
+  return r;
+}
+
+std::optional<Release> ExactSketch::release_in_shares(std::size_t first, std::size_t n, bool root,
+                                                      const std::function<void(std::span<std::int64_t>)>& gather) && {
+  if (!params_ || !seed_) throw UsageError("this exact sketch was adopted without release parameters: call release(spec, noise)");
+  const auto counts = sketch_.mutable_counts();
+  if (first > counts.size() || n > counts.size() - first)
+    throw UsageError("a share [" + std::to_string(first) + ", +" + std::to_string(n) + ") outside the " +
+                     std::to_string(counts.size()) + " counts");
+  std::optional<NoisePlan> plan;
+  NoiseReport noise;
+  const double t0 = now_seconds();
+  if (params_->privacy) {
+    const PrivacySpec spec = params_->noise_spec();
+    check_release_spec(sketch_, spec);
+    plan.emplace(sketch_, spec);
+    noise = plan->perturb(counts.subspan(first, n), first, seed_->noise());
+  }
+  const double noise_seconds = now_seconds() - t0;
+  gather(counts);  // the root's counts are now every share's: all noisy, or all exact by request
+  if (!root) return std::nullopt;
+  Release r(std::move(sketch_), report_);
+  if (plan) {
+    plan->mark_private(r.sketch_, seed_->noise());
+    r.noise_ = noise;
+    r.noise_seconds_ = noise_seconds;
+  } else {
+    if (is_feature_kernel(params_->family.kernel)) record_exact_count(r.sketch_);
+    r.exact_by_request_ = true;
+  }
   return r;
 }
 

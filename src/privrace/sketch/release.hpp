@@ -139,6 +139,15 @@ class ExactSketch {
   // What the parameters ask for: their privacy with the master seed's noise, or (no privacy)
   // the exact counts (rff/hist: with their exact record count), writable by save_release.
   Release release() &&;
+  // release() for counts that lie in shares (privrace sketch under mpirun, after a
+  // reduce-scatter): this process holds the summed counts [first, first + n) in place in
+  // partial_counts() (and the record count summed, on the root). The share is noised here, as
+  // release() noises those blocks (first a multiple of kNoiseBlockCounts; n too unless the share
+  // ends the array), then `gather` must bring every process's share into the root's counts. The
+  // root gets release()'s result (the same bytes for a seeded release); the others get nothing.
+  // Without privacy the shares are gathered exact, as the parameters asked.
+  std::optional<Release> release_in_shares(std::size_t first, std::size_t n, bool root,
+                                           const std::function<void(std::span<std::int64_t>)>& gather) &&;
 
  private:
   friend ExactSketch build_exact(const ReleaseParams&, const MasterSeed&, std::size_t, const DenseChunkReader&);
