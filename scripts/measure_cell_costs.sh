@@ -4,8 +4,10 @@
 # estimate how long a run will take. Each config runs a sample of its grid (repetition 0 and
 # K evenly spread grid points per method and K epsilons, first and last included) into a scratch directory:
 # the real results/ are never touched. Entries of configs not measured now are kept.
-#   scripts/measure_cell_costs.sh [--quick] [--sample K] [--threads T] [--from-results DIR] [CONFIG.json ...]
+#   scripts/measure_cell_costs.sh [--quick] [--sample K] [--threads T] [--method LABEL]... [--from-results DIR] [CONFIG.json ...]
 # Default: every configs/*.json but scaling*, full grids, K = 2, the configs' own threads.
+# --method LABEL (repeatable): sample only these methods and replace only their cells in the
+# config's entry (each re-measured cell records its date and commit); the other cells stay.
 # --from-results DIR: run nothing; take each config's cells from the records of its finished
 # full run in DIR (DIR/NAME.jsonl; configs without one are skipped): every cell measured.
 set -euo pipefail
@@ -13,6 +15,8 @@ cd "$(dirname "$0")/.."
 QUICK=()
 SAMPLE=2
 THREADS=()
+METHODS=()
+LABELS=()
 FROM=""
 configs=()
 while (( $# )); do
@@ -20,6 +24,7 @@ while (( $# )); do
     --quick) QUICK=(--quick) ;;
     --sample) SAMPLE=${2:?--sample needs K}; shift ;;
     --threads) THREADS=(--threads "${2:?--threads needs T}"); shift ;;
+    --method) METHODS+=(--method "${2:?--method needs a label}"); LABELS+=("$2"); shift ;;
     --from-results) FROM=${2:?--from-results needs a directory}; shift ;;
     -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     -*) echo "measure_cell_costs.sh: unknown option '$1'" >&2; exit 2 ;;
@@ -40,9 +45,10 @@ TABLE=configs/calibration/cell_costs.json
 mkdir -p "$(dirname "$TABLE")"
 # Merges the sampled records in directory $1 into the table (written atomically).
 merge_into_table() {
-python3 - "$1" "$TABLE" "$SAMPLE" "$2" <<'PY'
+python3 - "$1" "$TABLE" "$SAMPLE" "$2" "${LABELS[@]}" <<'PY'
 import glob, json, os, platform, subprocess, sys, datetime
 scratch, table_path, sample, basis = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+only_labels = set(sys.argv[5:])  # --method: replace these labels' cells only
 table = {"configs": {}}
 if os.path.exists(table_path):
     with open(table_path) as f:
@@ -77,13 +83,26 @@ for path in sorted(glob.glob(os.path.join(scratch, "*.jsonl"))):
             first, later = cells.setdefault(key, ([], []))
             (first if r.get("first_of_group", False) else later).append(r["wall_seconds"])
             threads, prepare, commit = r["threads"], r["run_prepare_seconds"], r["git_commit"]
+    new_cells = [cell_entry(l, p, first, later) for (l, p), (first, later) in sorted(cells.items())]
+    old = table["configs"].get(stem)
+    if only_labels and old:
+        # Part of a config re-measured: its cells carry their own date and commit; the entry's
+        # threads must agree, since every cell's seconds are read at the entry's thread count.
+        if old["threads"] != threads:
+            sys.exit(f"{stem}: the table's cells were measured at {old['threads']} threads, this sample at {threads}")
+        for c in new_cells:
+            c["measured_at"], c["git_commit"] = datetime.date.today().isoformat(), commit
+        kept = [c for c in old["cells"] if c["label"] not in only_labels]
+        old["cells"] = sorted(kept + new_cells, key=lambda c: (c["label"], json.dumps(c["params"], sort_keys=True)))
+        old["basis"] = old["basis"] + f"; {', '.join(sorted(only_labels))}: {basis} ({commit[:12]})"
+        continue
     table["configs"][stem] = {
         "threads": threads,
         "prepare_seconds": round(prepare, 3),
         "measured_at": datetime.date.today().isoformat(),
         "git_commit": commit,
         "basis": basis,
-        "cells": [cell_entry(l, p, first, later) for (l, p), (first, later) in sorted(cells.items())],
+        "cells": new_cells,
     }
 # One line per measured cell keeps the table readable and its diffs small.
 with open(table_path + ".tmp", "w") as f:
@@ -116,7 +135,7 @@ for c in "${configs[@]}"; do
   t0=$(date +%s)
   dir=$SCRATCH/$(basename "$c" .json)
   mkdir -p "$dir"
-  if "$EXP" "$c" "${QUICK[@]}" "${THREADS[@]}" --sample "$SAMPLE" --out "$dir" >/dev/null 2>"$dir/err"; then
+  if "$EXP" "$c" "${QUICK[@]}" "${THREADS[@]}" "${METHODS[@]}" --sample "$SAMPLE" --out "$dir" >/dev/null 2>"$dir/err"; then
     echo "$c: sampled in $(( $(date +%s) - t0 )) s"
     merge_into_table "$dir" "sample: repetition 0, $SAMPLE grid points per method and $SAMPLE epsilons"
   else
