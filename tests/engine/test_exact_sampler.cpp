@@ -6,6 +6,7 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <tuple>
 
 #include "privrace/core/error.hpp"
 #include "privrace/privacy/exact_geometric.hpp"
@@ -77,7 +78,31 @@ TEST(ExactGeometric, MatchesThePmfInEveryRegime) {
   }
   EXPECT_EQ(ExactGeometric(1000000000, 1).levels().size(), 3u);
   EXPECT_EQ(ExactGeometric(8000, 4).levels().size(), 1u);
-  EXPECT_THROW(ExactGeometric(1, 2), UsageError);  // scale below 1: the Bernoulli(exp) sampler's job
+  EXPECT_EQ(ExactGeometric(8000, 4).divisor(), 1u);
+  EXPECT_THROW(ExactGeometric(0, 2), UsageError);
+}
+
+TEST(ExactGeometric, ScalesBelowOneDivideAFinerGeometricExactly) {
+  // Scale t / s below 1: floor(Y / c) of the geometric of scale c t / s, c = ceil(s / t).
+  for (const auto& [t, s, c] : std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>>{
+           {1, 2, 2}, {2, 5, 3}, {3, 7, 3}, {1, 1000, 1000}}) {
+    const ExactGeometric g(t, s);
+    EXPECT_EQ(g.divisor(), c) << t << "/" << s;
+    const double a = std::exp(-static_cast<double>(s) / static_cast<double>(t));
+    SeededRandom rng(t * 31 + s);
+    const int n = 300000;
+    std::map<long long, long long> hist;
+    for (int i = 0; i < n; ++i) ++hist[static_cast<long long>(g.sample(rng))];
+    if (a < 1e-12) {  // scale 1/1000: P(M > 0) = e^-1000
+      EXPECT_EQ(hist[0], n);
+      continue;
+    }
+    // Every value is a bin (pooled where the expected count is below 5).
+    const auto [stat, df] = chi_square(hist, [&](long long k) { return (1 - a) * std::pow(a, static_cast<double>(k)); }, 0, 40, n);
+    EXPECT_LT(stat, chi_square_critical(df)) << "scale " << t << "/" << s << ": " << stat << " / " << df;
+    // P(M = 0) = 1 - a to within 5 standard errors.
+    EXPECT_NEAR(static_cast<double>(hist[0]) / n, 1 - a, 5 * std::sqrt(a * (1 - a) / n) + 1e-9) << t << "/" << s;
+  }
 }
 
 TEST(ExactGeometric, SmallCountsAreExactlyDistributed) {
@@ -159,7 +184,7 @@ TEST(ExactGeometric, TiesAreDecidedByLaterBitsExactly) {
 }
 
 TEST(DiscreteLaplace, BulkSamplerMatchesPmfAndVariance) {
-  for (const double scale : {1.0, 2.5, 17.0, 2000.0}) {
+  for (const double scale : {0.2, 0.5, 0.9, 1.0, 2.5, 17.0, 2000.0}) {
     const DiscreteLaplace noise(scale);
     const auto bulk = noise.bulk_sampler();
     ASSERT_TRUE(bulk);
@@ -178,7 +203,7 @@ TEST(DiscreteLaplace, BulkSamplerMatchesPmfAndVariance) {
     EXPECT_LT(stat, chi_square_critical(df)) << "scale " << scale;
     EXPECT_NEAR(sum2 / n / noise.variance(), 1.0, 6.0 * std::sqrt(6.0 / n) + 0.01) << "scale " << scale;
   }
-  EXPECT_FALSE(DiscreteLaplace(0.5).bulk_sampler());  // below scale 1 the tables are not used
+  EXPECT_GE(DiscreteLaplace(0.5).bulk_sampler()->divisor(), 2u);  // below scale 1: a finer table, divided
 }
 
 TEST(Privatize, LargeSketchesUseTheTableSamplerWithTheSameDistribution) {

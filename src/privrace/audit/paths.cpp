@@ -216,7 +216,7 @@ AuditPath mechanism_path(const std::string& name, const PathOptions& o) {
     const bool table = name == "mechanism_discrete_laplace_table";
     const DiscreteLaplace noise(sens.l1 / o.epsilon);
     auto bulk = table ? noise.bulk_sampler() : nullptr;
-    if (table && !bulk) throw UsageError("audit: the table sampler needs a noise scale of at least 1");
+    if (table && !bulk) throw UsageError("audit: no table sampler for this scale");
     p.description = table ? "discrete Laplace, exact geometric table sampler (DiscreteLaplace::add_to)"
                           : "discrete Laplace, Bernoulli(exp) construction (DiscreteLaplace::sample)";
     p.claim = {o.epsilon, 0.0, false};

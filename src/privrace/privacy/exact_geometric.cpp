@@ -1,5 +1,7 @@
 #include "privrace/privacy/exact_geometric.hpp"
 
+#include <limits>
+
 // <cstdint> before mpfr.h declares mpfr_get_uj.
 #include <cstdint>
 #include <gmp.h>
@@ -142,21 +144,29 @@ ExactGeometric::Level build_level(std::uint64_t t, std::uint64_t s, unsigned shi
 ExactGeometric::ExactGeometric(std::uint64_t t, std::uint64_t s) : t_(t), s_(s) {
   if (t == 0 || s == 0) throw UsageError("exact geometric sampler: t and s must be positive");
   // The tables need a scale t / s of at least 1 (at most 2^50 is enforced by the mechanism):
-  // below 1 the CDF reaches 1 - 2^-64 within a few entries and the small-sketch sampler is used.
-  if (s > t) throw UsageError("exact geometric sampler: the scale t / s must be at least 1");
+  // below 1 the CDF would reach 1 - 2^-64 within a few entries. A smaller scale samples the
+  // geometric of the finer parameter b = exp(-s / (c t)), c = ceil(s / t), whose scale c t / s
+  // is at least 1, and returns floor(Y / c): P(floor(Y / c) = m) = (1 - b) b^(mc) (1 + b + ...
+  // + b^(c-1)) = (1 - b^c) (b^c)^m, the geometric of parameter b^c = exp(-s / t), exactly.
+  if (s > t) {
+    divisor_ = s / t + (s % t != 0 ? 1 : 0);
+    if (t > std::numeric_limits<std::uint64_t>::max() / divisor_)
+      throw UsageError("exact geometric sampler: scale t / s too small");
+    t_ = t * divisor_;
+  }
   constexpr double kLn2 = std::numbers::ln2;
   for (unsigned shift = 0;; shift += kLevelBits) {
-    const double rate = std::ldexp(static_cast<double>(s), static_cast<int>(shift)) / static_cast<double>(t);
+    const double rate = std::ldexp(static_cast<double>(s_), static_cast<int>(shift)) / static_cast<double>(t_);
     if (rate * std::ldexp(1.0, kLevelBits) >= 10 * kLn2) {
       // Last level: the full geometric over [0, m), m the smallest power of two with
       // a^m <= 2^-20 (restart probability), at most 2^16 (then a^m <= 2^-10).
       std::uint32_t m = 2;
       while (m < (1u << kLevelBits) && rate * m < 20 * kLn2) m *= 2;
-      levels_.push_back(build_level(t, s, shift, m, false));
+      levels_.push_back(build_level(t_, s_, shift, m, false));
       break;
     }
     if (shift > 128) throw UsageError("exact geometric sampler: scale too large");
-    levels_.push_back(build_level(t, s, shift, 1u << kLevelBits, true));
+    levels_.push_back(build_level(t_, s_, shift, 1u << kLevelBits, true));
   }
 }
 

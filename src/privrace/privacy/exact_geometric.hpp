@@ -11,6 +11,8 @@
 // on every bit has probability zero; agreement on 960 bits (probability 2^-960) throws instead
 // of returning a biased sample. Nothing is rounded that could shift probability mass.
 //
+// Scales below 1 use the tables of a finer geometric and divide its draw (exact: the .cpp).
+//
 // Why it is fast. One 64-bit CSPRNG word and a guide-table lookup per level, instead of the
 // dozens of Bernoulli trials of the Bernoulli(exp) construction (Canonne, Kamath & Steinke
 // 2020), which stays in use for small sketches where building a table would not pay.
@@ -31,7 +33,8 @@ namespace privrace {
 
 class ExactGeometric {
  public:
-  // P(M = k) = (1 - a) a^k with a = exp(-s / t); t >= s > 0 (scale t / s at least 1).
+  // P(M = k) = (1 - a) a^k with a = exp(-s / t); t, s > 0. A scale t / s below 1 is sampled as
+  // floor(Y / c) of the geometric Y of scale c t / s >= 1, c = ceil(s / t) (exact: see the .cpp).
   ExactGeometric(std::uint64_t t, std::uint64_t s);
   std::uint64_t sample(RandomSource& rng) const { return sample(rng, rng); }
   // The same, drawing the table words from `words` (anything with next(), e.g. a local batch
@@ -64,6 +67,7 @@ class ExactGeometric {
     unsigned guide_bits = 0;
   };
   const std::vector<Level>& levels() const { return levels_; }
+  std::uint64_t divisor() const { return divisor_; }  // c above (1 from scale 1 on)
   // Draws r with C(r) <= U < C(r + 1) for one level (r == size means "restart" on the last).
   std::uint32_t sample_level(const Level& level, RandomSource& rng) const { return sample_level(level, rng, rng); }
   template <typename Words>
@@ -75,7 +79,8 @@ class ExactGeometric {
 
  private:
   std::uint64_t sample_tail(std::uint64_t tail, unsigned shift) const;
-  std::uint64_t t_, s_;
+  std::uint64_t t_, s_;        // the tables' parameter: t_ = c t for a scale below 1
+  std::uint64_t divisor_ = 1;  // c
   std::vector<Level> levels_;
 };
 
@@ -122,7 +127,8 @@ std::uint64_t ExactGeometric::sample(Words& words, RandomSource& rng) const {
     }
     tail += top.size;  // U >= C(m) = 1 - a^m: M >= m, and M - m is again geometric
   }
-  return total + sample_tail(tail, shift);
+  const std::uint64_t y = total + sample_tail(tail, shift);
+  return divisor_ == 1 ? y : y / divisor_;
 }
 
 inline std::uint64_t ExactGeometric::sample_tail(std::uint64_t tail, unsigned shift) const {

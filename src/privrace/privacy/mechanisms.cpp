@@ -59,10 +59,7 @@ std::int64_t DiscreteLaplace::sample(RandomSource& rng) const {
   }
 }
 
-std::shared_ptr<const ExactGeometric> DiscreteLaplace::bulk_sampler() const {
-  if (s_ > t_) return nullptr;
-  return ExactGeometric::shared(t_, s_);
-}
+std::shared_ptr<const ExactGeometric> DiscreteLaplace::bulk_sampler() const { return ExactGeometric::shared(t_, s_); }
 
 void DiscreteLaplace::add_to(std::span<std::int64_t> counts, RandomSource& rng, const ExactGeometric* magnitude) const {
   if (!magnitude) {

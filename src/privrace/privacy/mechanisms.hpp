@@ -24,7 +24,7 @@ class DiscreteLaplace {
   // The Bernoulli(exp) construction: no set-up cost, about 150 ns a draw.
   std::int64_t sample(RandomSource& rng) const;
   // The table-inversion sampler of |Y| (exact_geometric.hpp) for add_to: same distribution,
-  // tens of milliseconds to set up, about ten nanoseconds a draw. Null when the scale is below 1.
+  // tens of milliseconds to set up, about ten nanoseconds a draw, at every scale.
   std::shared_ptr<const ExactGeometric> bulk_sampler() const;
   // counts[i] += a fresh sample, for every i; the table sampler when `magnitude` is given.
   void add_to(std::span<std::int64_t> counts, RandomSource& rng, const ExactGeometric* magnitude) const;
