@@ -46,6 +46,9 @@ STYLE = {
     "ldp_bernstein_1bit": ("tab:orange", "s", "-", "Bernstein 1-bit (Alg. 3)"),
     "ldp_input_perturbation": ("tab:green", "^", "-.", "Input perturbation"),
     "ldp_sgd": ("tab:red", "v", ":", "LDP-SGD (DJW, interactive)"),
+    "ldp_sgd_pm": ("tab:purple", "D", ":", "LDP-SGD (PM, interactive)"),
+    "ldp_sgd_hm": ("tab:brown", "P", ":", "LDP-SGD (HM, interactive)"),
+    "ldp_sgd_privunit": ("tab:pink", "X", ":", "LDP-SGD (PrivUnit, interactive)"),
 }
 FLOOR = 1e-7  # display floor of the marginals, high-dimension and smooth-query figures (not the ERM ones)
 BOOT = 2000

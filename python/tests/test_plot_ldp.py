@@ -56,3 +56,16 @@ def test_zero_mean_cell_is_left_out_of_the_slope(tmp_path):
     assert row[5] == pytest.approx(s) and row[8] == 3 and row[9] == 4
     assert (tmp_path / "fig" / "ldp_erm_tiny_generated.png").exists()
     assert (tmp_path / "fig" / "ldp_erm_tiny_generated_exact_hits.png").exists()
+
+
+def test_each_sgd_randomiser_is_its_own_curve(tmp_path):
+    # DJW, PM, HM and PrivUnit are separate methods: each gets its own cells and slope, none is
+    # dropped or pooled with another.
+    methods = ["ldp_sgd", "ldp_sgd_pm", "ldp_sgd_hm", "ldp_sgd_privunit"]
+    records = [record(n, rep, scale / n * (1 + 0.1 * rep), method=m)
+               for i, m in enumerate(methods) for scale in [10.0 ** i] for n in (1000, 10000, 100000) for rep in range(3)]
+    cells = plot_ldp.load_erm_cells(records)
+    assert {k[3] for k in cells} == set(methods)
+    slopes = plot_ldp.plot_erm("ldp_erm_tiny", records, True, str(tmp_path / "fig"))
+    assert sorted(r[4] for r in slopes) == sorted(methods)
+    assert all(r[5] == pytest.approx(-1.0, abs=0.05) for r in slopes)
