@@ -11,6 +11,7 @@
 
 #include "privrace/audit/paths.hpp"
 #include "privrace/core/error.hpp"
+#include "privrace/core/version.hpp"
 
 namespace po = boost::program_options;
 using namespace privrace;
@@ -18,7 +19,7 @@ using namespace privrace;
 int main(int argc, char** argv) {
   try {
     po::options_description opts("privrace-audit options");
-    opts.add_options()("help,h", "this help")("list", "list the release paths")(
+    opts.add_options()("help,h", "this help")("version", "print the version and exit")("list", "list the release paths")(
         "path", po::value<std::vector<std::string>>(), "a release path to audit (repeatable)")(
         "all", "audit every path")(
         "thorough", "release check: every path at epsilon 0.25, 1 and 4 with more runs and a higher confidence "
@@ -36,6 +37,10 @@ int main(int argc, char** argv) {
     po::notify(vm);
     if (vm.count("help")) {
       std::cout << opts << "\n";
+      return 0;
+    }
+    if (vm.count("version")) {
+      std::cout << "privrace-audit " << version() << " (" << git_commit() << ")\n";
       return 0;
     }
     if (vm.count("list")) {

@@ -114,12 +114,15 @@ TEST(Home, ExecutablePathIsThisTest) {
   EXPECT_EQ(fs::path(exe).filename(), "test_home");
 }
 
-TEST(Version, BothCommands) {
+TEST(Version, EveryCommand) {
   const std::string expected = std::string(version()) + " (" + git_commit() + ")\n";
   EXPECT_EQ(run(std::string(PRIVRACE_CLI) + " --version"), "privrace " + expected);
   const fs::path experiment = fs::path(PRIVRACE_CLI).parent_path() / "privrace-experiment";
   ASSERT_TRUE(fs::exists(experiment)) << experiment;
   EXPECT_EQ(run(experiment.string() + " --version"), "privrace-experiment " + expected);
+  const fs::path audit = fs::path(PRIVRACE_CLI).parent_path() / "privrace-audit";
+  ASSERT_TRUE(fs::exists(audit)) << audit;
+  EXPECT_EQ(run(audit.string() + " --version"), "privrace-audit " + expected);
 }
 
 }  // namespace
