@@ -94,7 +94,7 @@ for path in sorted(glob.glob(os.path.join(scratch, "*.jsonl"))):
             c["measured_at"], c["git_commit"] = datetime.date.today().isoformat(), commit
         kept = [c for c in old["cells"] if c["label"] not in only_labels]
         old["cells"] = sorted(kept + new_cells, key=lambda c: (c["label"], json.dumps(c["params"], sort_keys=True)))
-        old["basis"] = old["basis"] + f"; {', '.join(sorted(only_labels))}: {basis} ({commit[:12]})"
+        old["basis"] = old.get("basis", "sample (before the basis was recorded)") + f"; {', '.join(sorted(only_labels))}: {basis} ({commit[:12]})"
         continue
     table["configs"][stem] = {
         "threads": threads,
