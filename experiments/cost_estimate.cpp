@@ -11,9 +11,14 @@ namespace privrace::experiments {
 using nlohmann::json;
 
 void CellCostModel::add(const std::string& label, const json& params, double seconds, int threads,
-                        Position position) {
+                        Position position, double shared) {
   if (!(seconds >= 0) || !std::isfinite(seconds)) return;
   Point& p = by_label_[label][params.dump()];
+  if (shared > 0 && std::isfinite(shared)) {
+    shared = std::min(shared, seconds);
+    p.shared.add(shared * std::max(threads, 1));
+    seconds -= shared;
+  }
   const double v = seconds * std::max(threads, 1);
   if (position != Position::later) p.first.add(v);
   if (position != Position::first) p.later.add(v);
@@ -34,7 +39,9 @@ std::size_t CellCostModel::add_records(const std::vector<json>& records) {
     const Position pos = f == r.end() || !f->is_boolean() ? Position::unknown
                          : f->get<bool>()                 ? Position::first
                                                           : Position::later;
-    add(r.value("label", ""), r.value("params", json::object()), w->get<double>(), r.value("threads", 1), pos);
+    const auto sh = r.find("shared_work_seconds");
+    add(r.value("label", ""), r.value("params", json::object()), w->get<double>(), r.value("threads", 1), pos,
+        sh != r.end() && sh->is_number() ? sh->get<double>() : 0.0);
     const auto p = r.find("run_prepare_seconds");
     if (p != r.end() && p->is_number()) prepare_thread_seconds_ = p->get<double>() * std::max(r.value("threads", 1), 1);
     ++used;
@@ -61,6 +68,10 @@ void CellCostModel::add_table_entry(const json& entry, const std::string& where)
     const std::string label = need(cells[i], "label", &json::is_string, "a string", at).get<std::string>();
     const json& params = need(cells[i], "params", &json::is_object, "an object", at);
     const double s = need(cells[i], "seconds", &json::is_number, "a number", at).get<double>();
+    if (cells[i].contains("shared_seconds")) {
+      const double sh = need(cells[i], "shared_seconds", &json::is_number, "a number", at).get<double>();
+      if (sh > 0 && std::isfinite(sh)) by_label_[label][params.dump()].shared.add(sh * threads);
+    }
     if (cells[i].contains("first_seconds")) {
       add(label, params, need(cells[i], "first_seconds", &json::is_number, "a number", at).get<double>(), threads,
           Position::first);
@@ -81,6 +92,18 @@ double CellCostModel::group_seconds(const std::string& label, const json& params
   // so a point measured many times does not dominate).
   double sum = 0;
   for (const auto& [key, p] : it->second) sum += p.group(n);
+  return sum / static_cast<double>(it->second.size()) / t;
+}
+
+double CellCostModel::shared_seconds(const std::string& label, const json& params, int threads) const {
+  const auto it = by_label_.find(label);
+  if (it == by_label_.end()) return 0.0;
+  const auto once = [](const Point& p) { return p.shared.n ? p.shared.value() : 0.0; };
+  const double t = std::max(threads, 1);
+  const auto exact = it->second.find(params.dump());
+  if (exact != it->second.end()) return once(exact->second) / t;
+  double sum = 0;
+  for (const auto& [key, p] : it->second) sum += once(p);
   return sum / static_cast<double>(it->second.size()) / t;
 }
 

@@ -19,22 +19,31 @@ class CellCostModel {
   // A group's first cell also carries the work its cells share (the build a method reuses
   // for every epsilon), so first and later cells are priced apart: a group of n cells costs
   // first + (n - 1) * later. A cell of unknown position counts as both.
+  // `shared` of the seconds (part of a first cell's) made work that every repetition of the
+  // same parameters reuses (experiments/shared_work.hpp): it is priced once per parameter
+  // point (shared_seconds), not once per group.
   enum class Position { first, later, unknown };
   void add(const std::string& label, const nlohmann::json& params, double seconds, int threads,
-           Position position = Position::unknown);
-  // Every record with "wall_seconds" ("first_of_group" gives its position; the caller passes
-  // only records of the right config). Returns how many were used.
+           Position position = Position::unknown, double shared = 0.0);
+  // Every record with "wall_seconds" ("first_of_group" gives its position, "shared_work_seconds"
+  // its shared part; the caller passes only records of the right config). Returns how many
+  // were used.
   std::size_t add_records(const std::vector<nlohmann::json>& records);
   // One config's entry of the calibration table:
   //   {"threads": T, "prepare_seconds": P,
-  //    "cells": [{"label", "params", "first_seconds" (optional), "seconds"}, ...]}
-  // where "seconds" is a later cell's (or, without "first_seconds", any cell's) mean.
+  //    "cells": [{"label", "params", "first_seconds" (optional), "seconds",
+  //               "shared_seconds" (optional)}, ...]}
+  // where "seconds" is a later cell's (or, without "first_seconds", any cell's) mean and
+  // "shared_seconds" the work reused across repetitions, not included in "first_seconds".
   // Throws privrace::InputError naming `where` and the field when one is missing or mistyped.
   void add_table_entry(const nlohmann::json& entry, const std::string& where);
   // Seconds a group of n cells of label/params is expected to take at `threads`: from its
   // exact parameters if measured, else from the mean over the label's measured parameters;
   // NaN when nothing of the label was measured.
   double group_seconds(const std::string& label, const nlohmann::json& params, std::size_t n, int threads) const;
+  // Seconds of the work the repetitions of label/params share, paid once by a run that has
+  // any of their cells pending (exact parameters, else the label's mean); 0 when none.
+  double shared_seconds(const std::string& label, const nlohmann::json& params, int threads) const;
   // The same from the mean over every measured point of the config (prices methods never
   // measured); NaN if none.
   double any_group_seconds(std::size_t n, int threads) const;
@@ -50,7 +59,7 @@ class CellCostModel {
     double value() const { return thread_seconds / static_cast<double>(n); }
   };
   struct Point {
-    Mean first, later;
+    Mean first, later, shared;
     // Thread-seconds of a group of n cells; a position never measured takes the other's.
     double group(std::size_t n) const;
   };

@@ -22,6 +22,7 @@
 #include "privrace/core/random.hpp"
 #include "privrace/io/sketch_file.hpp"
 #include "results.hpp"
+#include "shared_work.hpp"
 
 #ifndef PRIVRACE_SOURCE_DIR
 #define PRIVRACE_SOURCE_DIR "."
@@ -531,10 +532,14 @@ void estimate(const std::vector<CellGroup>& groups, const Outputs& out, const st
   read_cost_table(table_path, out.stem, table, table_meta);
   double total = 0;
   bool any = false;
+  std::set<std::string> shared_paid;  // label + params whose shared work is priced
   for (const auto& g : groups) {
     const std::size_t n = g.cells.size();
     double c = own.group_seconds(g.method->label, g.params, n, threads);
+    const CellCostModel& source = std::isnan(c) ? table : own;
     if (std::isnan(c)) c = table.group_seconds(g.method->label, g.params, n, threads);
+    if (!std::isnan(c) && shared_paid.insert(g.method->label + g.params.dump()).second)
+      c += source.shared_seconds(g.method->label, g.params, threads);
     if (std::isnan(c)) {
       report.cells_unpriced += n;
       c = own.empty() ? table.any_group_seconds(n, threads) : own.any_group_seconds(n, threads);
@@ -582,6 +587,7 @@ struct CellFacts {
   bool first_of_group = false;
   double prepare_seconds = 0;
   int threads = 0;
+  double shared_work_seconds = 0;  // work this cell made that later repetitions reuse (shared_work.hpp)
 };
 
 json make_record(const ExperimentConfig& cfg, const TaskContext& context, const CellGroup& g, const PendingCell& cell,
@@ -609,6 +615,7 @@ json make_record(const ExperimentConfig& cfg, const TaskContext& context, const 
           {"threads", facts.threads},
           {"wall_seconds", facts.wall_seconds},
           {"first_of_group", facts.first_of_group},
+          {"shared_work_seconds", facts.shared_work_seconds},
           {"run_prepare_seconds", facts.prepare_seconds},
           {"git_commit", git_commit()},
           {"quick", cfg.quick},
@@ -630,9 +637,11 @@ bool run_groups(const ExperimentConfig& cfg, const Registry& registry, const Run
       // the group's shared work is carried by its first cell, which the record marks.
       auto last = std::chrono::steady_clock::now();
       CellFacts facts{0, true, prepare_seconds, context.threads};
+      take_shared_work_seconds();  // nothing made outside a group belongs to its cells
       registry.method(g.method->name)->run_group(context, g, [&](std::size_t i, CellResult result) {
         const auto now = std::chrono::steady_clock::now();
         facts.wall_seconds = std::chrono::duration<double>(now - last).count();
+        facts.shared_work_seconds = take_shared_work_seconds();
         last = now;
         results.append(make_record(cfg, context, g, g.cells.at(i), result, facts));
         facts.first_of_group = false;

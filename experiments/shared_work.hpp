@@ -7,6 +7,10 @@
 // large). Only what involves no randomness of the repetition may be shared: records keep their
 // distribution, and seeded records are unchanged. PRIVRACE_SHARE_WORK=0 in the environment
 // remakes the object for every group (the tests compare both ways; a diagnostic).
+// The seconds spent making an object are entered in a ledger that the runner empties after
+// each cell: the record of the cell that carried the making says so ("shared_work_seconds"),
+// and the run-time estimate charges that work once per parameter point, not per repetition.
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +22,13 @@
 #include "experiment.hpp"
 
 namespace privrace::experiments {
+
+// Seconds of shared work made since the last take (the runner takes them after every cell).
+inline std::atomic<double>& shared_work_ledger() {
+  static std::atomic<double> seconds{0.0};
+  return seconds;
+}
+inline double take_shared_work_seconds() { return shared_work_ledger().exchange(0.0); }
 
 template <typename T>
 class SharedWork {
@@ -35,6 +46,7 @@ class SharedWork {
       obj_ = std::make_shared<T>(make());
       seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       key_ = k;
+      shared_work_ledger().fetch_add(seconds_);
     }
     return {obj_, seconds_};
   }

@@ -63,15 +63,20 @@ table["machine"] = f"{os.cpu_count()}-core {platform.machine()} ({model})"
 table["how"] = ("scripts/measure_cell_costs.sh: per config, repetition 0 and at most "
                 f"{sample} grid points per method and {sample} epsilons; first_seconds = mean wall time of "
                 "a group's first cell (it carries the work the group's epsilons share), seconds = of the "
-                "later cells (of any cell where first_seconds is absent)")
-def cell_entry(label, params, first, later):
-    """A group's first cell carries the work its cells share: priced apart from the later ones."""
+                "later cells (of any cell where first_seconds is absent); shared_seconds = work the "
+                "repetitions of a parameter point reuse (records' shared_work_seconds), priced once "
+                "per point and not included in first_seconds")
+def cell_entry(label, params, first, later, shared):
+    """A group's first cell carries the work its cells share: priced apart from the later ones;
+    work shared by the repetitions (made once per parameter point) apart again."""
     mean = lambda v: round(sum(v) / len(v), 4)
     e = {"label": label, "params": json.loads(params)}
     if first and later:
         e["first_seconds"], e["seconds"] = mean(first), mean(later)
     else:
         e["seconds"] = mean(first or later)
+    if shared:
+        e["shared_seconds"] = mean(shared)
     return e
 for path in sorted(glob.glob(os.path.join(scratch, "*.jsonl"))):
     stem = os.path.basename(path)[:-len(".jsonl")]
@@ -80,10 +85,13 @@ for path in sorted(glob.glob(os.path.join(scratch, "*.jsonl"))):
         for line in f:
             r = json.loads(line)
             key = (r["label"], json.dumps(r["params"], sort_keys=True))
-            first, later = cells.setdefault(key, ([], []))
-            (first if r.get("first_of_group", False) else later).append(r["wall_seconds"])
+            first, later, shared = cells.setdefault(key, ([], [], []))
+            made = r.get("shared_work_seconds", 0.0) or 0.0
+            if made > 0:
+                shared.append(made)
+            (first if r.get("first_of_group", False) else later).append(r["wall_seconds"] - min(made, r["wall_seconds"]))
             threads, prepare, commit = r["threads"], r["run_prepare_seconds"], r["git_commit"]
-    new_cells = [cell_entry(l, p, first, later) for (l, p), (first, later) in sorted(cells.items())]
+    new_cells = [cell_entry(l, p, *c) for (l, p), c in sorted(cells.items())]
     old = table["configs"].get(stem)
     if only_labels and old:
         # Part of a config re-measured: its cells carry their own date and commit; the entry's

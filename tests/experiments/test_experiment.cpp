@@ -368,6 +368,21 @@ TEST(ExperimentRun, SharedWorkAcrossRepetitionsLeavesRecordsUnchanged) {
     }
   }
   EXPECT_GT(later_reps_with_shared_scores, 0u);  // sharing did happen
+  // The making is recorded by the cell that carried it: shared, rep 0's first cell (for
+  // PrivBayes only the first sample size: its table serves both); remade, every group's first
+  // cell; never a later cell.
+  for (const auto* run_records : {&shared, &fresh})
+    for (const auto& [key, r] : *run_records) {
+      const double made = r.at("shared_work_seconds").get<double>();
+      const bool first = r.at("first_of_group").get<bool>(), rep0 = r.at("rep").get<int>() == 0;
+      const bool reused_table = r.at("label") == "PrivBayes" && r.at("params").at("samples") == 600;
+      if (first && (run_records == &fresh || (rep0 && !reused_table))) {
+        EXPECT_GT(made, 0.0) << key;
+      } else {
+        EXPECT_EQ(made, 0.0) << key;
+      }
+      EXPECT_LE(made, r.at("wall_seconds").get<double>()) << key;
+    }
 }
 
 TEST(ExperimentRun, KilledRunLeavesNoCorruptRecordAndResumes) {
@@ -479,6 +494,26 @@ TEST(CellCostModel, PricesGroupsFromFirstAndLaterCellsInThreadSeconds) {
   EXPECT_DOUBLE_EQ(m.group_seconds("RACE", {{"rows", 99}}, 2, 1), ((10.0 + 2.0) + (6.0 + 6.0)) / 2);
   EXPECT_TRUE(std::isnan(m.group_seconds("KME", {}, 1, 1)));
   EXPECT_DOUBLE_EQ(m.any_group_seconds(2, 1), 12.0);
+}
+
+TEST(CellCostModel, WorkSharedByTheRepetitionsIsPricedOncePerPoint) {
+  using P = CellCostModel::Position;
+  CellCostModel m;
+  m.add("Bernstein", {{"degree", 9}}, 12.0, 1, P::first, 10.0);  // rep 0: made the lattice (10 s)
+  m.add("Bernstein", {{"degree", 9}}, 1.0, 1, P::later);
+  m.add("Bernstein", {{"degree", 9}}, 3.0, 1, P::first);  // rep 1: reused it
+  // first cell (12 - 10 + 3) / 2 = 2.5, later 1: a group of 3 cells 4.5; the lattice once.
+  EXPECT_DOUBLE_EQ(m.group_seconds("Bernstein", {{"degree", 9}}, 3, 1), 2.5 + 2 * 1.0);
+  EXPECT_DOUBLE_EQ(m.shared_seconds("Bernstein", {{"degree", 9}}, 1), 10.0);
+  EXPECT_DOUBLE_EQ(m.shared_seconds("Bernstein", {{"degree", 9}}, 2), 5.0);
+  EXPECT_DOUBLE_EQ(m.shared_seconds("Bernstein", {{"degree", 4}}, 1), 10.0);  // unmeasured: the label's mean
+  EXPECT_DOUBLE_EQ(m.shared_seconds("KME", json::object(), 1), 0.0);
+  m.add_table_entry({{"threads", 2},
+                     {"cells", {{{"label", "PFDA"}, {"params", json::object()}, {"first_seconds", 1.0},
+                                 {"seconds", 0.5}, {"shared_seconds", 30.0}}}}},
+                    "costs.json");
+  EXPECT_DOUBLE_EQ(m.group_seconds("PFDA", json::object(), 2, 2), 1.0 + 0.5);
+  EXPECT_DOUBLE_EQ(m.shared_seconds("PFDA", json::object(), 2), 30.0);
 }
 
 TEST(CellCostModel, TableEntryErrorsNameTheField) {
