@@ -50,8 +50,10 @@
 // Sum the exact counts, noise once. Below 4 ranks (or for small arrays) the int64 counts are
 // summed to rank 0 with MPI_Reduce in pieces of at most 2^28 counts, and rank 0 adds the noise.
 // From 4 ranks on a reduce-scatter leaves slice k of the sums on rank k, which noises it (each
-// count still gets its noise once: the slices do not overlap) before the noisy slices are
-// gathered at rank 0 (plan_sum below). Rank 0 writes the file atomically. Without --seed, rank 0
+// count still gets its noise once: the slices do not overlap) and encodes it as the file's
+// payload blocks; the encoded slices (about 2 bytes a count instead of 8) are gathered at rank 0
+// (plan_sum below), which checks their CRCs, decodes them into its counts and writes the blocks
+// as received. Rank 0 writes the file atomically. Without --seed, rank 0
 // draws the master seed and broadcasts it.
 //
 // Failures: after every phase the ranks agree on whether any failed; the failing rank prints
@@ -543,7 +545,8 @@ SumPlan plan_sum(std::size_t n, int ranks) {
   plan.scatter = wide_enough && ranks > 1 && n >= kScatterReduceCounts && n <= static_cast<std::size_t>(std::numeric_limits<int>::max());
   if (!plan.scatter) return plan;
   const std::size_t K = static_cast<std::size_t>(ranks);
-  const std::size_t slice = ((n + K - 1) / K + kNoiseBlockCounts - 1) / kNoiseBlockCounts * kNoiseBlockCounts;
+  constexpr std::size_t A = ExactSketch::kShareAlignment;  // whole noise and encoding blocks
+  const std::size_t slice = ((n + K - 1) / K + A - 1) / A * A;
   for (std::size_t k = 0; k < K; ++k) {
     plan.sizes.push_back(static_cast<int>(std::min(n, (k + 1) * slice) - std::min(n, k * slice)));
     plan.offsets.push_back(static_cast<int>(std::min(n, k * slice)));
@@ -569,15 +572,61 @@ void reduce_scatter_counts(std::span<std::int64_t> counts, const SumPlan& plan, 
   std::copy(mine.begin(), mine.end(), counts.begin() + plan.offsets[k]);
 }
 
-// Every rank's slice into rank 0's array, in place.
-void gather_slices_at_rank0(std::span<std::int64_t> counts, const SumPlan& plan, int rank) {
-  const auto k = static_cast<std::size_t>(rank);
-  if (rank == 0) {
-    MPI_Gatherv(MPI_IN_PLACE, 0, MPI_INT64_T, counts.data(), plan.sizes.data(), plan.offsets.data(), MPI_INT64_T, 0, MPI_COMM_WORLD);
-  } else {
-    MPI_Gatherv(counts.data() + plan.offsets[k], plan.sizes[k], MPI_INT64_T, nullptr, nullptr, nullptr, MPI_INT64_T, 0,
-                MPI_COMM_WORLD);
+// Every rank's encoded slice to rank 0, joined there in rank order after its own (the other
+// ranks get nothing back). The frames travel as one byte string a rank (sent in pieces MPI's
+// int counts can address), the block table beside them; rank 0 checks each block's CRC.
+EncodedCountBlocks gather_encoded_at_rank0(EncodedCountBlocks mine, int rank, int ranks) {
+  constexpr int kTag = 7301;
+  constexpr std::size_t kPiece = std::size_t{1} << 30;
+  const auto send_bytes = [&](const char* data, std::size_t n) {
+    for (std::size_t off = 0; off < n; off += kPiece)
+      MPI_Send(data + off, static_cast<int>(std::min(kPiece, n - off)), MPI_CHAR, 0, kTag, MPI_COMM_WORLD);
+  };
+  if (rank != 0) {
+    std::string bytes;
+    bytes.reserve(mine.frame_bytes());
+    std::vector<std::uint64_t> sizes;
+    for (const auto f : mine.frames) bytes += f, sizes.push_back(f.size());
+    const std::uint64_t head[3] = {mine.counts, sizes.size(), bytes.size()};
+    MPI_Send(head, 3, MPI_UINT64_T, 0, kTag, MPI_COMM_WORLD);
+    MPI_Send(mine.planes.data(), static_cast<int>(sizes.size()), MPI_UINT8_T, 0, kTag, MPI_COMM_WORLD);
+    MPI_Send(sizes.data(), static_cast<int>(sizes.size()), MPI_UINT64_T, 0, kTag, MPI_COMM_WORLD);
+    MPI_Send(mine.crcs.data(), static_cast<int>(sizes.size()), MPI_UINT32_T, 0, kTag, MPI_COMM_WORLD);
+    send_bytes(bytes.data(), bytes.size());
+    return {};
   }
+  // Everything is received before anything is checked: a damaged slice must not leave a later
+  // rank blocked in its send.
+  struct Received {
+    std::uint64_t counts = 0;
+    std::vector<std::uint8_t> planes;
+    std::vector<std::uint64_t> sizes;
+    std::vector<std::uint32_t> crcs;
+    std::string bytes;
+  };
+  std::vector<Received> received;
+  for (int r = 1; r < ranks; ++r) {
+    std::uint64_t head[3] = {0, 0, 0};
+    MPI_Recv(head, 3, MPI_UINT64_T, r, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    const auto blocks = static_cast<std::size_t>(head[1]);
+    std::vector<std::uint8_t> planes(blocks);
+    std::vector<std::uint64_t> sizes(blocks);
+    std::vector<std::uint32_t> crcs(blocks);
+    MPI_Recv(planes.data(), static_cast<int>(blocks), MPI_UINT8_T, r, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv(sizes.data(), static_cast<int>(blocks), MPI_UINT64_T, r, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv(crcs.data(), static_cast<int>(blocks), MPI_UINT32_T, r, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    std::string bytes(static_cast<std::size_t>(head[2]), '\0');
+    for (std::size_t off = 0; off < bytes.size(); off += kPiece)
+      MPI_Recv(bytes.data() + off, static_cast<int>(std::min(kPiece, bytes.size() - off)), MPI_CHAR, r, kTag, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+    received.push_back({head[0], std::move(planes), std::move(sizes), std::move(crcs), std::move(bytes)});
+  }
+  for (std::size_t k = 0; k < received.size(); ++k) {
+    Received& got = received[k];
+    mine.append(EncodedCountBlocks::adopt(std::move(got.bytes), got.counts, std::move(got.planes), std::move(got.sizes),
+                                          std::move(got.crcs), "rank " + std::to_string(k + 1)));
+  }
+  return mine;
 }
 
 // Thrown inside the gather when another rank failed to noise its slice (that rank reports why).
@@ -780,32 +829,45 @@ int run(int argc, char** argv, int rank, int ranks) {
     }
   } else {
     // Each rank noises its slice where it lies (the release API's shares: block b of the array
-    // from the stream one process gives it), then the noisy slices go to rank 0, which writes.
+    // from the stream one process gives it) and encodes it; the encoded slices go to rank 0,
+    // which decodes them into its counts and writes the blocks as they came.
     const double build_seconds = seconds_since(t0) - read_seconds;
     bool agreed = false;
     int code = 0;
-    double gather_seconds = 0.0;
+    double noise_encode_seconds = 0.0, gather_seconds = 0.0;
     std::optional<Release> release;
     const auto k = static_cast<std::size_t>(rank);
+    const auto t_release = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point t_gathered;
     attempt(f, [&] {
       if (rank == 0) exact->add_reduced_records(static_cast<std::int64_t>(all - local));
       release = std::move(*exact).release_in_shares(static_cast<std::size_t>(sum.offsets[k]), static_cast<std::size_t>(sum.sizes[k]),
-                                                    rank == 0, [&](std::span<std::int64_t> all_counts) {
-        agreed = true;  // no slice leaves its rank unless every rank has noised its own
+                                                    rank == 0, [&](EncodedCountBlocks mine) {
+        noise_encode_seconds = seconds_since(t_release);
+        agreed = true;  // no slice leaves its rank unless every rank has noised and encoded its own
         if ((code = agree(Failure{}, rank)) != 0) throw PeerFailed();
         const auto tg = std::chrono::steady_clock::now();
-        gather_slices_at_rank0(all_counts, sum, rank);
+        EncodedCountBlocks joined = gather_encoded_at_rank0(std::move(mine), rank, ranks);
         gather_seconds = seconds_since(tg);
+        t_gathered = std::chrono::steady_clock::now();
+        return joined;
       });
     });
     if (!agreed) code = agree(f, rank);  // this rank failed before the gather: the others wait in theirs
     if (code != 0) return code;
-    dist["gather"] = gather_seconds;
-    dist["noise_where"] = "each rank its slice";
-    if (rank == 0) {
+    // Past the gather only rank 0 can still fail (a damaged slice, the write): the status
+    // broadcast below gives every rank its code.
+    if (rank == 0 && f.code == 0) {
+      dist["noise_encode_rank0"] = noise_encode_seconds;
+      dist["gather"] = gather_seconds;
+      dist["decode"] = seconds_since(t_gathered);
+      dist["noise_where"] = "each rank its slice";
+      dist["encode_where"] = "each rank its slice";
       attempt(f, [&] {
         write_release(job, *release, seed, t0, read_seconds, build_seconds, release->noise_seconds(), graph_info, dist);
       });
+    }
+    if (rank == 0) {
       if (f.code != 0) std::fprintf(stderr, "privrace sketch: rank 0: %s\n", f.message.c_str());
       status = f.code;
     }

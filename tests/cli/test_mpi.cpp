@@ -232,10 +232,11 @@ TEST_F(Mpi, SplitRecordsCrlfAndNoFinalNewlineGiveTheSameSketch) {
 }
 
 TEST_F(Mpi, WideSketchesAreSummedByAReduceScatterAndAGatherWithTheSameBytes) {
-  // With PRIVRACE_MPI_REDUCE=scatter, 100 x 3000 = 300,000 counts (above 2^18) are summed by a
-  // reduce-scatter and a gather (distributed.cpp); 40 x 3000 stays with the reduce.
+  // With PRIVRACE_MPI_REDUCE=scatter, 800 x 3000 = 2.4M counts (above 2^18) are summed by a
+  // reduce-scatter and a gather of the slices each rank noised and encoded (distributed.cpp;
+  // slices of whole 2^20-count blocks: 2 or 3 non-empty ones); 40 x 3000 stays with the reduce.
   const std::string scatter = "PRIVRACE_MPI_REDUCE=scatter ";
-  for (const int rows : {100, 40}) {
+  for (const int rows : {800, 40}) {
     const RunResult single = shell(kCli + args("uneven.csv", "wide.rsk", "--epsilon 1", 2, rows), dir);
     ASSERT_EQ(single.code, 0) << single.err;
     const std::string expected = slurp(dir / "wide.rsk");
@@ -243,21 +244,24 @@ TEST_F(Mpi, WideSketchesAreSummedByAReduceScatterAndAGatherWithTheSameBytes) {
       const RunResult r =
           shell(scatter + mpirun(np) + kCli + args("uneven.csv", "wide_mpi.rsk", "--epsilon 1 --timings", 2, rows), dir);
       ASSERT_EQ(r.code, 0) << r.err;
-      const std::string method = rows == 100 ? "reduce_scatter_gather" : "reduce";
+      const std::string method = rows == 800 ? "reduce_scatter_gather" : "reduce";
       EXPECT_NE(r.err.find("\"reduce_method\":\"" + method + "\""), std::string::npos) << r.err;
+      if (rows == 800) {
+        EXPECT_NE(r.err.find("\"encode_where\":\"each rank its slice\""), std::string::npos) << r.err;
+      }
       EXPECT_TRUE(slurp(dir / "wide_mpi.rsk") == expected) << rows << " rows, " << np << " ranks";
     }
   }
   // By default (unset or auto) the reduce below 4 ranks and the reduce-scatter from 4 on; tree
   // forces the reduce; a value that is none of them is refused before anything is read.
   const auto method_of = [&](const std::string& env, int np) {
-    const RunResult r = shell(env + mpirun(np) + kCli + args("uneven.csv", "wide_mpi.rsk", "--epsilon 1 --timings", 2, 100), dir);
+    const RunResult r = shell(env + mpirun(np) + kCli + args("uneven.csv", "wide_mpi.rsk", "--epsilon 1 --timings", 2, 800), dir);
     EXPECT_EQ(r.code, 0) << r.err;
     EXPECT_TRUE(slurp(dir / "wide_mpi.rsk") == slurp(dir / "wide.rsk")) << env << np << " ranks";
     const std::size_t at = r.err.find("\"reduce_method\":\"");
     return at == std::string::npos ? std::string("(none)") : r.err.substr(at + 17, r.err.find('"', at + 17) - at - 17);
   };
-  ASSERT_EQ(shell(kCli + args("uneven.csv", "wide.rsk", "--epsilon 1", 2, 100), dir).code, 0);
+  ASSERT_EQ(shell(kCli + args("uneven.csv", "wide.rsk", "--epsilon 1", 2, 800), dir).code, 0);
   EXPECT_EQ(method_of("", 3), "reduce");
   EXPECT_EQ(method_of("PRIVRACE_MPI_REDUCE=auto ", 4), "reduce_scatter_gather");
   EXPECT_EQ(method_of("PRIVRACE_MPI_REDUCE=tree ", 4), "reduce");
@@ -281,9 +285,9 @@ TEST_F(Mpi, FeatureSketchesAndFewerRecordsThanRanks) {
   }
   // A rank whose share holds no record contributes zeros.
   expect_identical("two.csv", "--epsilon 1");
-  // hist with 3 x 100,000 bins (above 2^18 counts), forced to the reduce-scatter: every rank
-  // noises its slice, rank 0 the record count; the same bytes as one process, and as the tree.
-  const std::string hist = " --kernel hist --bins 100000 --domain -40:40 --seed 7 -t 1 -q --epsilon 1 --timings";
+  // hist with 3 x 800,000 bins (above 2^18 counts), forced to the reduce-scatter: every rank
+  // noises and encodes its slice, rank 0 the record count; the same bytes as one process.
+  const std::string hist = " --kernel hist --bins 800000 --domain -40:40 --seed 7 -t 1 -q --epsilon 1 --timings";
   const std::string input = " sketch --input " + (dir / "uneven.csv").string();
   ASSERT_EQ(shell(kCli + input + hist + " -o " + (dir / "hist.rsk").string(), dir).code, 0);
   for (const int np : {2, 3}) {

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <span>
 #include <string>
@@ -265,54 +267,73 @@ TEST(Release, SweepPrivatizesACopyPerEpsilon) {
 
 namespace {
 // privrace sketch under mpirun from 4 ranks on: after a reduce-scatter, slice k of the summed
-// counts lies on rank k, which noises it; the noisy slices are gathered at rank 0. Simulated
-// with one copy of the (already summed) exact sketch per rank, the other ranks first.
+// counts lies on rank k, which noises and encodes it; the encoded slices travel to rank 0 (as
+// bytes, adopted there). Simulated with one copy of the (already summed) exact sketch per rank,
+// the other ranks first.
 std::optional<Release> release_by_slices(const ExactSketch& exact, const std::vector<std::size_t>& offsets) {
   const std::size_t n = exact.counts().counts().size(), K = offsets.size();
   const auto slice = [&](std::size_t k) { return std::pair{offsets[k], (k + 1 < K ? offsets[k + 1] : n) - offsets[k]}; };
-  std::vector<std::vector<std::int64_t>> noisy(K);
+  std::vector<EncodedCountBlocks> sent(K);
   for (std::size_t k = K - 1; k >= 1; --k) {
     const auto [first, len] = slice(k);
     ExactSketch rank = exact;
-    const std::optional<Release> none = std::move(rank).release_in_shares(first, len, false, [&](std::span<std::int64_t> all) {
-      noisy[k].assign(all.begin() + static_cast<std::ptrdiff_t>(first), all.begin() + static_cast<std::ptrdiff_t>(first + len));
+    const std::optional<Release> none = std::move(rank).release_in_shares(first, len, false, [&](EncodedCountBlocks mine) {
+      std::string bytes;  // what MPI carries: the frames as bytes, the block table beside them
+      std::vector<std::uint64_t> sizes;
+      for (const auto f : mine.frames) bytes += f, sizes.push_back(f.size());
+      sent[k] = EncodedCountBlocks::adopt(std::move(bytes), mine.counts, mine.planes, sizes, mine.crcs, "rank " + std::to_string(k));
+      return EncodedCountBlocks{};
     });
     EXPECT_FALSE(none.has_value()) << "rank " << k;
   }
   ExactSketch root = exact;
   const auto [first, len] = slice(0);
-  return std::move(root).release_in_shares(first, len, true, [&](std::span<std::int64_t> all) {
-    for (std::size_t k = 1; k < K; ++k)
-      std::copy(noisy[k].begin(), noisy[k].end(), all.begin() + static_cast<std::ptrdiff_t>(slice(k).first));
+  return std::move(root).release_in_shares(first, len, true, [&](EncodedCountBlocks mine) {
+    for (std::size_t k = 1; k < K; ++k) mine.append(std::move(sent[k]));
+    return mine;
   });
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 }  // namespace
 
 TEST(Release, SlicesNoisedWhereTheyLieGiveTheSeededRelease) {
   const DenseMatrix x = privrace::testing::clustered_points(3000, 3, 21);
-  // 5 x 60,000 = 300,000 counts: the exact table sampler (from 2^18 counts on), 5 noise blocks.
-  const ReleaseParams p = l2_params(5, 60000);
+  // 5 x 500,000 = 2.5M counts: the exact table sampler (from 2^18 counts on), 3 blocks of the
+  // file's encoding (2^20 counts, 16 noise blocks each).
+  const ReleaseParams p = l2_params(5, 500000);
   const ExactSketch exact = build_exact(p, MasterSeed::resolve(p.seed), x);
   ExactSketch copy = exact;
   const Release whole = std::move(copy).release();
   ASSERT_EQ(whole.sketch().privacy().at("noise_sampler"), "exact_geometric_table");
-  constexpr std::size_t B = kNoiseBlockCounts;
+  privrace::testing::TempDir dir;
+  const std::string whole_file = (dir.path / "whole.rsk").string();
+  save_release(whole_file, whole);
+  constexpr std::size_t B = ExactSketch::kShareAlignment;
   for (const std::vector<std::size_t>& offsets : std::vector<std::vector<std::size_t>>{
-           {0}, {0, 2 * B}, {0, 2 * B, 4 * B}, {0, B, 3 * B, 300000} /* the last slice empty */}) {
+           {0}, {0, B}, {0, B, 2 * B}, {0, B, 2 * B, 2500000} /* the last slice empty */}) {
     const std::optional<Release> r = release_by_slices(exact, offsets);
     ASSERT_TRUE(r.has_value());
     EXPECT_EQ(counts_of(r->sketch()), counts_of(whole.sketch())) << offsets.size() << " slices";
     EXPECT_EQ(r->sketch().privacy().dump(), whole.sketch().privacy().dump());
     EXPECT_TRUE(r->is_private());
+    // Written from the blocks the slices encoded: the bytes one process writes.
+    const std::string sliced_file = (dir.path / ("sliced" + std::to_string(offsets.size()) + ".rsk")).string();
+    save_release(sliced_file, *r);
+    EXPECT_EQ(file_bytes(sliced_file), file_bytes(whole_file)) << offsets.size() << " slices";
   }
-  // A slice must start on a noise block: otherwise its blocks would draw other streams.
-  EXPECT_NE(message_of([&] { (void)release_by_slices(exact, {0, 1000}); }).find("whole noise blocks of 65536 counts"),
+  // A slice must start on an encoding block (whole noise blocks too): otherwise its noise
+  // would draw other streams and its blocks would not join.
+  EXPECT_NE(message_of([&] { (void)release_by_slices(exact, {0, kNoiseBlockCounts}); }).find("whole blocks of 1048576 counts"),
             std::string::npos);
 
-  // hist with 3 x 100,000 bins: rank 0 also draws the released record count, from its own stream.
+  // hist with 3 x 400,000 bins: rank 0 also draws the released record count, from its own stream.
   ReleaseParams hist;
   hist.family.kernel = Kernel::Hist;
-  hist.family.bins = 100000;
+  hist.family.bins = 400000;
   hist.family.lo = {-20.0};
   hist.family.hi = {20.0};
   hist.seed = 3;
@@ -320,7 +341,7 @@ TEST(Release, SlicesNoisedWhereTheyLieGiveTheSeededRelease) {
   const ExactSketch hist_exact = build_exact(hist, MasterSeed::resolve(hist.seed), x);
   ExactSketch hist_copy = hist_exact;
   const Release hist_whole = std::move(hist_copy).release();
-  const std::optional<Release> hist_sliced = release_by_slices(hist_exact, {0, 2 * B, 4 * B});
+  const std::optional<Release> hist_sliced = release_by_slices(hist_exact, {0, B});
   ASSERT_TRUE(hist_sliced.has_value());
   EXPECT_EQ(counts_of(hist_sliced->sketch()), counts_of(hist_whole.sketch()));
   EXPECT_EQ(hist_sliced->sketch().privacy().dump(), hist_whole.sketch().privacy().dump());
@@ -330,7 +351,7 @@ TEST(Release, SlicesNoisedWhereTheyLieGiveTheSeededRelease) {
   ReleaseParams none = p;
   none.privacy.reset();
   const ExactSketch none_exact = build_exact(none, MasterSeed::resolve(none.seed), x);
-  const std::optional<Release> exact_sliced = release_by_slices(none_exact, {0, 2 * B});
+  const std::optional<Release> exact_sliced = release_by_slices(none_exact, {0, B, 2 * B});
   ASSERT_TRUE(exact_sliced.has_value());
   EXPECT_FALSE(exact_sliced->is_private());
   EXPECT_EQ(counts_of(exact_sliced->sketch()), counts_of(none_exact.counts()));

@@ -63,6 +63,55 @@ TEST(SketchFileV2, RoundTripsAcrossBlocksAndExtremes) {
   EXPECT_THROW(read_sketch_file(path), InputError);
 }
 
+TEST(SketchFileV2, BlocksEncodedInPartsAndJoinedAreTheWholeArraysBytes) {
+  const auto dir = privrace::testing::temp_dir("file_v2_parts");
+  const std::size_t n = 2 * kSketchBlockCounts + 12345;  // two whole blocks and a short one
+  std::vector<std::int64_t> counts(n);
+  SeededRandom rng(9);
+  for (auto& c : counts) c = static_cast<std::int64_t>(rng.below(100001)) - 50000;
+  const nlohmann::json header = {{"rows", 1}, {"width", n}};
+  const std::string whole = (dir / "whole.rsk").string(), joined = (dir / "joined.rsk").string();
+  write_sketch_file(whole, header, counts);
+  const std::span<const std::int64_t> all(counts);
+  // Parts as ranks hold them: [0, 1 block), [1 block, end), and an empty part at the end;
+  // the second travels as bytes and is adopted (its CRCs checked).
+  EncodedCountBlocks blocks = encode_count_blocks(all.first(kSketchBlockCounts));
+  EncodedCountBlocks second = encode_count_blocks(all.subspan(kSketchBlockCounts));
+  std::string bytes;
+  std::vector<std::uint64_t> sizes;
+  for (const auto f : second.frames) bytes += f, sizes.push_back(f.size());
+  blocks.append(EncodedCountBlocks::adopt(bytes, second.counts, second.planes, sizes, second.crcs, "rank 1"));
+  blocks.append(encode_count_blocks({}));
+  write_sketch_file(joined, header, blocks);
+  EXPECT_EQ(slurp(joined), slurp(whole));
+  std::vector<std::int64_t> decoded(n);
+  decode_count_blocks(blocks, decoded, "test");
+  EXPECT_TRUE(decoded == counts);
+
+  // Damage in transit is refused, naming the sender: a flipped byte, a wrong size.
+  std::string flipped = bytes;
+  flipped[flipped.size() / 2] = static_cast<char>(flipped[flipped.size() / 2] ^ 1);
+  const auto message = [&](auto&& f) {
+    try {
+      f();
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(message([&] { EncodedCountBlocks::adopt(flipped, second.counts, second.planes, sizes, second.crcs, "rank 1"); })
+                .find("rank 1: encoded counts are damaged: block"),
+            std::string::npos);
+  std::vector<std::uint64_t> wrong = sizes;
+  wrong[0] += 1;
+  EXPECT_NE(message([&] { EncodedCountBlocks::adopt(bytes, second.counts, second.planes, wrong, second.crcs, "rank 1"); })
+                .find("rank 1: encoded counts are damaged"),
+            std::string::npos);
+  // A part that ends inside a block cannot be followed by another.
+  EncodedCountBlocks short_part = encode_count_blocks(all.first(1000));
+  EXPECT_THROW(short_part.append(encode_count_blocks(all.subspan(1000, 10))), Error);
+}
+
 TEST(SketchFileV2, RefusesABlockTableThatLies) {
   const auto dir = privrace::testing::temp_dir("file_v2_table");
   std::vector<std::int64_t> counts(1000, 3);

@@ -81,7 +81,7 @@ class MappedFile {
   std::size_t size_ = 0;
 };
 
-constexpr std::size_t kBlockCounts = std::size_t{1} << 20;
+constexpr std::size_t kBlockCounts = kSketchBlockCounts;
 constexpr std::size_t kCrcChunk = std::size_t{8} << 20;
 
 // CRC-32 of a long buffer in parallel: chunk CRCs joined with crc32_combine.
@@ -383,14 +383,60 @@ void write_file_atomically(const std::string& path, std::span<const std::string_
   remove_stale_temporaries(dir, prefix);
 }
 
-void write_sketch_file(const std::string& path, const nlohmann::json& header, std::span<const std::int64_t> counts,
-                       SketchWriteTimings* timings) {
-  const std::string header_text = header.dump();
+std::uint64_t EncodedCountBlocks::frame_bytes() const {
+  std::uint64_t n = 0;
+  for (const auto f : frames) n += f.size();
+  return n;
+}
+
+void EncodedCountBlocks::append(EncodedCountBlocks&& next) {
+  if (next.frames.empty()) return;
+  if (counts % kBlockCounts != 0) throw Error("encoded count blocks: a part that ends inside a block cannot be followed by another");
+  counts += next.counts;
+  planes.insert(planes.end(), next.planes.begin(), next.planes.end());
+  crcs.insert(crcs.end(), next.crcs.begin(), next.crcs.end());
+  frames.insert(frames.end(), next.frames.begin(), next.frames.end());
+  storage.insert(storage.end(), std::make_move_iterator(next.storage.begin()), std::make_move_iterator(next.storage.end()));
+}
+
+EncodedCountBlocks EncodedCountBlocks::adopt(std::string bytes, std::uint64_t counts, std::vector<std::uint8_t> planes,
+                                             std::vector<std::uint64_t> sizes, std::vector<std::uint32_t> crcs,
+                                             const std::string& from) {
+  const std::string bad = from + ": encoded counts are damaged: ";
+  const std::size_t blocks = (counts + kBlockCounts - 1) / kBlockCounts;
+  if (planes.size() != blocks || sizes.size() != blocks || crcs.size() != blocks)
+    throw InputError(bad + std::to_string(counts) + " counts need " + std::to_string(blocks) + " blocks, the table has " +
+                     std::to_string(sizes.size()));
+  EncodedCountBlocks out;
+  out.counts = counts;
+  auto stored = std::make_shared<const std::string>(std::move(bytes));
+  std::size_t pos = 0;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    if (planes[b] > 8) throw InputError(bad + "block " + std::to_string(b) + " declares more than 8 byte planes");
+    if (sizes[b] > stored->size() - pos) throw InputError(bad + "block " + std::to_string(b) + " runs past the bytes received");
+    out.frames.emplace_back(stored->data() + pos, sizes[b]);
+    pos += sizes[b];
+  }
+  if (pos != stored->size()) throw InputError(bad + "block sizes do not add up to the bytes received");
+  std::string error;
+#pragma omp parallel for schedule(dynamic)
+  for (std::size_t b = 0; b < blocks; ++b)
+    if (crc32_z(0L, reinterpret_cast<const Bytef*>(out.frames[b].data()), out.frames[b].size()) != crcs[b]) {
+#pragma omp critical(privrace_adopt_error)
+      error = "block " + std::to_string(b) + " fails its CRC-32";
+    }
+  if (!error.empty()) throw InputError(bad + error);
+  out.planes = std::move(planes);
+  out.crcs = std::move(crcs);
+  out.storage.push_back(std::move(stored));
+  return out;
+}
+
+EncodedCountBlocks encode_count_blocks(std::span<const std::int64_t> counts) {
   const std::size_t blocks = (counts.size() + kBlockCounts - 1) / kBlockCounts;
   std::vector<EncodedBlock> encoded(blocks);
-  std::vector<uLong> block_crc(blocks);
+  std::vector<std::uint32_t> block_crc(blocks);
   std::exception_ptr failure;
-  const double t_encode = now_seconds();
 #pragma omp parallel
   {
     std::string planes, compressed;
@@ -400,7 +446,8 @@ void write_sketch_file(const std::string& path, const nlohmann::json& header, st
       try {  // an exception may not leave an OpenMP region: it is rethrown after it
         encoded[b] = encode_block(counts.subspan(b * kBlockCounts, std::min(kBlockCounts, counts.size() - b * kBlockCounts)),
                                   planes, compressed, zstd);
-        block_crc[b] = crc32_z(0L, reinterpret_cast<const Bytef*>(encoded[b].bytes.data()), encoded[b].bytes.size());
+        block_crc[b] = static_cast<std::uint32_t>(
+            crc32_z(0L, reinterpret_cast<const Bytef*>(encoded[b].bytes.data()), encoded[b].bytes.size()));
       } catch (...) {
 #pragma omp critical(privrace_encode_error)
         if (!failure) failure = std::current_exception();
@@ -408,14 +455,71 @@ void write_sketch_file(const std::string& path, const nlohmann::json& header, st
     }
   }
   if (failure) std::rethrow_exception(failure);
+  EncodedCountBlocks out;
+  out.counts = counts.size();
+  out.crcs = std::move(block_crc);
+  for (auto& e : encoded) {
+    out.planes.push_back(e.planes);
+    auto stored = std::make_shared<const std::string>(std::move(e.bytes));
+    out.frames.emplace_back(*stored);
+    out.storage.push_back(std::move(stored));
+  }
+  return out;
+}
+
+void decode_count_blocks(const EncodedCountBlocks& blocks, std::span<std::int64_t> counts, const std::string& from) {
+  if (counts.size() != blocks.counts) throw Error("decode_count_blocks: the span does not hold the blocks' counts");
+  std::string error;
+#pragma omp parallel
+  {
+    std::string buffer;
+    ZstdContexts zstd;
+#pragma omp for schedule(dynamic)
+    for (std::size_t b = 0; b < blocks.frames.size(); ++b) {
+      const std::size_t first = b * kBlockCounts, n = std::min<std::size_t>(kBlockCounts, counts.size() - first);
+      const unsigned k = blocks.planes[b];
+      buffer.resize(n * k);
+      const std::size_t got = ZSTD_decompressDCtx(zstd.decompressor(), buffer.data(), buffer.size(), blocks.frames[b].data(),
+                                                  blocks.frames[b].size());
+      if (ZSTD_isError(got) || got != buffer.size()) {
+#pragma omp critical(privrace_decode_error)
+        error = "block " + std::to_string(b) + (ZSTD_isError(got) ? std::string(" (zstd: ") + ZSTD_getErrorName(got) + ")" : " has the wrong length");
+        continue;
+      }
+      const auto* bytes = reinterpret_cast<const unsigned char*>(buffer.data());
+      for (std::size_t i = 0; i < n; ++i) {
+        std::uint64_t z = 0;
+        for (unsigned p = 0; p < k; ++p) z |= static_cast<std::uint64_t>(bytes[p * n + i]) << (8 * p);
+        counts[first + i] = unzigzag(z);
+      }
+    }
+  }
+  if (!error.empty()) throw InputError(from + ": encoded counts are damaged: " + error);
+}
+
+void write_sketch_file(const std::string& path, const nlohmann::json& header, std::span<const std::int64_t> counts,
+                       SketchWriteTimings* timings) {
+  const double t_encode = now_seconds();
+  const EncodedCountBlocks blocks = encode_count_blocks(counts);
+  const double encode_seconds = now_seconds() - t_encode;
+  write_sketch_file(path, header, blocks, timings);
+  if (timings) timings->encode_seconds = encode_seconds;
+}
+
+void write_sketch_file(const std::string& path, const nlohmann::json& header, const EncodedCountBlocks& blocks,
+                       SketchWriteTimings* timings) {
+  const std::string header_text = header.dump();
+  const std::size_t n = blocks.frames.size();
+  if (n != (blocks.counts + kBlockCounts - 1) / kBlockCounts || blocks.planes.size() != n || blocks.crcs.size() != n)
+    throw Error("write_sketch_file: the encoded blocks do not hold their counts");
   std::string table;
-  put_le<std::uint64_t>(table, counts.size());
-  put_le<std::uint64_t>(table, blocks);
-  std::uint64_t payload_len = 16 + 9 * blocks;
-  for (const auto& e : encoded) {
-    table.push_back(static_cast<char>(e.planes));
-    put_le<std::uint64_t>(table, e.bytes.size());
-    payload_len += e.bytes.size();
+  put_le<std::uint64_t>(table, blocks.counts);
+  put_le<std::uint64_t>(table, n);
+  std::uint64_t payload_len = 16 + 9 * n;
+  for (std::size_t b = 0; b < n; ++b) {
+    table.push_back(static_cast<char>(blocks.planes[b]));
+    put_le<std::uint64_t>(table, blocks.frames[b].size());
+    payload_len += blocks.frames[b].size();
   }
   std::string head(kMagic, sizeof(kMagic));
   put_le<std::uint32_t>(head, kSketchFileVersion);
@@ -424,19 +528,19 @@ void write_sketch_file(const std::string& path, const nlohmann::json& header, st
   put_le<std::uint64_t>(head, payload_len);
   head += table;
   uLong crc = crc32_z(0L, reinterpret_cast<const Bytef*>(head.data()), head.size());
-  for (std::size_t b = 0; b < blocks; ++b) crc = crc32_combine(crc, block_crc[b], static_cast<z_off_t>(encoded[b].bytes.size()));
+  for (std::size_t b = 0; b < n; ++b) crc = crc32_combine(crc, blocks.crcs[b], static_cast<z_off_t>(blocks.frames[b].size()));
   std::string tail;
   put_le<std::uint32_t>(tail, static_cast<std::uint32_t>(crc));
   std::vector<std::string_view> pieces;
-  pieces.reserve(blocks + 2);
+  pieces.reserve(n + 2);
   pieces.emplace_back(head);
-  for (const auto& e : encoded) pieces.emplace_back(e.bytes);
+  for (const auto f : blocks.frames) pieces.emplace_back(f);
   pieces.emplace_back(tail);
   const double t_write = now_seconds();
   double sync_seconds = 0.0;
   write_file_atomically(path, pieces, &sync_seconds);
   if (timings) {
-    timings->encode_seconds = t_write - t_encode;
+    timings->encode_seconds = 0.0;
     timings->write_seconds = now_seconds() - t_write - sync_seconds;
     timings->sync_seconds = sync_seconds;
     timings->bytes = sizeof(kMagic) + 4 + 8 + header_text.size() + 8 + payload_len + 4;

@@ -13,6 +13,7 @@
 // varints, at several hundred MB/s a thread. Version 1 files (deflated delta varints) are read.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -38,6 +39,33 @@ struct SketchWriteTimings {
   std::uint64_t bytes = 0;      // the file's size
 };
 void write_sketch_file(const std::string& path, const nlohmann::json& header, std::span<const std::int64_t> counts,
+                       SketchWriteTimings* timings = nullptr);
+
+// The payload's blocks, encoded where the counts lie: each block (kSketchBlockCounts counts,
+// the array's last one shorter) is encoded on its own, so the blocks of consecutive parts of an
+// array, encoded apart (by MPI ranks) and joined in order, are the bytes the whole array gives.
+inline constexpr std::size_t kSketchBlockCounts = std::size_t{1} << 20;
+struct EncodedCountBlocks {
+  std::uint64_t counts = 0;               // counts the blocks hold
+  std::vector<std::uint8_t> planes;       // per block: its byte planes
+  std::vector<std::uint32_t> crcs;        // per block: CRC-32 of its frame
+  std::vector<std::string_view> frames;   // per block: its zstd frame, in `storage`
+  std::vector<std::shared_ptr<const std::string>> storage;
+  std::uint64_t frame_bytes() const;
+  // Joins the next part's blocks (this part must end on a block boundary).
+  void append(EncodedCountBlocks&& next);
+  // Adopts blocks received as bytes: `bytes` holds the frames of `sizes` in order; the block
+  // table is checked (sizes, planes <= 8, CRCs of the frames) naming `from` in the error.
+  static EncodedCountBlocks adopt(std::string bytes, std::uint64_t counts, std::vector<std::uint8_t> planes,
+                                  std::vector<std::uint64_t> sizes, std::vector<std::uint32_t> crcs,
+                                  const std::string& from);
+};
+// Encodes counts that start on a block boundary of their array (OpenMP threads, one block each).
+EncodedCountBlocks encode_count_blocks(std::span<const std::int64_t> counts);
+// Decodes into `counts` (blocks.counts of them); InputError naming `from` when a frame is damaged.
+void decode_count_blocks(const EncodedCountBlocks& blocks, std::span<std::int64_t> counts, const std::string& from);
+// write_sketch_file of counts already encoded (all of the array's blocks, in order).
+void write_sketch_file(const std::string& path, const nlohmann::json& header, const EncodedCountBlocks& blocks,
                        SketchWriteTimings* timings = nullptr);
 inline void write_sketch_file(const std::string& path, const SketchFileContents& contents) {
   write_sketch_file(path, contents.header, contents.counts);

@@ -89,7 +89,7 @@ nlohmann::json Release::build_record(const std::string& input) const {
 }
 
 void save_release(const std::string& path, const Release& release, const nlohmann::json& extra, SketchWriteTimings* timings) {
-  save_sketch(path, release.sketch_, release.exact_by_request_, extra, timings);
+  save_sketch(path, release.sketch_, release.exact_by_request_, extra, timings, release.encoded_.get());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -147,12 +147,15 @@ Release ExactSketch::release() && {
 }
 
 std::optional<Release> ExactSketch::release_in_shares(std::size_t first, std::size_t n, bool root,
-                                                      const std::function<void(std::span<std::int64_t>)>& gather) && {
+                                                      const ShareExchange& exchange) && {
   if (!params_ || !seed_) throw UsageError("this exact sketch was adopted without release parameters: call release(spec, noise)");
   const auto counts = sketch_.mutable_counts();
   if (first > counts.size() || n > counts.size() - first)
     throw UsageError("a share [" + std::to_string(first) + ", +" + std::to_string(n) + ") outside the " +
                      std::to_string(counts.size()) + " counts");
+  if (n > 0 && (first % kShareAlignment != 0 || (first + n != counts.size() && n % kShareAlignment != 0)))
+    throw UsageError("a share of the counts must cover whole blocks of " + std::to_string(kShareAlignment) +
+                     " counts (the file's encoding blocks), got [" + std::to_string(first) + ", +" + std::to_string(n) + ")");
   std::optional<NoisePlan> plan;
   NoiseReport noise;
   const double t0 = now_seconds();
@@ -163,9 +166,14 @@ std::optional<Release> ExactSketch::release_in_shares(std::size_t first, std::si
     noise = plan->perturb(counts.subspan(first, n), first, seed_->noise());
   }
   const double noise_seconds = now_seconds() - t0;
-  gather(counts);  // the root's counts are now every share's: all noisy, or all exact by request
+  EncodedCountBlocks all = exchange(encode_count_blocks(counts.subspan(first, n)));
   if (!root) return std::nullopt;
+  if (all.counts != counts.size())
+    throw Error("release_in_shares: the shares received hold " + std::to_string(all.counts) + " of the " +
+                std::to_string(counts.size()) + " counts");
+  decode_count_blocks(all, counts, "the shares received");  // every share's: all noisy, or all exact by request
   Release r(std::move(sketch_), report_);
+  r.encoded_ = std::make_shared<const EncodedCountBlocks>(std::move(all));
   if (plan) {
     plan->mark_private(r.sketch_, seed_->noise());
     r.noise_ = noise;

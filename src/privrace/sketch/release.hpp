@@ -15,6 +15,7 @@
 // call privatizes a new copy; the exact counts stay in memory and have no save function.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -104,6 +105,8 @@ class Release {
   NoiseReport noise_;
   double noise_seconds_ = 0.0;
   bool exact_by_request_ = false;  // released without privacy because the parameters said so
+  // The counts as encoded where their shares lay (release_in_shares): written as they are.
+  std::shared_ptr<const EncodedCountBlocks> encoded_;
   friend void save_release(const std::string&, const Release&, const nlohmann::json&, SketchWriteTimings*);
 };
 
@@ -142,12 +145,16 @@ class ExactSketch {
   // release() for counts that lie in shares (privrace sketch under mpirun, after a
   // reduce-scatter): this process holds the summed counts [first, first + n) in place in
   // partial_counts() (and the record count summed, on the root). The share is noised here, as
-  // release() noises those blocks (first a multiple of kNoiseBlockCounts; n too unless the share
-  // ends the array), then `gather` must bring every process's share into the root's counts. The
-  // root gets release()'s result (the same bytes for a seeded release); the others get nothing.
-  // Without privacy the shares are gathered exact, as the parameters asked.
-  std::optional<Release> release_in_shares(std::size_t first, std::size_t n, bool root,
-                                           const std::function<void(std::span<std::int64_t>)>& gather) &&;
+  // release() noises those blocks, and encoded here, as the file's payload encodes them (first a
+  // multiple of kShareAlignment; n too unless the share ends the array). `exchange` gets this
+  // share's encoded blocks and must return, on the root, every share's in array order (the
+  // others' return value is ignored). The root decodes them into its counts and gets release()'s
+  // result, which save_release writes from the blocks received (the same bytes for a seeded
+  // release); the others get nothing. Without privacy the shares travel exact, as asked.
+  static constexpr std::size_t kShareAlignment = kSketchBlockCounts;
+  static_assert(kShareAlignment % kNoiseBlockCounts == 0, "a share holds whole noise blocks");
+  using ShareExchange = std::function<EncodedCountBlocks(EncodedCountBlocks mine)>;
+  std::optional<Release> release_in_shares(std::size_t first, std::size_t n, bool root, const ShareExchange& exchange) &&;
 
  private:
   friend ExactSketch build_exact(const ReleaseParams&, const MasterSeed&, std::size_t, const DenseChunkReader&);

@@ -33,12 +33,14 @@ nlohmann::json sketch_header(const RaceSketch& sketch) {
 }
 
 void save_sketch(const std::string& path, const RaceSketch& sketch, bool allow_nonprivate, const nlohmann::json& extra,
-                 SketchWriteTimings* timings) {
+                 SketchWriteTimings* timings, const EncodedCountBlocks* encoded) {
   if (!sketch.is_private() && !allow_nonprivate)
     throw UsageError("refusing to write a sketch without noise: it would release exact counts (pass --no-privacy to do so deliberately)");
   nlohmann::json header = sketch_header(sketch);
   for (const auto& [key, value] : extra.items()) header[key] = value;
-  write_sketch_file(path, header, sketch.counts(), timings);
+  if (!encoded) return write_sketch_file(path, header, sketch.counts(), timings);
+  if (encoded->counts != sketch.counts().size()) throw Error("save_sketch: the encoded counts are not this sketch's");
+  write_sketch_file(path, header, *encoded, timings);
 }
 
 namespace {

@@ -13,7 +13,8 @@ namespace privrace {
 std::string sketch_kind(const LshFamily& family);
 nlohmann::json sketch_header(const RaceSketch& sketch);
 void save_sketch(const std::string& path, const RaceSketch& sketch, bool allow_nonprivate = false,
-                 const nlohmann::json& extra = nlohmann::json::object(), SketchWriteTimings* timings = nullptr);
+                 const nlohmann::json& extra = nlohmann::json::object(), SketchWriteTimings* timings = nullptr,
+                 const EncodedCountBlocks* encoded = nullptr);  // encoded: the sketch's counts, already encoded
 RaceSketch load_sketch(const std::string& path, nlohmann::json* header_out = nullptr);
 
 }  // namespace privrace
