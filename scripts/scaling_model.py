@@ -22,8 +22,11 @@ command's `total` holds beyond them):
   reduce     = [K > 1] ceil(log2 K) 8 R W c_red       (here; over a network of B bytes/s a rank:
                                                       ceil(log2 K) (8 R W / B + c_merge R W))
                from 4 ranks and 2^18 counts on, the default reduce-scatter + gather instead:
-               2 (K-1)/K 8 R W c_red here; 2 (K-1)/K 8 R W / B + (K-1)/K c_merge R W over a network
+               (K-1)/K (8 R W + F) c_red here; (K-1)/K (8 R W + F) / B + (K-1)/K c_merge R W over
+               a network (the gather moves the encoded slices, F bytes in all)
   noise      = n0 + c_noise R W / T o_tail            encode = e0 + c_enc R W / T o_tail
+               with the reduce-scatter each rank noises and encodes its slice: both / K, and
+               rank 0 decodes what it gathers: decode = c_dec R W / T o_tail
   write + fsync = w0 + c_write F (F: file bytes)      other = u1 (one process) or uK (mpirun)
   graphs: graph_read = c_gread E_file / K o_ser;  build = (c_page 8 R W + (c_node R N + c_elem E) / K) / T o_par
   split graphs (the design being built): + exchange = 8 E / K (K - 1) / K / B; reduce as for tables
@@ -195,19 +198,28 @@ C_ELEM = 0.2e-6  # seconds per stored neighbour (assumption, see --c-elem)
 
 
 SCATTER_MIN_RANKS, SCATTER_MIN_COUNTS = 4, 1 << 18  # src/cli/distributed.cpp's default rule
+# Rank 0's decode of the gathered encoded slices, a count at one thread: 0.63 s for 2 x 10^8
+# counts (Slashdot, R = 2000, W = 100k, 2 ranks, the 2-core VM; docs/distributed.md).
+C_DECODE = 3.2e-9
 
 
-def reduce_seconds(c, K, R, W, net_bps=None):
+def scatter_applies(K, R, W):
+    return K >= SCATTER_MIN_RANKS and R * W >= SCATTER_MIN_COUNTS
+
+
+def reduce_seconds(c, K, R, W, net_bps=None, file_bytes=None):
     """The sum of the ranks' counts at rank 0. The tree reduce moves and adds the whole array
     ceil(log2 K) times; the reduce-scatter (recursive halving) moves (K-1)/K of it and adds (K-1)/K
-    of it on every rank at once, and the gather moves (K-1)/K of it to rank 0. Here: the fitted
-    c_red a byte and pass; over a network: the bytes at B plus the adds at c_merge."""
+    of it on every rank at once, and the gather moves (K-1)/K of the encoded slices (F bytes in
+    all; 8 R W if F is not given) to rank 0. Here: the fitted c_red a byte and pass; over a
+    network: the bytes at B plus the adds at c_merge."""
     if K <= 1:
         return 0.0
     array = 8 * R * W
-    if K >= SCATTER_MIN_RANKS and R * W >= SCATTER_MIN_COUNTS:
+    if scatter_applies(K, R, W):
         share = (K - 1) / K
-        return 2 * share * array / net_bps + share * c["c_merge"] * R * W if net_bps else 2 * share * array * c["c_red"]
+        moved = share * (array + (file_bytes if file_bytes is not None else array))
+        return moved / net_bps + share * c["c_merge"] * R * W if net_bps else moved * c["c_red"]
     steps = math.ceil(math.log2(K))
     return steps * (array / net_bps + c["c_merge"] * R * W if net_bps else array * c["c_red"])
 
@@ -221,13 +233,23 @@ def predict_table(c, p, net_bps=None):
         "allocate": c["c_page"] * 8 * R * W * op if T > 1 else 0.0,
         "fill": (c["f0"] + c["f1"] * p["d"]) * p["N"] * R / (K * T) * op,
         "merge": c["c_merge"] * R * W if T > 1 else 0.0,
-        "reduce": reduce_seconds(c, K, R, W, net_bps),
-        "noise": c["n0"] + c["c_noise"] * R * W / T * ot,
-        "encode": c["e0"] + c["c_enc"] * R * W / T * ot,
+        "reduce": reduce_seconds(c, K, R, W, net_bps, p["F"]),
         "write_fsync": c["w0"] + c["c_write"] * p["F"],
         "other": c["uK"] if K > 1 else c["u1"],
     }
+    out.update(tail_seconds(c, K, T, R, W, ot))
     out["total"] = sum(out.values())
+    return out
+
+
+def tail_seconds(c, K, T, R, W, ot):
+    """Noise and encoding: at rank 0, or, with the reduce-scatter, each rank its slice (1/K of
+    the counts, in parallel) and rank 0 decodes the gathered slices."""
+    k = K if scatter_applies(K, R, W) else 1
+    out = {"noise": c["n0"] + c["c_noise"] * R * W / (T * k) * ot,
+           "encode": c["e0"] + c["c_enc"] * R * W / (T * k) * ot}
+    if k > 1:
+        out["decode"] = C_DECODE * R * W / T * ot
     return out
 
 
@@ -243,9 +265,10 @@ def predict_graph(c, p, net_bps=None, split=False):
     # one R x W array a rank, its pages populated by the T threads together
     out["build"] = c["c_page"] * 8 * R * W / T * op + (c["c_node"] * R * p["N"] + C_ELEM * p["E"]) / (K * T) * op
     if split and K > 1:
-        out["reduce"] = reduce_seconds(c, K, R, W, net_bps)
-    out["noise"] = c["n0"] + c["c_noise"] * R * W / T * ot
-    out["encode"] = c["e0"] + c["c_enc"] * R * W / T * ot
+        out["reduce"] = reduce_seconds(c, K, R, W, net_bps, p["F"])
+        out.update(tail_seconds(c, K, T, R, W, ot))
+    else:
+        out.update(tail_seconds(c, 1, T, R, W, ot))
     out["write_fsync"] = c["w0"] + c["c_write"] * p["F"]
     out["other"] = c["u1"]
     out["total"] = sum(out.values())
@@ -354,7 +377,7 @@ def main():
             if a.markdown:
                 gr = g["p"]["E"] > 0
                 cell = lambda k: f"{g['m'].get(k, 0):.3f} / {pr.get(k, 0):.3f}"
-                tail = lambda d: sum(d.get(k, 0) for k in ("noise", "encode", "write_fsync"))
+                tail = lambda d: sum(d.get(k, 0) for k in ("noise", "encode", "decode", "write_fsync"))
                 print(f"| {g['key'][0]} | {g['key'][1]} x {g['key'][2]} | {g['n']} | {g['m']['total']:.3f} | {pr['total']:.3f} "
                       f"| {e:+.0%} | {cell('graph_read' if gr else 'read')} | {cell('build' if gr else 'fill')} "
                       f"| {cell('reduce') if not gr else '-'} | {tail(g['m']):.3f} / {tail(pr):.3f} |")
@@ -440,7 +463,7 @@ def plot(path, c, lg, dg, preds):
                              ("table", "10^9 x 10 table, R=W=1000", "C1")):
         tot = [preds[kind][k]["total"] for k in Ks]
         ax[1].plot(Ks, tot, "o-", color=col, label=label)
-        tail = [sum(preds[kind][k][s] for s in ("noise", "encode", "write_fsync", "reduce") if s in preds[kind][k])
+        tail = [sum(preds[kind][k][s] for s in ("noise", "encode", "decode", "write_fsync", "reduce") if s in preds[kind][k])
                 for k in Ks]
         ax[1].plot(Ks, tail, "x--", color=col, lw=0.8, label="  of which reduce + rank 0's tail")
     ax[1].set(xscale="log", yscale="log", xlabel="ranks (16 threads each, one a node)", ylabel="predicted seconds",
