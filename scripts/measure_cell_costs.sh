@@ -46,7 +46,7 @@ mkdir -p "$(dirname "$TABLE")"
 # Merges the sampled records in directory $1 into the table (written atomically).
 merge_into_table() {
 python3 - "$1" "$TABLE" "$SAMPLE" "$2" "${LABELS[@]}" <<'PY'
-import glob, json, os, platform, subprocess, sys, datetime
+import glob, json, os, platform, statistics, subprocess, sys, datetime
 scratch, table_path, sample, basis = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 only_labels = set(sys.argv[5:])  # --method: replace these labels' cells only
 table = {"configs": {}}
@@ -61,7 +61,7 @@ except (OSError, StopIteration):
     pass
 table["machine"] = f"{os.cpu_count()}-core {platform.machine()} ({model})"
 table["how"] = ("scripts/measure_cell_costs.sh: per config, repetition 0 and at most "
-                f"{sample} grid points per method and {sample} epsilons; first_seconds = mean wall time of "
+                f"{sample} grid points per method and {sample} epsilons; first_seconds = median wall time of "
                 "a group's first cell (it carries the work the group's epsilons share), seconds = of the "
                 "later cells (of any cell where first_seconds is absent); shared_seconds = work the "
                 "repetitions of a parameter point reuse (records' shared_work_seconds), priced once "
@@ -69,14 +69,16 @@ table["how"] = ("scripts/measure_cell_costs.sh: per config, repetition 0 and at 
 def cell_entry(label, params, first, later, shared):
     """A group's first cell carries the work its cells share: priced apart from the later ones;
     work shared by the repetitions (made once per parameter point) apart again."""
-    mean = lambda v: round(sum(v) / len(v), 4)
+    # The median, not the mean: a cell that ran while its job was stopped (kill -STOP, to free
+    # the machine for a measurement) carries the pause in its wall time.
+    median = lambda v: round(statistics.median(v), 4)
     e = {"label": label, "params": json.loads(params)}
     if first and later:
-        e["first_seconds"], e["seconds"] = mean(first), mean(later)
+        e["first_seconds"], e["seconds"] = median(first), median(later)
     else:
-        e["seconds"] = mean(first or later)
+        e["seconds"] = median(first or later)
     if shared:
-        e["shared_seconds"] = mean(shared)
+        e["shared_seconds"] = median(shared)
     return e
 for path in sorted(glob.glob(os.path.join(scratch, "*.jsonl"))):
     stem = os.path.basename(path)[:-len(".jsonl")]
