@@ -8,9 +8,12 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <vector>
 
+#include "privrace/ldp/erm.hpp"
 #include "privrace/ldp/mean_mechanisms.hpp"
 #include "privrace/ldp/protocols.hpp"
+#include "privrace/privacy/mechanisms.hpp"
 
 using namespace privrace;
 using namespace privrace::ldp;
@@ -109,5 +112,42 @@ BENCHMARK_TEMPLATE(BM_BulkVector16, PiecewiseMechanism)->Arg(2)->UseRealTime()->
 BENCHMARK_TEMPLATE(BM_BulkVector16, HybridMechanism)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_BulkPrivUnit)->Args({3, 2})->Args({100, 2})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PrivUnitParameters)->Arg(3)->Arg(1000)->Unit(benchmark::kMillisecond);
+
+// Standard normals, 1000 a call (one DJW l2 report in d = 1000, ldp_highdim's full LDP-SGD):
+// Box-Muller one at a time (sample_normal) against the bulk ziggurat (fill_normal), and the
+// whole DJW l2 privatizer. items_per_second = normals (reports) per second, one thread.
+void BM_NormalBoxMuller(benchmark::State& state) {
+  SeededRandom rng(1);
+  std::vector<double> z(1000);
+  for (auto _ : state) {
+    for (auto& v : z) v = sample_normal(rng);
+    benchmark::DoNotOptimize(z.data());
+  }
+  state.SetItemsProcessed(state.iterations() * 1000);
+}
+void BM_NormalZiggurat(benchmark::State& state) {
+  SeededRandom rng(1);
+  std::vector<double> z(1000);
+  for (auto _ : state) {
+    fill_normal(rng, z.data(), z.size());
+    benchmark::DoNotOptimize(z.data());
+  }
+  state.SetItemsProcessed(state.iterations() * 1000);
+}
+void BM_DjwL2Report1000(benchmark::State& state) {
+  SeededRandom rng(1);
+  std::vector<double> g(1000, 0.0), z(1000);
+  g[3] = 0.5;
+  g[700] = -0.25;
+  for (auto _ : state) {
+    djw_l2_privatize(g.data(), g.size(), 1.0, 1.0, rng, z.data());
+    benchmark::DoNotOptimize(z.data());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+BENCHMARK(BM_NormalBoxMuller);
+BENCHMARK(BM_NormalZiggurat);
+BENCHMARK(BM_DjwL2Report1000);
 
 BENCHMARK_MAIN();

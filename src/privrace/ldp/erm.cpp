@@ -450,8 +450,8 @@ void djw_l2_privatize(const double* g, std::size_t d, double L, double eps, Rand
   // the output density takes two values whose ratio is e^eps, so the report is eps-LDP.
   // E[U | hemisphere] = dir E|U_1| = dir Gamma(d/2) / (sqrt(pi) Gamma((d+1)/2)), hence the scale B.
   double un = 0, side = 0;
+  fill_normal(rng, out, d);  // an isotropic direction: any exact normal sampler
   for (std::size_t j = 0; j < d; ++j) {
-    out[j] = sample_normal(rng);
     un += out[j] * out[j];
     side += out[j] * dir[j] * sign;
   }

@@ -1,6 +1,7 @@
 #include "privrace/privacy/mechanisms.hpp"
 
 #include <array>
+#include <boost/random/normal_distribution.hpp>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -130,6 +131,23 @@ double sample_laplace(RandomSource& rng, double scale) {
 double sample_normal(RandomSource& rng) {
   const double u1 = rng.open_unit(), u2 = rng.unit();
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+namespace {
+// The source as a UniformRandomBitGenerator of 64-bit words, for Boost.Random's distributions.
+struct WordEngine {
+  using result_type = std::uint64_t;
+  RandomSource& rng;
+  static constexpr result_type min() { return 0; }
+  static constexpr result_type max() { return std::numeric_limits<result_type>::max(); }
+  result_type operator()() { return rng.next(); }
+};
+}  // namespace
+
+void fill_normal(RandomSource& rng, double* out, std::size_t n) {
+  WordEngine words{rng};
+  boost::random::normal_distribution<double> normal;
+  for (std::size_t i = 0; i < n; ++i) out[i] = normal(words);
 }
 
 namespace {
