@@ -9,6 +9,7 @@
 
 #include "privrace/audit/auditor.hpp"
 #include "privrace/audit/paths.hpp"
+#include "privrace/ldp/erm.hpp"
 #include "privrace/ldp/mean_mechanisms.hpp"
 
 namespace privrace::audit {
@@ -76,7 +77,7 @@ AuditPath broken_privunit_split() {
 }
 
 TEST(AuditLdpMean, RealPathsPassCloseToTheClaim) {
-  for (const char* name : {"ldp_piecewise", "ldp_hybrid", "ldp_privunit"}) {
+  for (const char* name : {"ldp_piecewise", "ldp_hybrid", "ldp_privunit", "ldp_djw_l2"}) {
     const auto r = run_audit(make_path(name), options(100000));
     std::cout << r.summary() << std::endl;
     EXPECT_TRUE(r.pass()) << r.summary();
@@ -93,6 +94,31 @@ TEST(AuditLdpMean, PiecewiseWithTheWrongExponentFails) {
 
 TEST(AuditLdpMean, HybridAtTwiceEpsilonFails) {
   const auto r = run_audit(broken_hybrid_double(), options(20000));
+  std::cout << r.summary() << std::endl;
+  EXPECT_FALSE(r.epsilon_ok);
+}
+
+// DJW's l2 randomiser run at twice the epsilon it claims (hemisphere odds e^{2 eps}).
+AuditPath broken_djw_double() {
+  AuditPath p;
+  p.name = "broken: DJW l2 at 2 eps";
+  p.claim = {1.0, 0.0, false};
+  p.exact = {1.0};
+  p.exact_neighbour = {-1.0};
+  const double B = ldp::djw_l2_scale(3, 1.0, 2.0);
+  p.release = [B](bool neighbour, const NoiseSource& noise, Observation& out) {
+    auto rng = rng_for(noise);
+    const double g[3] = {neighbour ? -1.0 : 1.0, 0.0, 0.0};
+    double z[3];
+    ldp::djw_l2_privatize(g, 3, 1.0, 2.0, *rng, z);
+    out.values = {z[0]};
+    out.recorded_variance = {B * B / 3.0 - 1.0};
+  };
+  return p;
+}
+
+TEST(AuditLdpMean, DjwAtTwiceEpsilonFails) {
+  const auto r = run_audit(broken_djw_double(), options(20000));
   std::cout << r.summary() << std::endl;
   EXPECT_FALSE(r.epsilon_ok);
 }

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "privrace/core/error.hpp"
+#include "privrace/ldp/erm.hpp"
 #include "privrace/ldp/mean_mechanisms.hpp"
 #include "privrace/ldp/randomizers.hpp"
 #include "privrace/lsh/gaussian.hpp"
@@ -350,6 +351,24 @@ AuditPath ldp_mean_path(const std::string& name, const PathOptions& o) {
   AuditPath p;
   p.name = name;
   p.claim = {o.epsilon, 0.0, false};
+  if (name == "ldp_djw_l2") {
+    // Duchi-Jordan-Wainwright's l2 gradient randomiser (LDP-SGD's baseline): g = L e_1 (D) and
+    // -L e_1 (D'), d = 3, L = 1. |Z| = B always and E[Z] = g, so Var <Z, e_1> = B^2 / 3 - L^2.
+    constexpr std::size_t d = 3;
+    const double eps = o.epsilon, B = ldp::djw_l2_scale(d, 1.0, eps);
+    p.description = "LDP DJW l2 randomiser (d = 3, L = 1), observed <Z, e_1>";
+    p.exact = {1.0};
+    p.exact_neighbour = {-1.0};
+    p.release = [eps, B](bool neighbour, const NoiseSource& source, Observation& out) {
+      auto rng = noise_rng(source);
+      const double g[d] = {neighbour ? -1.0 : 1.0, 0.0, 0.0};
+      double z[d];
+      ldp::djw_l2_privatize(g, d, 1.0, eps, *rng, z);
+      out.values = {z[0]};
+      out.recorded_variance = {B * B / 3.0 - 1.0};
+    };
+    return p;
+  }
   if (name == "ldp_privunit") {
     const auto pu = std::make_shared<const ldp::PrivUnit>(3, o.epsilon);
     p.description = "LDP PrivUnit (d = 3, Asi-Feldman-Talwar split), observed <Z, e_1>";
@@ -412,7 +431,8 @@ std::vector<std::string> path_names() {
           "ldp_laplace",
           "ldp_piecewise",
           "ldp_hybrid",
-          "ldp_privunit"};
+          "ldp_privunit",
+          "ldp_djw_l2"};
 }
 
 AuditPath make_path(const std::string& name, const PathOptions& o) {
@@ -444,7 +464,8 @@ AuditPath make_path(const std::string& name, const PathOptions& o) {
   if (name == "m2m_rff") return feature_path("rff", o);
   if (name == "m2m_hist") return feature_path("hist", o);
   if (name == "ldp_bit" || name == "ldp_laplace") return ldp_path(name, o);
-  if (name == "ldp_piecewise" || name == "ldp_hybrid" || name == "ldp_privunit") return ldp_mean_path(name, o);
+  if (name == "ldp_piecewise" || name == "ldp_hybrid" || name == "ldp_privunit" || name == "ldp_djw_l2")
+    return ldp_mean_path(name, o);
   if (name.rfind("mechanism_", 0) == 0) {
     const auto names = path_names();
     if (std::find(names.begin(), names.end(), name) != names.end()) return mechanism_path(name, o);
