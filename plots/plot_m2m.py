@@ -4,7 +4,7 @@
 Figure 3 (m2m_fig3.png): 5 tasks (mean MRE, 2nd-moment MRE, CDF EMD, covariance Frobenius,
 counting-query MAE) x 2 data sets (Random10, the LifeSci stand-in), error against epsilon,
 log-log; mean over the repetitions. The same maps without noise (eps = inf) are dotted
-horizontal lines in the map's colour. Figure 4 (m2m_fig4.png): AUC of the logistic regression
+horizontal lines in the map's colour. Figure 4 (m2m_logistic.png, the config's figure name): AUC of the logistic regression
 against epsilon (implicit M2M from each sketch, DP-ERM best Lambda per epsilon, synthetic-data
 methods when present) with the non-private model as a reference line. Table 1 (m2m_table1.txt
 beside the results, and printed): MRE of the mean at eps = inf and eps = 1 for RFF and HIST
@@ -192,7 +192,7 @@ def main():
         ax.set_ylabel("AUC (held-out 10%)")
         ax.set_title("Occupancy: logistic regression" + common.title_suffix(records))
         ax.legend(fontsize=7)
-        print("wrote", *common.save(fig, args.out, "m2m_fig4"))
+        print("wrote", *common.save(fig, args.out, "m2m_logistic"))
 
 
 if __name__ == "__main__":

@@ -144,8 +144,17 @@ if os.path.exists(readme):
                     earlier[png] = row.rstrip("\n")
 rows = {}
 published = 0
+# Every config's figure name: "m2m_*.png" must not take m2m_logistic.png, another config's figure.
+all_stems = set()
+for cfg_path in glob.glob(os.path.join("configs", "*.json")):
+    try:
+        with open(cfg_path) as f:
+            all_stems.add(json.load(f).get("figure", os.path.basename(cfg_path)[:-5]))
+    except (OSError, ValueError):
+        pass
 for stem in sorted(figures):
     pngs = sorted(glob.glob(os.path.join("plots", stem + ".png")) + glob.glob(os.path.join("plots", stem + "_*.png")))
+    pngs = [p for p in pngs if os.path.basename(p)[:-4] == stem or os.path.basename(p)[:-4] not in all_stems]
     for png in pngs:
         size, dims = shrink_copy(png, os.path.join(out_dir, os.path.basename(png)))
         cfgs = ", ".join(f"`{n}` ({k})" for n, k, _ in figures[stem])
