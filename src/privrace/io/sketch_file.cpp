@@ -258,31 +258,12 @@ void decode_counts_v2(const std::string& path, std::string_view payload, std::sp
     offset[b + 1] = offset[b] + len;
   }
   if (offset[blocks] != payload.size() - pos) throw InputError(bad + "block lengths do not add up to the payload");
-  std::string error;
-#pragma omp parallel
-  {
-    std::string buffer;
-    ZstdContexts zstd;
-#pragma omp for schedule(dynamic)
-    for (std::size_t b = 0; b < blocks; ++b) {
-      const std::size_t first = b * kBlockCounts, n = std::min<std::size_t>(kBlockCounts, total - first);
-      buffer.resize(n * planes[b]);
-      const std::size_t got = ZSTD_decompressDCtx(zstd.decompressor(), buffer.data(), buffer.size(),
-                                                  payload.data() + pos + offset[b], offset[b + 1] - offset[b]);
-      if (ZSTD_isError(got) || got != buffer.size()) {
-#pragma omp critical
-        error = "block " + std::to_string(b) + (ZSTD_isError(got) ? std::string(" (zstd: ") + ZSTD_getErrorName(got) + ")" : " has the wrong length");
-        continue;
-      }
-      const auto* bytes = reinterpret_cast<const unsigned char*>(buffer.data());
-      for (std::size_t i = 0; i < n; ++i) {
-        std::uint64_t z = 0;
-        for (unsigned p = 0; p < planes[b]; ++p) z |= static_cast<std::uint64_t>(bytes[p * n + i]) << (8 * p);
-        counts[first + i] = unzigzag(z);
-      }
-    }
-  }
-  if (!error.empty()) throw InputError(bad + error);
+  // The blocks as the shares' encoder gives them (the file's CRC covers them: none per block).
+  EncodedCountBlocks view;
+  view.counts = total;
+  view.planes = std::move(planes);
+  for (std::size_t b = 0; b < blocks; ++b) view.frames.emplace_back(payload.data() + pos + offset[b], offset[b + 1] - offset[b]);
+  decode_count_blocks(view, counts, path);
 }
 
 // Removes the temporaries of a target ("." + name + ".tmp" + mkstemp's 6 characters) left by
