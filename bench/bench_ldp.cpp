@@ -85,6 +85,40 @@ VectorEstimate laplace_average(std::uint64_t n, std::size_t d, double eps, std::
   return est;
 }
 
+// The path before the summed noise: every player's report formed from her counter-based
+// words (lattice_laplace with the noise), the reports summed.
+template <class Fill>
+VectorEstimate per_player_noise_average(std::uint64_t n, std::size_t d, double eps, std::uint64_t seed, Fill&& fill,
+                                        int threads) {
+  const LaplaceRandomizer rnd(eps, d);
+  const double L = static_cast<double>(rnd.levels()), scale = rnd.noise_scale();
+  std::vector<std::int64_t> total(d, 0);
+  constexpr std::uint64_t kBlock = 1024;
+  const std::int64_t blocks = static_cast<std::int64_t>((n + kBlock - 1) / kBlock);
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<std::int64_t> sum(d, 0);
+    std::vector<double> u(d), report(d);
+#pragma omp for schedule(dynamic, 4)
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::uint64_t end = std::min<std::uint64_t>(n, (static_cast<std::uint64_t>(b) + 1) * kBlock);
+      for (std::uint64_t i = static_cast<std::uint64_t>(b) * kBlock; i < end; ++i) {
+        fill(i, std::span<double>(u));
+        for (std::size_t j = 0; j < d; ++j) u[j] = std::clamp(u[j], 0.0, 1.0) * L;
+        lattice_laplace(u.data(), d, scale, PlayerStream(seed, i), 0, report.data());
+        for (std::size_t j = 0; j < d; ++j) sum[j] += static_cast<std::int64_t>(report[j]);
+      }
+    }
+#pragma omp critical(privrace_ldp_merge_per_player)
+    for (std::size_t j = 0; j < d; ++j) total[j] += sum[j];
+  }
+  VectorEstimate est;
+  est.players = n;
+  est.mean.resize(d);
+  for (std::size_t j = 0; j < d; ++j) est.mean[j] = rnd.decode(static_cast<double>(total[j]), static_cast<double>(n));
+  return est;
+}
+
 // Largest |eigenvalue| of a symmetric operator by power iteration (a few % high for safety).
 double former_operator_norm(const std::function<Eigen::VectorXd(const Eigen::VectorXd&)>& apply, Eigen::Index d) {
   Eigen::VectorXd v = Eigen::VectorXd::Ones(d) / std::sqrt(static_cast<double>(d));
@@ -350,28 +384,31 @@ static void BM_SmoothQueries(benchmark::State& state) {
 BENCHMARK(BM_SmoothQueries)->Arg(0)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Algorithm 2's collection alone (p = 1, k = 32: 33 reports a player), 10^6 players, both
-// threads. Arg 0: the former path (seeded generator per player, exact table sampler), Arg 1:
-// counter-based words and lattice_laplace.
+// threads, the players' losses as ldp_bernstein computes them (grid_losses). Arg 0: the former
+// path (seeded generator per player, exact table sampler); 1: counter-based words, every
+// player's report formed with its noise (lattice_laplace); 2: the library's (rounding per
+// player, the noise summed per coordinate at once).
 static void BM_Alg2_Collection_1e6(benchmark::State& state) {
-  const bool fast = state.range(0) != 0;
+  const int path = static_cast<int>(state.range(0));
   const int p = 1, k = 32;
   const std::size_t n = 1000000;
   const Players& pl = players(n, p);
   const ErmProblem pr = problem(p);
-  const auto th = grid_thetas(pr, k);
-  const double inv_b = 1 / pr.loss_bound();
   auto fill = [&](std::uint64_t i, std::span<double> u) {
-    for (std::size_t j = 0; j < u.size(); ++j) u[j] = pr.loss(th.data() + j, pl.row(i), pl.y[i]) * inv_b;
+    thread_local std::vector<double> scratch(k + 1);
+    grid_losses(pr, k, pl.row(i), pl.y[i], u.data(), scratch.data());
   };
+  const std::size_t d = grid_points(k, p);
   std::uint64_t seed = 0;
   for (auto _ : state) {
-    const VectorEstimate e = fast ? laplace_average(n, th.size(), 1.0, ++seed, fill, 2)
-                                  : former::laplace_average(n, th.size(), 1.0, ++seed, fill, 2);
+    const VectorEstimate e = path == 2   ? laplace_average(n, d, 1.0, ++seed, fill, 2)
+                             : path == 1 ? former::per_player_noise_average(n, d, 1.0, ++seed, fill, 2)
+                                         : former::laplace_average(n, d, 1.0, ++seed, fill, 2);
     benchmark::DoNotOptimize(e.mean.data());
   }
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n * th.size()));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n * d));
 }
-BENCHMARK(BM_Alg2_Collection_1e6)->Arg(0)->Arg(1)->Iterations(1)->Repetitions(3)->Unit(benchmark::kSecond)->UseRealTime();
+BENCHMARK(BM_Alg2_Collection_1e6)->DenseRange(0, 2)->Iterations(1)->Repetitions(3)->Unit(benchmark::kSecond)->UseRealTime();
 
 // An Algorithm 3 cell as ldp_erm_logistic runs it at n = 10^7 (p = 1, eps = 1, k by Theorem 3,
 // players' bits + server + the risk of the result), both threads. The one-bit protocol was

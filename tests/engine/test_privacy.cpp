@@ -73,6 +73,47 @@ TEST(DiscreteLaplace, HugeScaleKeepsVarianceAndSymmetry) {
   EXPECT_NEAR(positive / static_cast<double>(n), 0.5, 0.01);
 }
 
+TEST(DiscreteLaplace, SumOfDrawsFollowsTheConvolutionOfItsPmf) {
+  // sample_sum(n) against the exact pmf of n independent draws (the n-fold convolution of pmf,
+  // truncated where its mass is below 1e-15), chi-square; and the moments at many players.
+  for (const auto& [scale, n] : {std::pair{0.7, 1ULL}, {1.5, 3ULL}, {4.0, 7ULL}}) {
+    const DiscreteLaplace noise(scale);
+    const long long M = 400;
+    std::vector<double> one(2 * M + 1), conv = {1.0};  // conv: pmf of the sum on [-c, c]
+    for (long long y = -M; y <= M; ++y) one[static_cast<std::size_t>(y + M)] = noise.pmf(y);
+    for (std::uint64_t k = 0; k < n; ++k) {
+      std::vector<double> next(conv.size() + one.size() - 1, 0.0);
+      for (std::size_t a = 0; a < conv.size(); ++a)
+        for (std::size_t b = 0; b < one.size(); ++b) next[a + b] += conv[a] * one[b];
+      conv = std::move(next);
+    }
+    const long long c = static_cast<long long>(conv.size() / 2);
+    SeededRandom rng(17 + n);
+    const long long draws = 200000;
+    std::map<long long, long long> hist;
+    for (long long i = 0; i < draws; ++i) ++hist[noise.sample_sum(n, rng)];
+    const auto [stat, df] = privrace::testing::chi_square(
+        hist, [&](long long y) { return conv[static_cast<std::size_t>(y + c)]; }, -200, 200, draws);
+    EXPECT_GT(df, 10) << "scale " << scale;
+    EXPECT_LT(stat, privrace::testing::chi_square_critical(df)) << "scale " << scale << " n " << n << " df " << df;
+  }
+  // 10^7 players at the largest LDP-ERM scale: mean 0 and variance n Var(one draw).
+  const DiscreteLaplace big(65536.0 * 113 / 0.5);
+  const std::uint64_t players = 10000000;
+  SeededRandom rng(3);
+  const int draws = 20000;
+  double sum = 0, sum2 = 0;
+  for (int i = 0; i < draws; ++i) {
+    const auto y = static_cast<double>(big.sample_sum(players, rng));
+    sum += y;
+    sum2 += y * y;
+  }
+  const double var = big.variance() * static_cast<double>(players);
+  EXPECT_NEAR(sum / draws / std::sqrt(var), 0.0, 5.0 / std::sqrt(draws));
+  EXPECT_NEAR(sum2 / draws / var, 1.0, 5.0 * std::sqrt(2.0 / draws));
+  EXPECT_EQ(big.sample_sum(0, rng), 0);
+}
+
 TEST(DiscreteLaplace, RejectsBadScales) {
   EXPECT_THROW(DiscreteLaplace(0.0), UsageError);
   EXPECT_THROW(DiscreteLaplace(-1.0), UsageError);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <numeric>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -1018,6 +1019,53 @@ TEST(LdpSimulation, Algorithm2ReportsMatchTheFormerSimulation) {
   const double df = static_cast<double>(cells.size()) - 1;
   EXPECT_GT(df, 50);
   EXPECT_LT(stat, privrace::testing::chi_square_critical(df)) << "df " << df;
+}
+
+TEST(LdpSimulation, SummedReportsMatchThePlayersReportsSummed) {
+  // laplace_average forms no report: it draws the rounded values per player and the n noises'
+  // sum at once. Its total against the sum of n players' LaplaceRandomizer reports (a seeded
+  // generator each, the exact table sampler), two-sample Kolmogorov-Smirnov per coordinate.
+  const std::uint64_t n = 3;
+  const std::size_t d = 2;
+  const double eps = 2.0, u[2][3] = {{0.3, 0.71, 0.05}, {0.999, 0.5, 0.25}};
+  const LaplaceRandomizer r(eps, d);
+  const double L = static_cast<double>(r.levels());
+  const int runs = 20000;
+  std::vector<double> fast[2], reference[2];
+  for (int k = 0; k < runs; ++k) {
+    const VectorEstimate e = laplace_average(
+        n, d, eps, 1000 + static_cast<std::uint64_t>(k),
+        [&](std::uint64_t i, std::span<double> v) {
+          for (std::size_t j = 0; j < d; ++j) v[j] = u[j][i];
+        },
+        1);
+    std::int64_t sum[2] = {0, 0};
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const double v[2] = {u[0][i], u[1][i]};
+      const auto rep = former_reports(r, v, 5000 + static_cast<std::uint64_t>(k), i);
+      for (std::size_t j = 0; j < d; ++j) sum[j] += rep[j];
+    }
+    for (std::size_t j = 0; j < d; ++j) {
+      fast[j].push_back(std::round(e.mean[j] * static_cast<double>(n) * L));
+      reference[j].push_back(static_cast<double>(sum[j]));
+    }
+  }
+  for (std::size_t j = 0; j < d; ++j) {
+    std::sort(fast[j].begin(), fast[j].end());
+    std::sort(reference[j].begin(), reference[j].end());
+    double D = 0;
+    for (std::size_t a = 0, b = 0; a < fast[j].size() && b < reference[j].size();) {
+      const double x = std::min(fast[j][a], reference[j][b]);
+      while (a < fast[j].size() && fast[j][a] <= x) ++a;
+      while (b < reference[j].size() && reference[j][b] <= x) ++b;
+      D = std::max(D, std::abs(static_cast<double>(a) - static_cast<double>(b)) / runs);
+    }
+    EXPECT_LT(D, 2.23 * std::sqrt(2.0 / runs)) << "coordinate " << j;  // alpha = 1e-4
+    // and the means agree with the players' total (the rounding is unbiased, the noise centred)
+    const double exact = (u[j][0] + u[j][1] + u[j][2]) * L;
+    const double m = std::accumulate(fast[j].begin(), fast[j].end(), 0.0) / runs;
+    EXPECT_NEAR(m, exact, 5 * std::sqrt(n * r.report_variance() / runs) * L);
+  }
 }
 
 TEST(LdpSimulation, SeededRunsAreReproducibleAndSeedsMatter) {

@@ -366,8 +366,7 @@ void grid_losses(const ErmProblem& pr, int k, const double* x, double y, double*
     }
     filled *= m;
   }
-#pragma omp simd
-  for (std::size_t j = 0; j < points; ++j) out[j] = log_normal_positive(1.0 + e[j]) * inv_b;
+  scaled_log1p_nonnegative(e, points, inv_b, out);  // in place (e is out)
 }
 
 ErmResult ldp_bernstein(const ErmProblem& pr, const Players& pl, double eps, const BernsteinOptions& o,

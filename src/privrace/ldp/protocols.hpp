@@ -5,9 +5,9 @@
 // Reproducible, parallel and thread-invariant: player i's randomness is her own counter-based
 // words (PlayerStream(seed, i), or derive_seed(seed, i) for the one-bit protocols, no
 // generator set up per player); players are processed in fixed blocks by OpenMP threads, each
-// thread sums integer reports (lattice values + discrete Laplace noise, or bits) into its own
-// counters, and the counters are merged by integer addition. The server's estimate is thus
-// bit-identical for any thread count and schedule.
+// thread sums integers (rounded lattice values, or bits) into its own counters, and the
+// counters are merged by integer addition. The server's estimate is thus bit-identical for any
+// thread count and schedule.
 #include <omp.h>
 
 #include <algorithm>
@@ -28,6 +28,10 @@ struct VectorEstimate {
   std::uint64_t players = 0;
 };
 
+// The stream of laplace_average's summed noise: derive_seed(seed, this) is no player's key
+// (players use derive_seed(seed, i) with i < n <= 2^63).
+inline constexpr std::uint64_t kSummedNoiseStream = std::uint64_t{1} << 63 | 0x5a11ULL;
+
 // Public coins of the Bassily-Smith transform: the coordinate player i is asked about.
 inline std::size_t public_coordinate(std::uint64_t public_seed, std::uint64_t player, std::size_t d) {
   const std::uint64_t w = derive_seed(public_seed, player);
@@ -36,15 +40,20 @@ inline std::size_t public_coordinate(std::uint64_t public_seed, std::uint64_t pl
 
 // Algorithm 1 (d = 1) and Algorithm 2's collection (d = (k+1)^p): every player sends all d
 // values through LaplaceRandomizer with eps / d each. fill(i, span<double> u) writes player
-// i's d values in [0, 1]. Simulated with player i's counter-based words (lattice_laplace:
-// the LaplaceRandomizer report's distribution without a per-player generator); each thread
-// sums the integer reports of its fixed blocks, and integer sums do not depend on the order.
+// i's d values in [0, 1]. The server only ever uses the sum of the reports, so the simulation
+// draws what that sum is made of, each part with its exact law: every player's value rounded
+// stochastically to the lattice (player i's counter-based words, lattice_laplace without
+// noise), and, per coordinate, the sum of the n players' discrete Laplace noises at once
+// (LaplaceRandomizer::noise_sum: a difference of two negative binomials) from a stream keyed by
+// the seed alone. The sum has the distribution of the n reports' sum; no report is formed
+// (docs/ldp-bernstein.md, "Simulation speed"). Each thread sums the integer rounded values of
+// its fixed blocks, and integer sums do not depend on the order: thread-invariant.
 template <class Fill>
 VectorEstimate laplace_average(std::uint64_t n, std::size_t d, double eps, std::uint64_t seed, Fill&& fill,
                                int threads = 0) {
   const LaplaceRandomizer rnd(eps, d);
   if (threads <= 0) threads = omp_get_max_threads();
-  const double L = static_cast<double>(rnd.levels()), scale = rnd.noise_scale();
+  const double L = static_cast<double>(rnd.levels());
   std::vector<std::vector<std::int64_t>> partial(static_cast<std::size_t>(threads));
   constexpr std::uint64_t kBlock = 1024;
   const std::int64_t blocks = static_cast<std::int64_t>((n + kBlock - 1) / kBlock);
@@ -52,21 +61,27 @@ VectorEstimate laplace_average(std::uint64_t n, std::size_t d, double eps, std::
   {
     std::vector<std::int64_t>& sum = partial[static_cast<std::size_t>(omp_get_thread_num())];
     sum.assign(d, 0);
-    std::vector<double> u(d), report(d);
+    std::vector<double> u(d), rounded(d), block_sum(d);
 #pragma omp for schedule(dynamic, 4)
     for (std::int64_t b = 0; b < blocks; ++b) {
       const std::uint64_t end = std::min<std::uint64_t>(n, (static_cast<std::uint64_t>(b) + 1) * kBlock);
+      std::fill(block_sum.begin(), block_sum.end(), 0.0);
       for (std::uint64_t i = static_cast<std::uint64_t>(b) * kBlock; i < end; ++i) {
         fill(i, std::span<double>(u));
-        for (std::size_t j = 0; j < d; ++j) u[j] = (u[j] < 0 ? 0 : (u[j] > 1 ? 1 : u[j])) * L;  // lattice units
-        lattice_laplace(u.data(), d, scale, PlayerStream(seed, i), 0, report.data());  // player i's words
-        for (std::size_t j = 0; j < d; ++j) sum[j] += static_cast<std::int64_t>(report[j]);
+#pragma omp simd
+        for (std::size_t j = 0; j < d; ++j) u[j] = std::min(std::max(u[j], 0.0), 1.0) * L;  // lattice units
+        lattice_laplace(u.data(), d, 0.0, PlayerStream(seed, i), 0, rounded.data());  // player i's rounding
+#pragma omp simd
+        for (std::size_t j = 0; j < d; ++j) block_sum[j] += rounded[j];  // integers below 2^27: exact
       }
+      for (std::size_t j = 0; j < d; ++j) sum[j] += static_cast<std::int64_t>(block_sum[j]);
     }
   }
   std::vector<std::int64_t> total(d, 0);
   for (const auto& sum : partial)  // thread order (integer sums: any order gives the same)
     for (std::size_t j = 0; j < sum.size(); ++j) total[j] += sum[j];
+  SeededRandom noise(derive_seed(seed, kSummedNoiseStream));  // coordinate order: thread-invariant
+  for (std::size_t j = 0; j < d; ++j) total[j] += rnd.noise_sum(n, noise);
   VectorEstimate est;
   est.players = n;
   est.mean.resize(d);

@@ -80,6 +80,9 @@ class LaplaceRandomizer {
   double noise_scale() const { return noise_ ? noise_->scale() : 0.0; }  // in lattice units
   // out[j] = lattice(u[j]) + noise, u clamped to [0, 1]; the player's stream `rng`.
   void report(std::span<const double> u, std::span<std::int64_t> out, RandomSource& rng) const;
+  // The sum of `count` players' noise terms on one value (0 when noiseless): what the server's
+  // sum of reports holds beyond the rounded values, drawn at once (DiscreteLaplace::sample_sum).
+  std::int64_t noise_sum(std::uint64_t count, RandomSource& rng) const { return noise_ ? noise_->sample_sum(count, rng) : 0; }
   // The unbiased estimate of mean u from the sum of `count` reports.
   double decode(double report_sum, double count) const { return report_sum / (count * static_cast<double>(levels_)); }
   // Variance of one decoded report (lattice rounding + noise), at most.

@@ -8,6 +8,7 @@
 // speed").
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "privrace/core/random.hpp"
@@ -76,6 +77,15 @@ inline double log_normal_positive(double x) {
   const double a = dk * ln2_hi - ((hfsq - (s * (hfsq + R) + dk * ln2_lo)) - f);
   const double b = dk * ln2_hi - ((s * (f - R) - dk * ln2_lo) - f);
   return wide ? a : b;
+}
+
+// out[j] = scale log(1 + e[j]) for e[j] >= 0, vectorised. Callers outside this file must use
+// this loop rather than calling log_normal_positive per element: GCC does not inline a function
+// compiled under this file's optimize pragma into one compiled without it, and the call per
+// element keeps the loop scalar.
+inline void scaled_log1p_nonnegative(const double* e, std::size_t n, double scale, double* out) {
+#pragma omp simd
+  for (std::size_t j = 0; j < n; ++j) out[j] = log_normal_positive(1.0 + e[j]) * scale;
 }
 
 // out[j] = R(x[j]) + N_j for j < d, x in lattice units, where R is the unbiased stochastic

@@ -1,7 +1,9 @@
 #include "privrace/privacy/mechanisms.hpp"
 
 #include <array>
+#include <boost/random/gamma_distribution.hpp>
 #include <boost/random/normal_distribution.hpp>
+#include <boost/random/poisson_distribution.hpp>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -26,6 +28,17 @@ bool bernoulli_exp(RandomSource& rng, std::uint64_t num, std::uint64_t den) {
   }
   return (k % 2) == 1;
 }
+
+namespace {
+// The source as a UniformRandomBitGenerator of 64-bit words, for Boost.Random's distributions.
+struct WordEngine {
+  using result_type = std::uint64_t;
+  RandomSource& rng;
+  static constexpr result_type min() { return 0; }
+  static constexpr result_type max() { return std::numeric_limits<result_type>::max(); }
+  result_type operator()() { return rng.next(); }
+};
+}  // namespace
 
 DiscreteLaplace::DiscreteLaplace(double scale) {
   if (!(scale > 0.0) || !std::isfinite(scale)) throw UsageError("discrete Laplace scale must be positive and finite");
@@ -107,6 +120,23 @@ void DiscreteLaplace::add_to(std::span<std::int64_t> counts, RandomSource& rng, 
   }
 }
 
+std::int64_t DiscreteLaplace::sample_sum(std::uint64_t n, RandomSource& rng) const {
+  if (n == 0) return 0;
+  const double r = static_cast<double>(s_) / static_cast<double>(t_);  // 1 / scale
+  const double a = std::exp(-r), one_minus_a = -std::expm1(-r);
+  WordEngine words{rng};
+  auto negative_binomial = [&] {
+    boost::random::gamma_distribution<double> gamma(static_cast<double>(n), a / one_minus_a);
+    const double mean = gamma(words);
+    if (!(mean > 0)) return std::int64_t{0};
+    if (mean > 0x1.0p62) throw UsageError("discrete Laplace sum: n * scale too large for 64-bit counts");
+    boost::random::poisson_distribution<std::int64_t, double> poisson(mean);
+    return poisson(words);
+  };
+  const std::int64_t g1 = negative_binomial();
+  return g1 - negative_binomial();
+}
+
 double DiscreteLaplace::variance() const {
   const double a = std::exp(-1.0 / scale());
   return 2.0 * a / ((1.0 - a) * (1.0 - a));
@@ -133,16 +163,6 @@ double sample_normal(RandomSource& rng) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
-namespace {
-// The source as a UniformRandomBitGenerator of 64-bit words, for Boost.Random's distributions.
-struct WordEngine {
-  using result_type = std::uint64_t;
-  RandomSource& rng;
-  static constexpr result_type min() { return 0; }
-  static constexpr result_type max() { return std::numeric_limits<result_type>::max(); }
-  result_type operator()() { return rng.next(); }
-};
-}  // namespace
 
 void fill_normal(RandomSource& rng, double* out, std::size_t n) {
   WordEngine words{rng};

@@ -28,6 +28,11 @@ class DiscreteLaplace {
   std::shared_ptr<const ExactGeometric> bulk_sampler() const;
   // counts[i] += a fresh sample, for every i; the table sampler when `magnitude` is given.
   void add_to(std::span<std::int64_t> counts, RandomSource& rng, const ExactGeometric* magnitude) const;
+  // The sum of n independent draws, in O(1): a draw is G1 - G2 with G1, G2 independent
+  // geometric (P(G = k) = (1 - a) a^k), so the sum is NB(n, 1 - a) - NB(n, 1 - a), each negative
+  // binomial drawn as Poisson(Gamma(n, a / (1 - a))) with Boost.Random's samplers (exact in
+  // distribution to double precision). For simulations of many players' summed reports.
+  std::int64_t sample_sum(std::uint64_t n, RandomSource& rng) const;
   double scale() const { return static_cast<double>(t_) / static_cast<double>(s_); }  // the scale used
   double variance() const;  // 2a / (1 - a)^2 with a = exp(-1/scale)
   double pmf(std::int64_t y) const;  // (1 - a) / (1 + a) a^|y|
