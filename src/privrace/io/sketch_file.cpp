@@ -448,7 +448,8 @@ EncodedCountBlocks encode_count_blocks(std::span<const std::int64_t> counts) {
   return out;
 }
 
-void decode_count_blocks(const EncodedCountBlocks& blocks, std::span<std::int64_t> counts, const std::string& from) {
+void decode_count_blocks(const EncodedCountBlocks& blocks, std::span<std::int64_t> counts, const std::string& from,
+                         std::size_t held_begin, std::size_t held_end) {
   if (counts.size() != blocks.counts) throw Error("decode_count_blocks: the span does not hold the blocks' counts");
   std::string error;
 #pragma omp parallel
@@ -457,6 +458,7 @@ void decode_count_blocks(const EncodedCountBlocks& blocks, std::span<std::int64_
     ZstdContexts zstd;
 #pragma omp for schedule(dynamic)
     for (std::size_t b = 0; b < blocks.frames.size(); ++b) {
+      if (b >= held_begin && b < held_end) continue;
       const std::size_t first = b * kBlockCounts, n = std::min<std::size_t>(kBlockCounts, counts.size() - first);
       const unsigned k = blocks.planes[b];
       buffer.resize(n * k);

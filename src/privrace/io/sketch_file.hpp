@@ -63,7 +63,10 @@ struct EncodedCountBlocks {
 // Encodes counts that start on a block boundary of their array (OpenMP threads, one block each).
 EncodedCountBlocks encode_count_blocks(std::span<const std::int64_t> counts);
 // Decodes into `counts` (blocks.counts of them); InputError naming `from` when a frame is damaged.
-void decode_count_blocks(const EncodedCountBlocks& blocks, std::span<std::int64_t> counts, const std::string& from);
+// Blocks [held_begin, held_end) are skipped: their counts are already in `counts` (a root's own
+// share of a distributed release, which it encoded itself).
+void decode_count_blocks(const EncodedCountBlocks& blocks, std::span<std::int64_t> counts, const std::string& from,
+                         std::size_t held_begin = 0, std::size_t held_end = 0);
 // write_sketch_file of counts already encoded (all of the array's blocks, in order).
 void write_sketch_file(const std::string& path, const nlohmann::json& header, const EncodedCountBlocks& blocks,
                        SketchWriteTimings* timings = nullptr);

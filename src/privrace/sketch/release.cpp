@@ -171,7 +171,9 @@ std::optional<Release> ExactSketch::release_in_shares(std::size_t first, std::si
   if (all.counts != counts.size())
     throw Error("release_in_shares: the shares received hold " + std::to_string(all.counts) + " of the " +
                 std::to_string(counts.size()) + " counts");
-  decode_count_blocks(all, counts, "the shares received");  // every share's: all noisy, or all exact by request
+  // Every other share's counts (all noisy, or all exact by request); this share's are in place.
+  const std::size_t held_begin = first / kShareAlignment, held_end = (first + n + kShareAlignment - 1) / kShareAlignment;
+  decode_count_blocks(all, counts, "the shares received", held_begin, n > 0 ? held_end : held_begin);
   Release r(std::move(sketch_), report_);
   r.encoded_ = std::make_shared<const EncodedCountBlocks>(std::move(all));
   if (plan) {
