@@ -26,7 +26,7 @@ command's `total` holds beyond them):
                a network (the gather moves the encoded slices, F bytes in all)
   noise      = n0 + c_noise R W / T o_tail            encode = e0 + c_enc R W / T o_tail
                with the reduce-scatter each rank noises and encodes its slice: both / K, and
-               rank 0 decodes what it gathers: decode = c_dec R W / T o_tail
+               rank 0 decodes the other ranks' slices: decode = c_dec (K-1)/K R W / T o_tail
   write + fsync = w0 + c_write F (F: file bytes)      other = u1 (one process) or uK (mpirun)
   graphs: graph_read = c_gread E_file / K o_ser;  build = (c_page 8 R W + (c_node R N + c_elem E) / K) / T o_par
   split graphs (the design being built): + exchange = 8 E / K (K - 1) / K / B; reduce as for tables
@@ -199,7 +199,8 @@ C_ELEM = 0.2e-6  # seconds per stored neighbour (assumption, see --c-elem)
 
 SCATTER_MIN_RANKS, SCATTER_MIN_COUNTS = 4, 1 << 18  # src/cli/distributed.cpp's default rule
 # Rank 0's decode of the gathered encoded slices, a count at one thread: 0.63 s for 2 x 10^8
-# counts (Slashdot, R = 2000, W = 100k, 2 ranks, the 2-core VM; docs/distributed.md).
+# counts when it decoded both slices (Slashdot, R = 2000, W = 100k, 2 ranks, the 2-core VM), 0.31 s
+# for the other rank's half since it skips its own (docs/distributed.md).
 C_DECODE = 3.2e-9
 
 
@@ -244,12 +245,12 @@ def predict_table(c, p, net_bps=None):
 
 def tail_seconds(c, K, T, R, W, ot):
     """Noise and encoding: at rank 0, or, with the reduce-scatter, each rank its slice (1/K of
-    the counts, in parallel) and rank 0 decodes the gathered slices."""
+    the counts, in parallel) and rank 0 decodes the other ranks' slices (not its own)."""
     k = K if scatter_applies(K, R, W) else 1
     out = {"noise": c["n0"] + c["c_noise"] * R * W / (T * k) * ot,
            "encode": c["e0"] + c["c_enc"] * R * W / (T * k) * ot}
     if k > 1:
-        out["decode"] = C_DECODE * R * W / T * ot
+        out["decode"] = C_DECODE * R * W * (k - 1) / k / T * ot
     return out
 
 
