@@ -26,7 +26,7 @@ command's `total` holds beyond them):
                a network (the gather moves the encoded slices, F bytes in all)
   noise      = n0 + c_noise R W / T o_tail            encode = e0 + c_enc R W / T o_tail
                with the reduce-scatter each rank noises and encodes its slice: both / K, and
-               rank 0 decodes the other ranks' slices: decode = c_dec (K-1)/K R W / T o_tail
+               rank 0 writes the gathered blocks as they are (no decode)
   write + fsync = w0 + c_write F (F: file bytes)      other = u1 (one process) or uK (mpirun)
   graphs: graph_read = c_gread E_file / K o_ser;  build = (c_page 8 R W + (c_node R N + c_elem E) / K) / T o_par
   split graphs (the design being built): + exchange = 8 E / K (K - 1) / K / B; reduce as for tables
@@ -198,10 +198,6 @@ C_ELEM = 0.2e-6  # seconds per stored neighbour (assumption, see --c-elem)
 
 
 SCATTER_MIN_RANKS, SCATTER_MIN_COUNTS = 4, 1 << 18  # src/cli/distributed.cpp's default rule
-# Rank 0's decode of the gathered encoded slices, a count at one thread: 0.63 s for 2 x 10^8
-# counts when it decoded both slices (Slashdot, R = 2000, W = 100k, 2 ranks, the 2-core VM), 0.31 s
-# for the other rank's half since it skips its own (docs/distributed.md).
-C_DECODE = 3.2e-9
 
 
 def scatter_applies(K, R, W):
@@ -245,12 +241,10 @@ def predict_table(c, p, net_bps=None):
 
 def tail_seconds(c, K, T, R, W, ot):
     """Noise and encoding: at rank 0, or, with the reduce-scatter, each rank its slice (1/K of
-    the counts, in parallel) and rank 0 decodes the other ranks' slices (not its own)."""
+    the counts, in parallel); rank 0 writes the gathered encoded blocks without decoding them."""
     k = K if scatter_applies(K, R, W) else 1
     out = {"noise": c["n0"] + c["c_noise"] * R * W / (T * k) * ot,
            "encode": c["e0"] + c["c_enc"] * R * W / (T * k) * ot}
-    if k > 1:
-        out["decode"] = C_DECODE * R * W * (k - 1) / k / T * ot
     return out
 
 
@@ -378,7 +372,7 @@ def main():
             if a.markdown:
                 gr = g["p"]["E"] > 0
                 cell = lambda k: f"{g['m'].get(k, 0):.3f} / {pr.get(k, 0):.3f}"
-                tail = lambda d: sum(d.get(k, 0) for k in ("noise", "encode", "decode", "write_fsync"))
+                tail = lambda d: sum(d.get(k, 0) for k in ("noise", "encode", "write_fsync"))
                 print(f"| {g['key'][0]} | {g['key'][1]} x {g['key'][2]} | {g['n']} | {g['m']['total']:.3f} | {pr['total']:.3f} "
                       f"| {e:+.0%} | {cell('graph_read' if gr else 'read')} | {cell('build' if gr else 'fill')} "
                       f"| {cell('reduce') if not gr else '-'} | {tail(g['m']):.3f} / {tail(pr):.3f} |")
@@ -464,7 +458,7 @@ def plot(path, c, lg, dg, preds):
                              ("table", "10^9 x 10 table, R=W=1000", "C1")):
         tot = [preds[kind][k]["total"] for k in Ks]
         ax[1].plot(Ks, tot, "o-", color=col, label=label)
-        tail = [sum(preds[kind][k][s] for s in ("noise", "encode", "decode", "write_fsync", "reduce") if s in preds[kind][k])
+        tail = [sum(preds[kind][k][s] for s in ("noise", "encode", "write_fsync", "reduce") if s in preds[kind][k])
                 for k in Ks]
         ax[1].plot(Ks, tail, "x--", color=col, lw=0.8, label="  of which reduce + rank 0's tail")
     ax[1].set(xscale="log", yscale="log", xlabel="ranks (16 threads each, one a node)", ylabel="predicted seconds",

@@ -587,8 +587,8 @@ EncodedCountBlocks gather_encoded_at_rank0(EncodedCountBlocks mine, int rank, in
     bytes.reserve(mine.frame_bytes());
     std::vector<std::uint64_t> sizes;
     for (const auto f : mine.frames) bytes += f, sizes.push_back(f.size());
-    const std::uint64_t head[3] = {mine.counts, sizes.size(), bytes.size()};
-    MPI_Send(head, 3, MPI_UINT64_T, 0, kTag, MPI_COMM_WORLD);
+    const std::uint64_t head[4] = {mine.counts, sizes.size(), bytes.size(), static_cast<std::uint64_t>(mine.total)};
+    MPI_Send(head, 4, MPI_UINT64_T, 0, kTag, MPI_COMM_WORLD);
     MPI_Send(mine.planes.data(), static_cast<int>(sizes.size()), MPI_UINT8_T, 0, kTag, MPI_COMM_WORLD);
     MPI_Send(sizes.data(), static_cast<int>(sizes.size()), MPI_UINT64_T, 0, kTag, MPI_COMM_WORLD);
     MPI_Send(mine.crcs.data(), static_cast<int>(sizes.size()), MPI_UINT32_T, 0, kTag, MPI_COMM_WORLD);
@@ -599,6 +599,7 @@ EncodedCountBlocks gather_encoded_at_rank0(EncodedCountBlocks mine, int rank, in
   // rank blocked in its send.
   struct Received {
     std::uint64_t counts = 0;
+    std::int64_t total = 0;
     std::vector<std::uint8_t> planes;
     std::vector<std::uint64_t> sizes;
     std::vector<std::uint32_t> crcs;
@@ -606,8 +607,8 @@ EncodedCountBlocks gather_encoded_at_rank0(EncodedCountBlocks mine, int rank, in
   };
   std::vector<Received> received;
   for (int r = 1; r < ranks; ++r) {
-    std::uint64_t head[3] = {0, 0, 0};
-    MPI_Recv(head, 3, MPI_UINT64_T, r, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    std::uint64_t head[4] = {0, 0, 0, 0};
+    MPI_Recv(head, 4, MPI_UINT64_T, r, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     const auto blocks = static_cast<std::size_t>(head[1]);
     std::vector<std::uint8_t> planes(blocks);
     std::vector<std::uint64_t> sizes(blocks);
@@ -619,11 +620,12 @@ EncodedCountBlocks gather_encoded_at_rank0(EncodedCountBlocks mine, int rank, in
     for (std::size_t off = 0; off < bytes.size(); off += kPiece)
       MPI_Recv(bytes.data() + off, static_cast<int>(std::min(kPiece, bytes.size() - off)), MPI_CHAR, r, kTag, MPI_COMM_WORLD,
                MPI_STATUS_IGNORE);
-    received.push_back({head[0], std::move(planes), std::move(sizes), std::move(crcs), std::move(bytes)});
+    received.push_back({head[0], static_cast<std::int64_t>(head[3]), std::move(planes), std::move(sizes), std::move(crcs),
+                        std::move(bytes)});
   }
   for (std::size_t k = 0; k < received.size(); ++k) {
     Received& got = received[k];
-    mine.append(EncodedCountBlocks::adopt(std::move(got.bytes), got.counts, std::move(got.planes), std::move(got.sizes),
+    mine.append(EncodedCountBlocks::adopt(std::move(got.bytes), got.counts, got.total, std::move(got.planes), std::move(got.sizes),
                                           std::move(got.crcs), "rank " + std::to_string(k + 1)));
   }
   return mine;
@@ -860,7 +862,7 @@ int run(int argc, char** argv, int rank, int ranks) {
     if (rank == 0 && f.code == 0) {
       dist["noise_encode_rank0"] = noise_encode_seconds;
       dist["gather"] = gather_seconds;
-      dist["decode"] = seconds_since(t_gathered);
+      dist["join"] = seconds_since(t_gathered);  // the release holds the encoded blocks: nothing is decoded to write
       dist["noise_where"] = "each rank its slice";
       dist["encode_where"] = "each rank its slice";
       attempt(f, [&] {

@@ -277,7 +277,7 @@ void write_release(const SketchJob& job, const Release& release, const MasterSee
     const NoiseReport& noise_report = release.noise();
     nlohmann::json timings = {
         {"threads", report.threads}, {"strategy", report.strategy}, {"points", report.points},
-        {"rows", release.sketch().rows()}, {"width", release.sketch().width()}, {"total", seconds_since(t0)},
+        {"rows", release.rows()}, {"width", release.width()}, {"total", seconds_since(t0)},
         {"graph_read", read_seconds}, {"build", build_seconds}, {"read", st.read}, {"allocate", st.allocate},
         {"validate", st.validate}, {"fill", st.fill}, {"fill_thread_max", st.fill_thread_max},
         {"fill_thread_mean", st.fill_thread_mean}, {"merge", st.merge}, {"noise", noise_seconds},

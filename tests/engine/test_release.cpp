@@ -281,7 +281,7 @@ std::optional<Release> release_by_slices(const ExactSketch& exact, const std::ve
       std::string bytes;  // what MPI carries: the frames as bytes, the block table beside them
       std::vector<std::uint64_t> sizes;
       for (const auto f : mine.frames) bytes += f, sizes.push_back(f.size());
-      sent[k] = EncodedCountBlocks::adopt(std::move(bytes), mine.counts, mine.planes, sizes, mine.crcs, "rank " + std::to_string(k));
+      sent[k] = EncodedCountBlocks::adopt(std::move(bytes), mine.counts, mine.total, mine.planes, sizes, mine.crcs, "rank " + std::to_string(k));
       return EncodedCountBlocks{};
     });
     EXPECT_FALSE(none.has_value()) << "rank " << k;
@@ -317,13 +317,16 @@ TEST(Release, SlicesNoisedWhereTheyLieGiveTheSeededRelease) {
            {0}, {0, B}, {0, B, 2 * B}, {0, B, 2 * B, 2500000} /* the last slice empty */}) {
     const std::optional<Release> r = release_by_slices(exact, offsets);
     ASSERT_TRUE(r.has_value());
-    EXPECT_EQ(counts_of(r->sketch()), counts_of(whole.sketch())) << offsets.size() << " slices";
-    EXPECT_EQ(r->sketch().privacy().dump(), whole.sketch().privacy().dump());
-    EXPECT_TRUE(r->is_private());
-    // Written from the blocks the slices encoded: the bytes one process writes.
+    // Written first, from the blocks the slices encoded and nothing decoded (the header's n_hat
+    // from the sum the blocks carry): the bytes one process writes.
     const std::string sliced_file = (dir.path / ("sliced" + std::to_string(offsets.size()) + ".rsk")).string();
     save_release(sliced_file, *r);
     EXPECT_EQ(file_bytes(sliced_file), file_bytes(whole_file)) << offsets.size() << " slices";
+    EXPECT_EQ(r->rows(), whole.sketch().rows());
+    // Then the counts, decoded at this first use (the root's own slice kept, not decoded).
+    EXPECT_EQ(counts_of(r->sketch()), counts_of(whole.sketch())) << offsets.size() << " slices";
+    EXPECT_EQ(r->sketch().privacy().dump(), whole.sketch().privacy().dump());
+    EXPECT_TRUE(r->is_private());
   }
   // A slice must start on an encoding block (whole noise blocks too): otherwise its noise
   // would draw other streams and its blocks would not join.

@@ -2,6 +2,8 @@
 // across block boundaries and extreme values, refusal of damaged payloads, version 1 files
 // still read, and the allocator's zeroed pages.
 #include <gtest/gtest.h>
+
+#include <numeric>
 #include <zlib.h>
 
 #include <algorithm>
@@ -80,13 +82,20 @@ TEST(SketchFileV2, BlocksEncodedInPartsAndJoinedAreTheWholeArraysBytes) {
   std::string bytes;
   std::vector<std::uint64_t> sizes;
   for (const auto f : second.frames) bytes += f, sizes.push_back(f.size());
-  blocks.append(EncodedCountBlocks::adopt(bytes, second.counts, second.planes, sizes, second.crcs, "rank 1"));
+  blocks.append(EncodedCountBlocks::adopt(bytes, second.counts, second.total, second.planes, sizes, second.crcs, "rank 1"));
   blocks.append(encode_count_blocks({}));
   write_sketch_file(joined, header, blocks);
   EXPECT_EQ(slurp(joined), slurp(whole));
   std::vector<std::int64_t> decoded(n);
   decode_count_blocks(blocks, decoded, "test");
   EXPECT_TRUE(decoded == counts);
+  // The sum travels with the blocks (the header's n_hat without decoding).
+  EXPECT_EQ(blocks.total, std::accumulate(counts.begin(), counts.end(), std::int64_t{0}));
+  // Blocks already held are not decoded: they keep what the span had.
+  std::vector<std::int64_t> partly(n, 7);
+  decode_count_blocks(blocks, partly, "test", 0, 1);
+  EXPECT_TRUE(std::equal(partly.begin() + kSketchBlockCounts, partly.end(), counts.begin() + kSketchBlockCounts));
+  EXPECT_TRUE(std::all_of(partly.begin(), partly.begin() + kSketchBlockCounts, [](std::int64_t c) { return c == 7; }));
 
   // Damage in transit is refused, naming the sender: a flipped byte, a wrong size.
   std::string flipped = bytes;
@@ -99,12 +108,12 @@ TEST(SketchFileV2, BlocksEncodedInPartsAndJoinedAreTheWholeArraysBytes) {
     }
     return std::string("(accepted)");
   };
-  EXPECT_NE(message([&] { EncodedCountBlocks::adopt(flipped, second.counts, second.planes, sizes, second.crcs, "rank 1"); })
+  EXPECT_NE(message([&] { EncodedCountBlocks::adopt(flipped, second.counts, second.total, second.planes, sizes, second.crcs, "rank 1"); })
                 .find("rank 1: encoded counts are damaged: block"),
             std::string::npos);
   std::vector<std::uint64_t> wrong = sizes;
   wrong[0] += 1;
-  EXPECT_NE(message([&] { EncodedCountBlocks::adopt(bytes, second.counts, second.planes, wrong, second.crcs, "rank 1"); })
+  EXPECT_NE(message([&] { EncodedCountBlocks::adopt(bytes, second.counts, second.total, second.planes, wrong, second.crcs, "rank 1"); })
                 .find("rank 1: encoded counts are damaged"),
             std::string::npos);
   // A part that ends inside a block cannot be followed by another.

@@ -21,6 +21,7 @@
 #include <iterator>
 #include <memory>
 #include <algorithm>
+#include <numeric>
 
 #include "privrace/core/memory.hpp"
 #include "privrace/core/clock.hpp"
@@ -374,13 +375,14 @@ void EncodedCountBlocks::append(EncodedCountBlocks&& next) {
   if (next.frames.empty()) return;
   if (counts % kBlockCounts != 0) throw Error("encoded count blocks: a part that ends inside a block cannot be followed by another");
   counts += next.counts;
+  total += next.total;
   planes.insert(planes.end(), next.planes.begin(), next.planes.end());
   crcs.insert(crcs.end(), next.crcs.begin(), next.crcs.end());
   frames.insert(frames.end(), next.frames.begin(), next.frames.end());
   storage.insert(storage.end(), std::make_move_iterator(next.storage.begin()), std::make_move_iterator(next.storage.end()));
 }
 
-EncodedCountBlocks EncodedCountBlocks::adopt(std::string bytes, std::uint64_t counts, std::vector<std::uint8_t> planes,
+EncodedCountBlocks EncodedCountBlocks::adopt(std::string bytes, std::uint64_t counts, std::int64_t total, std::vector<std::uint8_t> planes,
                                              std::vector<std::uint64_t> sizes, std::vector<std::uint32_t> crcs,
                                              const std::string& from) {
   const std::string bad = from + ": encoded counts are damaged: ";
@@ -390,6 +392,7 @@ EncodedCountBlocks EncodedCountBlocks::adopt(std::string bytes, std::uint64_t co
                      std::to_string(sizes.size()));
   EncodedCountBlocks out;
   out.counts = counts;
+  out.total = total;
   auto stored = std::make_shared<const std::string>(std::move(bytes));
   std::size_t pos = 0;
   for (std::size_t b = 0; b < blocks; ++b) {
@@ -417,6 +420,7 @@ EncodedCountBlocks encode_count_blocks(std::span<const std::int64_t> counts) {
   const std::size_t blocks = (counts.size() + kBlockCounts - 1) / kBlockCounts;
   std::vector<EncodedBlock> encoded(blocks);
   std::vector<std::uint32_t> block_crc(blocks);
+  std::vector<std::int64_t> block_total(blocks, 0);
   std::exception_ptr failure;
 #pragma omp parallel
   {
@@ -425,8 +429,9 @@ EncodedCountBlocks encode_count_blocks(std::span<const std::int64_t> counts) {
 #pragma omp for schedule(dynamic)
     for (std::size_t b = 0; b < blocks; ++b) {
       try {  // an exception may not leave an OpenMP region: it is rethrown after it
-        encoded[b] = encode_block(counts.subspan(b * kBlockCounts, std::min(kBlockCounts, counts.size() - b * kBlockCounts)),
-                                  planes, compressed, zstd);
+        const auto block = counts.subspan(b * kBlockCounts, std::min(kBlockCounts, counts.size() - b * kBlockCounts));
+        encoded[b] = encode_block(block, planes, compressed, zstd);
+        block_total[b] = std::accumulate(block.begin(), block.end(), std::int64_t{0});
         block_crc[b] = static_cast<std::uint32_t>(
             crc32_z(0L, reinterpret_cast<const Bytef*>(encoded[b].bytes.data()), encoded[b].bytes.size()));
       } catch (...) {
@@ -438,6 +443,7 @@ EncodedCountBlocks encode_count_blocks(std::span<const std::int64_t> counts) {
   if (failure) std::rethrow_exception(failure);
   EncodedCountBlocks out;
   out.counts = counts.size();
+  out.total = std::accumulate(block_total.begin(), block_total.end(), std::int64_t{0});  // block order: fixed
   out.crcs = std::move(block_crc);
   for (auto& e : encoded) {
     out.planes.push_back(e.planes);

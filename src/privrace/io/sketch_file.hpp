@@ -47,6 +47,7 @@ void write_sketch_file(const std::string& path, const nlohmann::json& header, st
 inline constexpr std::size_t kSketchBlockCounts = std::size_t{1} << 20;
 struct EncodedCountBlocks {
   std::uint64_t counts = 0;               // counts the blocks hold
+  std::int64_t total = 0;                 // their sum, taken where they were encoded (the header's n_hat)
   std::vector<std::uint8_t> planes;       // per block: its byte planes
   std::vector<std::uint32_t> crcs;        // per block: CRC-32 of its frame
   std::vector<std::string_view> frames;   // per block: its zstd frame, in `storage`
@@ -56,7 +57,7 @@ struct EncodedCountBlocks {
   void append(EncodedCountBlocks&& next);
   // Adopts blocks received as bytes: `bytes` holds the frames of `sizes` in order; the block
   // table is checked (sizes, planes <= 8, CRCs of the frames) naming `from` in the error.
-  static EncodedCountBlocks adopt(std::string bytes, std::uint64_t counts, std::vector<std::uint8_t> planes,
+  static EncodedCountBlocks adopt(std::string bytes, std::uint64_t counts, std::int64_t total, std::vector<std::uint8_t> planes,
                                   std::vector<std::uint64_t> sizes, std::vector<std::uint32_t> crcs,
                                   const std::string& from);
 };

@@ -147,8 +147,10 @@ std::int64_t RaceSketch::total() const {
   return t;
 }
 
-double RaceSketch::n_hat() const {
-  return static_cast<double>(total()) / static_cast<double>(rows_ * family_->cells_per_record());
+double RaceSketch::n_hat() const { return n_hat_of(total()); }
+
+double RaceSketch::n_hat_of(std::int64_t total) const {
+  return static_cast<double>(total) / static_cast<double>(rows_ * family_->cells_per_record());
 }
 
 DoubleMatrix RaceSketch::row_estimates(const CodeMatrix& codes) const {

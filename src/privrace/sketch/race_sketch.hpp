@@ -69,6 +69,7 @@ class RaceSketch {
 
   // N-hat = total count / (R x cells per record).
   double n_hat() const;
+  double n_hat_of(std::int64_t total) const;  // the same from a given sum of the counts
   // Exact number of records inserted (in memory only: a file carries it only through the
   // privacy record, noisy unless the sketch was written with --no-privacy).
   std::int64_t records() const { return records_; }

@@ -88,6 +88,12 @@ nlohmann::json Release::build_record(const std::string& input) const {
           {"input", std::filesystem::path(input).filename().string()}};
 }
 
+void Release::decode_shares() const {
+  std::call_once(pending_->once, [&] {
+    decode_count_blocks(*encoded_, sketch_.mutable_counts(), "the shares received", pending_->held_begin, pending_->held_end);
+  });
+}
+
 void save_release(const std::string& path, const Release& release, const nlohmann::json& extra, SketchWriteTimings* timings) {
   save_sketch(path, release.sketch_, release.exact_by_request_, extra, timings, release.encoded_.get());
 }
@@ -171,11 +177,17 @@ std::optional<Release> ExactSketch::release_in_shares(std::size_t first, std::si
   if (all.counts != counts.size())
     throw Error("release_in_shares: the shares received hold " + std::to_string(all.counts) + " of the " +
                 std::to_string(counts.size()) + " counts");
-  // Every other share's counts (all noisy, or all exact by request); this share's are in place.
-  const std::size_t held_begin = first / kShareAlignment, held_end = (first + n + kShareAlignment - 1) / kShareAlignment;
-  decode_count_blocks(all, counts, "the shares received", held_begin, n > 0 ? held_end : held_begin);
+  // The other shares' counts (all noisy, or all exact by request) stay encoded until something
+  // needs them (Release::sketch); this share's are in place. Writing the file needs neither.
+  // Outside its share this process still holds its own exact partial counts: cleared, so that
+  // the release never holds an exact count it was not asked to release.
+  std::fill(counts.begin(), counts.begin() + static_cast<std::ptrdiff_t>(first), std::int64_t{0});
+  std::fill(counts.begin() + static_cast<std::ptrdiff_t>(first + n), counts.end(), std::int64_t{0});
   Release r(std::move(sketch_), report_);
   r.encoded_ = std::make_shared<const EncodedCountBlocks>(std::move(all));
+  r.pending_ = std::make_unique<Release::PendingDecode>();
+  r.pending_->held_begin = first / kShareAlignment;
+  r.pending_->held_end = n > 0 ? (first + n + kShareAlignment - 1) / kShareAlignment : r.pending_->held_begin;
   if (plan) {
     plan->mark_private(r.sketch_, seed_->noise());
     r.noise_ = noise;

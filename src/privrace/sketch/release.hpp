@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -88,8 +89,18 @@ class MasterSeed {
 // no privacy, the exact counts marked so), with what the front ends report.
 class Release {
  public:
-  const RaceSketch& sketch() const { return sketch_; }
-  RaceSketch take_sketch() && { return std::move(sketch_); }
+  // The counts (a release made by release_in_shares decodes the other shares' blocks at the
+  // first call: writing it needs only its encoded blocks).
+  const RaceSketch& sketch() const {
+    if (pending_) decode_shares();
+    return sketch_;
+  }
+  RaceSketch take_sketch() && {
+    if (pending_) decode_shares();
+    return std::move(sketch_);
+  }
+  std::size_t rows() const { return sketch_.rows(); }  // the shape, without decoding
+  std::size_t width() const { return sketch_.width(); }
   bool is_private() const { return sketch_.is_private(); }
   const BuildReport& build() const { return build_; }
   const NoiseReport& noise() const { return noise_; }
@@ -100,13 +111,21 @@ class Release {
  private:
   friend class ExactSketch;
   Release(RaceSketch sketch, BuildReport build) : sketch_(std::move(sketch)), build_(std::move(build)) {}
-  RaceSketch sketch_;
+  void decode_shares() const;
+  mutable RaceSketch sketch_;  // mutable: the shares' counts are decoded into it on first use
   BuildReport build_;
   NoiseReport noise_;
   double noise_seconds_ = 0.0;
   bool exact_by_request_ = false;  // released without privacy because the parameters said so
   // The counts as encoded where their shares lay (release_in_shares): written as they are.
   std::shared_ptr<const EncodedCountBlocks> encoded_;
+  // Blocks [held_begin, held_end) are this process's own share, already in sketch_; the others
+  // are decoded once, by the first call that needs the counts.
+  struct PendingDecode {
+    std::once_flag once;
+    std::size_t held_begin = 0, held_end = 0;
+  };
+  std::unique_ptr<PendingDecode> pending_;
   friend void save_release(const std::string&, const Release&, const nlohmann::json&, SketchWriteTimings*);
 };
 

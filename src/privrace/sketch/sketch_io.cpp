@@ -13,7 +13,7 @@ std::string sketch_kind(const LshFamily& family) {
   return k == "rff" || k == "hist" ? k : "race";
 }
 
-nlohmann::json sketch_header(const RaceSketch& sketch) {
+nlohmann::json sketch_header(const RaceSketch& sketch, std::optional<std::int64_t> total) {
   nlohmann::json header = {{"format", "privrace-race-sketch"},
           {"kind", sketch_kind(sketch.family())},
           {"rows", sketch.rows()},
@@ -27,7 +27,7 @@ nlohmann::json sketch_header(const RaceSketch& sketch) {
           {"software", {{"name", "privrace"}, {"version", version()}, {"commit", git_commit()}}}};
   // Feature sketches (rff, hist) carry the released count in "privacy"; N-hat of an RFF sum
   // would mean nothing.
-  if (!sketch.family().accumulates_values()) header["n_hat"] = sketch.n_hat();
+  if (!sketch.family().accumulates_values()) header["n_hat"] = total ? sketch.n_hat_of(*total) : sketch.n_hat();
   else header["quantum"] = sketch.family().quantum();
   return header;
 }
@@ -36,10 +36,10 @@ void save_sketch(const std::string& path, const RaceSketch& sketch, bool allow_n
                  SketchWriteTimings* timings, const EncodedCountBlocks* encoded) {
   if (!sketch.is_private() && !allow_nonprivate)
     throw UsageError("refusing to write a sketch without noise: it would release exact counts (pass --no-privacy to do so deliberately)");
-  nlohmann::json header = sketch_header(sketch);
+  if (encoded && encoded->counts != sketch.counts().size()) throw Error("save_sketch: the encoded counts are not this sketch's");
+  nlohmann::json header = sketch_header(sketch, encoded ? std::optional<std::int64_t>(encoded->total) : std::nullopt);
   for (const auto& [key, value] : extra.items()) header[key] = value;
   if (!encoded) return write_sketch_file(path, header, sketch.counts(), timings);
-  if (encoded->counts != sketch.counts().size()) throw Error("save_sketch: the encoded counts are not this sketch's");
   write_sketch_file(path, header, *encoded, timings);
 }
 
