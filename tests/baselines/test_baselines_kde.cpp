@@ -6,6 +6,7 @@
 #include <Eigen/Eigenvalues>
 #include <cmath>
 #include <numeric>
+#include <omp.h>
 
 #include "privrace/baselines/bernstein.hpp"
 #include "privrace/baselines/histogram.hpp"
@@ -168,6 +169,81 @@ TEST(Kme, PivotedCholeskyFactorsTheGram) {
                                      p.row(static_cast<Eigen::Index>(pc.pivots[static_cast<std::size_t>(b)])).data(), 2);
       EXPECT_NEAR(pc.L.row(a).dot(pc.L.row(b)), kv, 1e-9);
     }
+}
+
+// The float rows (the default at tol >= 1e-6) must choose what the double recurrence chooses on
+// well-separated residuals and return the double-exact factor of the pivots they chose.
+TEST(Kme, FloatPivotRowsChooseTheDoublePivotsAndFactorThemExactly) {
+  const DoubleMatrix p = unit_data(1500, 2, 11).cast<double>();
+  const KernelSpec k = l2(0.1);
+  for (const std::size_t cap : {std::size_t{0}, std::size_t{150}}) {  // stopped by tol / by the cap
+    const auto dbl = pivoted_cholesky(p, k, 1e-5, cap, PivotRows::Double);
+    const auto flt = pivoted_cholesky(p, k, 1e-5, cap, PivotRows::Float);
+    const auto aut = pivoted_cholesky(p, k, 1e-5, cap);
+    ASSERT_GT(dbl.pivots.size(), 100u);
+    if (cap) {
+      EXPECT_EQ(dbl.pivots.size(), cap);
+    }
+    std::size_t same = 0;
+    while (same < std::min(flt.pivots.size(), dbl.pivots.size()) && flt.pivots[same] == dbl.pivots[same]) ++same;
+    EXPECT_EQ(flt.pivots, dbl.pivots) << "cap " << cap << ": the first " << same << " pivots agree";
+    EXPECT_EQ(aut.pivots, flt.pivots);
+    EXPECT_TRUE(aut.L == flt.L);
+    EXPECT_NEAR(flt.max_residual, dbl.max_residual, 1e-6);
+    const auto m = static_cast<Eigen::Index>(flt.pivots.size());
+    Eigen::MatrixXd gram(m, m);
+    for (Eigen::Index a = 0; a < m; ++a)
+      for (Eigen::Index b = 0; b < m; ++b)
+        gram(a, b) = kernel_value(k, p.row(static_cast<Eigen::Index>(flt.pivots[static_cast<std::size_t>(a)])).data(),
+                                  p.row(static_cast<Eigen::Index>(flt.pivots[static_cast<std::size_t>(b)])).data(), 2);
+    EXPECT_LT((flt.L * flt.L.transpose() - gram).cwiseAbs().maxCoeff(), 1e-12);
+    EXPECT_LT((dbl.L * dbl.L.transpose() - gram).cwiseAbs().maxCoeff(), 1e-12);
+    EXPECT_LT((flt.L - dbl.L).cwiseAbs().maxCoeff(), 1e-9);
+  }
+  // Below the float floor the automatic choice is the double recurrence, bit for bit.
+  const auto fine_auto = pivoted_cholesky(p, k, 1e-8, 120);
+  const auto fine_dbl = pivoted_cholesky(p, k, 1e-8, 120, PivotRows::Double);
+  EXPECT_EQ(fine_auto.pivots, fine_dbl.pivots);
+  EXPECT_TRUE(fine_auto.L == fine_dbl.L);
+}
+
+// Against the textbook algorithm on the dense Gram matrix: pivot on the largest diagonal of the
+// Schur complement (ties to the lower index), subtract the outer product of the new column.
+TEST(Kme, PivotsAreTheTextbookGreedyOrder) {
+  const DoubleMatrix p = unit_data(400, 2, 13).cast<double>();
+  const KernelSpec k = l2(0.2);
+  Eigen::MatrixXd schur(400, 400);
+  for (int i = 0; i < 400; ++i)
+    for (int j = 0; j < 400; ++j) schur(i, j) = kernel_value(k, p.row(i).data(), p.row(j).data(), 2);
+  std::vector<std::size_t> textbook;
+  for (int t = 0; t < 400; ++t) {
+    Eigen::Index q = 0;
+    for (Eigen::Index i = 1; i < 400; ++i)
+      if (schur(i, i) > schur(q, q)) q = i;
+    if (schur(q, q) <= 1e-5) break;
+    textbook.push_back(static_cast<std::size_t>(q));
+    const Eigen::VectorXd col = schur.col(q) / std::sqrt(schur(q, q));
+    schur -= col * col.transpose();
+  }
+  ASSERT_GT(textbook.size(), 50u);
+  EXPECT_EQ(pivoted_cholesky(p, k, 1e-5, 0, PivotRows::Double).pivots, textbook);
+  EXPECT_EQ(pivoted_cholesky(p, k, 1e-5, 0, PivotRows::Float).pivots, textbook);
+}
+
+TEST(Kme, PivotedCholeskyIsTheSameOnAnyNumberOfThreads) {
+  const DoubleMatrix p = unit_data(2500, 3, 12).cast<double>();
+  const KernelSpec k = l2(0.15);
+  const int before = omp_get_max_threads();
+  for (const auto rows : {PivotRows::Float, PivotRows::Double}) {
+    omp_set_num_threads(1);
+    const auto one = pivoted_cholesky(p, k, 1e-5, 200, rows);
+    omp_set_num_threads(3);
+    const auto three = pivoted_cholesky(p, k, 1e-5, 200, rows);
+    omp_set_num_threads(before);
+    EXPECT_EQ(one.pivots, three.pivots);
+    EXPECT_TRUE(one.L == three.L);
+    EXPECT_EQ(one.max_residual, three.max_residual);
+  }
 }
 
 TEST(Kme, WeightsReproduceTheEmbeddingOnThePublicPoints) {

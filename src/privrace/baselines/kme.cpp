@@ -1,52 +1,148 @@
 #include "privrace/baselines/kme.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "privrace/core/error.hpp"
 #include "privrace/privacy/mechanisms.hpp"
 
 namespace privrace::baselines {
 
-PivotedCholesky pivoted_cholesky(const DoubleMatrix& points, const KernelSpec& spec, double tol, std::size_t max_rank) {
+namespace {
+
+// The factor's rows L(i, 0..t) as `Stored`, in panels of kPanel columns: panel k holds columns
+// kPanel k .. kPanel k + kPanel - 1 of every row, row after row. Rows are kept in slots, the
+// rows still to be factored in the first slots: a pivot's row is never read after its step (its
+// later entries are 0), so it leaves the active stretch and step t streams each panel's active
+// part front to back, contiguous. Panels are allocated as the rank grows.
+template <typename Stored>
+class PanelRows {
+ public:
+  static constexpr std::size_t kPanel = 32;
+  explicit PanelRows(std::size_t rows) : rows_(rows) {}
+  const Stored* row_in(std::size_t k, std::size_t slot) const { return panels_[k].data() + slot * kPanel; }
+  Stored& at(std::size_t slot, std::size_t column) { return panels_[column / kPanel][slot * kPanel + column % kPanel]; }
+  void make_room_for(std::size_t column) {
+    if (column / kPanel >= panels_.size()) panels_.emplace_back(rows_ * kPanel, Stored(0));
+  }
+  void swap_slots(std::size_t a, std::size_t b) {
+    for (auto& panel : panels_) std::swap_ranges(panel.begin() + static_cast<std::ptrdiff_t>(a * kPanel),
+                                                 panel.begin() + static_cast<std::ptrdiff_t>((a + 1) * kPanel),
+                                                 panel.begin() + static_cast<std::ptrdiff_t>(b * kPanel));
+  }
+
+ private:
+  std::size_t rows_;
+  std::vector<std::vector<Stored>> panels_;
+};
+
+// Greedy pivot selection: the pivot and residual recurrences of pivoted Cholesky with the rows
+// held as `Stored`. Step t reads every active row's t entries, so the selection is bound by
+// memory traffic; float rows halve the bytes (docs/architecture.md, "KME's pivoted Cholesky").
+// A row's dot product is summed panel by panel in the same order on any number of threads;
+// within a panel in `Stored`, across panels in double. With `pivot_rows`, each pivot's row of L
+// (in double, as stored) is appended to it.
+template <typename Stored>
+PivotedCholesky select_pivots(const DoubleMatrix& points, const KernelSpec& spec, double tol, std::size_t cap,
+                              std::vector<std::vector<double>>* pivot_rows) {
+  constexpr std::size_t P = PanelRows<Stored>::kPanel;
+  constexpr std::size_t kBlock = 256;  // rows a thread takes at once: 32 KB of a float panel
+  using Segment = Eigen::Map<const Eigen::Matrix<Stored, Eigen::Dynamic, 1>>;
   const auto M = static_cast<std::size_t>(points.rows());
   const auto d = static_cast<std::size_t>(points.cols());
-  const std::size_t cap = max_rank == 0 ? M : std::min(max_rank, M);  // 0 = no cap
-  // Row i of `rows` holds L(i, 0..t): the dot product of step t reads two contiguous rows.
-  DoubleMatrix rows(static_cast<Eigen::Index>(M), static_cast<Eigen::Index>(cap));
-  std::vector<double> resid(M);
-  for (std::size_t i = 0; i < M; ++i) resid[i] = kernel_value(spec, points.row(static_cast<Eigen::Index>(i)).data(),
-                                                              points.row(static_cast<Eigen::Index>(i)).data(), d);
-  std::vector<char> used(M, 0);
-  PivotedCholesky out;
-  for (std::size_t t = 0; t < cap; ++t) {
-    const auto p = static_cast<std::size_t>(std::max_element(resid.begin(), resid.end()) - resid.begin());
-    if (resid[p] <= tol) break;
-    out.pivots.push_back(p);
-    used[p] = 1;
-    const double piv = std::sqrt(resid[p]);
-    const double* zp = points.row(static_cast<Eigen::Index>(p)).data();
-    const double* lp = rows.row(static_cast<Eigen::Index>(p)).data();
-#pragma omp parallel for schedule(static)
-    for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(M); ++i) {
-      double* li = rows.row(i).data();
-      if (used[static_cast<std::size_t>(i)] && static_cast<std::size_t>(i) != p) { li[t] = 0.0; continue; }
-      // Eigen's dot keeps several accumulators (vectorised); a plain loop would not be.
-      const double dot = Eigen::Map<const Eigen::VectorXd>(li, static_cast<Eigen::Index>(t))
-                             .dot(Eigen::Map<const Eigen::VectorXd>(lp, static_cast<Eigen::Index>(t)));
-      const double v = (kernel_value(spec, points.row(i).data(), zp, d) - dot) / piv;
-      li[t] = v;
-      resid[static_cast<std::size_t>(i)] = std::max(0.0, resid[static_cast<std::size_t>(i)] - v * v);
-    }
-    resid[p] = 0.0;
+  PanelRows<Stored> rows(M);
+  std::vector<std::size_t> point_of(M);  // slot -> point
+  std::vector<double> resid(M);          // by slot
+  for (std::size_t i = 0; i < M; ++i) {
+    point_of[i] = i;
+    const double* z = points.row(static_cast<Eigen::Index>(i)).data();
+    resid[i] = kernel_value(spec, z, z, d);
   }
-  const std::size_t m = out.pivots.size();
-  out.L.setZero(static_cast<Eigen::Index>(m), static_cast<Eigen::Index>(m));
-  for (std::size_t a = 0; a < m; ++a)
-    for (std::size_t b = 0; b <= a; ++b)
-      out.L(static_cast<Eigen::Index>(a), static_cast<Eigen::Index>(b)) =
-          rows(static_cast<Eigen::Index>(out.pivots[a]), static_cast<Eigen::Index>(b));
-  out.max_residual = m == 0 ? 1.0 : *std::max_element(resid.begin(), resid.end());
+  std::size_t active = M;
+  PivotedCholesky out;
+  std::vector<Stored> lp;
+  for (std::size_t t = 0; t < cap && active > 0; ++t) {
+    std::size_t s = 0;  // the largest residual; a tie goes to the lower point index
+    for (std::size_t j = 1; j < active; ++j)
+      if (resid[j] > resid[s] || (resid[j] == resid[s] && point_of[j] < point_of[s])) s = j;
+    if (resid[s] <= tol) break;
+    const std::size_t p = point_of[s];
+    const double piv = std::sqrt(resid[s]);
+    out.pivots.push_back(p);
+    lp.resize(t);
+    for (std::size_t c = 0; c < t; ++c) lp[c] = rows.at(s, c);
+    if (pivot_rows) {
+      pivot_rows->emplace_back(lp.begin(), lp.end());
+      pivot_rows->back().push_back(piv);  // L(p, t) = (k(p, p) - |L(p, 0..t)|^2) / piv = piv
+    }
+    --active;
+    rows.swap_slots(s, active);
+    std::swap(point_of[s], point_of[active]);
+    std::swap(resid[s], resid[active]);
+    resid[active] = 0.0;
+    rows.make_room_for(t);
+    const double* zp = points.row(static_cast<Eigen::Index>(p)).data();
+    const std::size_t panels = (t + P - 1) / P;
+    const auto blocks = static_cast<std::ptrdiff_t>((active + kBlock - 1) / kBlock);
+#pragma omp parallel for schedule(static)
+    for (std::ptrdiff_t blk = 0; blk < blocks; ++blk) {
+      const std::size_t i0 = static_cast<std::size_t>(blk) * kBlock, i1 = std::min(active, i0 + kBlock);
+      std::array<double, kBlock> acc{};
+      for (std::size_t k = 0; k < panels; ++k) {  // one contiguous stretch of each panel
+        const auto len = static_cast<Eigen::Index>(std::min(P, t - k * P));
+        const Segment lpk(lp.data() + k * P, len);
+        for (std::size_t i = i0; i < i1; ++i) acc[i - i0] += static_cast<double>(Segment(rows.row_in(k, i), len).dot(lpk));
+      }
+      for (std::size_t i = i0; i < i1; ++i) {
+        const double* zi = points.row(static_cast<Eigen::Index>(point_of[i])).data();
+        const double v = (kernel_value(spec, zi, zp, d) - acc[i - i0]) / piv;
+        rows.at(i, t) = static_cast<Stored>(v);
+        resid[i] = std::max(0.0, resid[i] - v * v);
+      }
+    }
+  }
+  out.max_residual = out.pivots.empty() ? 1.0
+                     : active == 0      ? 0.0
+                                        : *std::max_element(resid.begin(), resid.begin() + static_cast<std::ptrdiff_t>(active));
+  return out;
+}
+
+}  // namespace
+
+PivotedCholesky pivoted_cholesky(const DoubleMatrix& points, const KernelSpec& spec, double tol, std::size_t max_rank,
+                                 PivotRows precision) {
+  const auto M = static_cast<std::size_t>(points.rows());
+  const std::size_t cap = max_rank == 0 ? M : std::min(max_rank, M);  // 0 = no cap
+  if (precision == PivotRows::Double || (precision == PivotRows::Automatic && tol < kFloatPivotTolerance)) {
+    std::vector<std::vector<double>> pivot_rows;
+    PivotedCholesky out = select_pivots<double>(points, spec, tol, cap, &pivot_rows);
+    const auto m = static_cast<Eigen::Index>(pivot_rows.size());
+    out.L.setZero(m, m);
+    for (Eigen::Index a = 0; a < m; ++a)
+      out.L.row(a).head(a + 1) = Eigen::Map<const Eigen::RowVectorXd>(pivot_rows[static_cast<std::size_t>(a)].data(), a + 1);
+    return out;
+  }
+  PivotedCholesky out = select_pivots<float>(points, spec, tol, cap, nullptr);
+  // The factor of the chosen pivots, in double: the Cholesky of their Gram matrix, in pivot order
+  // (what the greedy recurrence computes, without the float rows' rounding).
+  const auto m = static_cast<Eigen::Index>(out.pivots.size());
+  const auto d = static_cast<std::size_t>(points.cols());
+  Eigen::MatrixXd gram(m, m);
+#pragma omp parallel for schedule(dynamic, 16)
+  for (Eigen::Index a = 0; a < m; ++a) {
+    const double* za = points.row(static_cast<Eigen::Index>(out.pivots[static_cast<std::size_t>(a)])).data();
+    for (Eigen::Index b = 0; b <= a; ++b)
+      gram(a, b) = kernel_value(spec, za, points.row(static_cast<Eigen::Index>(out.pivots[static_cast<std::size_t>(b)])).data(), d);
+  }
+  Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>, Eigen::Lower> llt(gram);  // in place: one m x m matrix
+  // Pivots whose float residual was above tol but whose double one is not (tol near the float
+  // rows' rounding): the exact recurrence decides instead.
+  if (llt.info() != Eigen::Success) return pivoted_cholesky(points, spec, tol, max_rank, PivotRows::Double);
+  gram.triangularView<Eigen::StrictlyUpper>().setZero();
+  out.L = std::move(gram);
   return out;
 }
 

@@ -37,8 +37,10 @@ struct KmeOptions {
   std::size_t points = 5000;         // M
   std::string synthetic = "uniform";  // uniform | normal (data-independent; see private_moments for the data-informed points)
   double tol = 1e-5;                  // pivoted Cholesky residual at which to stop
-  // Basis size cap. 0 = none but memory: the factor holds M x rank doubles, so the rank stops
-  // at max_bytes / (8 M) (2 GiB: every rank up to M for M <= 16,384; 2684 at M = 100k). A fixed
+  // Basis size cap. 0 = none but memory: the rank stops at max_bytes / (8 M), M x rank doubles
+  // (2 GiB: every rank up to M for M <= 16,384; 2684 at M = 100k). The selection's rows are
+  // floats now and take half of that; the bound is kept so that the rank, and the records, stay
+  // what they were. A fixed
   // cap is not justified by saturation: on covtype (8 principal components, bandwidth 0.5,
   // M = 5000 uniform points) the noise-free error kept falling with the rank, 0.224 (250),
   // 0.172 (500), 0.131 (1000), 0.115 (1500), 0.086 (3000), 0.073 (5000 = M, exact span);
@@ -51,12 +53,23 @@ struct KmeOptions {
 // Pivoted (incomplete) Cholesky of the Gram matrix of `points` under `spec`: returns the pivot
 // indices (in order) and L restricted to them (m x m, lower triangular), at most max_rank of
 // them (0 = up to M). Parallel per column.
+//
+// The greedy selection reads M x t stored entries at step t, so it is bound by memory bandwidth.
+// PivotRows::Float holds those rows in single precision (half the bytes; sums in double) and
+// then factors the chosen pivots' Gram matrix in double, so L is exact to double rounding for
+// whichever pivots were chosen; only a near-tie between two residuals (relative ~1e-7) can pick a
+// different pivot than PivotRows::Double. The sensitivity (kme.hpp above) holds for any public
+// pivots. Automatic: Float when tol >= kFloatPivotTolerance, else Double; Float falls back to
+// Double when the chosen Gram is not positive definite in double.
 struct PivotedCholesky {
   std::vector<std::size_t> pivots;
   Eigen::MatrixXd L;       // m x m lower triangular: K_PP = L L^T
   double max_residual = 0;  // largest k(z,z) - ||proj||^2 left when it stopped
 };
-PivotedCholesky pivoted_cholesky(const DoubleMatrix& points, const KernelSpec& spec, double tol, std::size_t max_rank);
+enum class PivotRows { Automatic, Float, Double };
+inline constexpr double kFloatPivotTolerance = 1e-6;
+PivotedCholesky pivoted_cholesky(const DoubleMatrix& points, const KernelSpec& spec, double tol, std::size_t max_rank,
+                                 PivotRows rows = PivotRows::Automatic);
 
 // The rank cap pivoted_cholesky gets: min(M, max_rank (0 = none), floor(max_bytes / (8 M))), at least 1.
 std::size_t kme_rank_cap(std::size_t points, std::size_t max_rank, double max_bytes);
