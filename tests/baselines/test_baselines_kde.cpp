@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/Eigenvalues>
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <omp.h>
@@ -228,6 +229,23 @@ TEST(Kme, PivotsAreTheTextbookGreedyOrder) {
   ASSERT_GT(textbook.size(), 50u);
   EXPECT_EQ(pivoted_cholesky(p, k, 1e-5, 0, PivotRows::Double).pivots, textbook);
   EXPECT_EQ(pivoted_cholesky(p, k, 1e-5, 0, PivotRows::Float).pivots, textbook);
+}
+
+// Exact duplicates have residual 0 once their twin is a pivot; float rows leave them a residual of
+// about 1e-8, above a tol of 1e-12, so the float selection would take both and their Gram matrix
+// would be singular. The factor must never come from such a set: the double recurrence decides.
+TEST(Kme, FloatPivotRowsNeverFactorASingularSet) {
+  DoubleMatrix p = unit_data(300, 2, 14).cast<double>();
+  for (Eigen::Index i = 150; i < 300; ++i) p.row(i) = p.row(i - 150);  // every point twice
+  const KernelSpec k = l2(0.3);
+  const auto flt = pivoted_cholesky(p, k, 1e-12, 0, PivotRows::Float);
+  const auto dbl = pivoted_cholesky(p, k, 1e-12, 0, PivotRows::Double);
+  std::vector<int> taken(150, 0);
+  for (const auto i : flt.pivots) ++taken[i % 150];
+  EXPECT_EQ(*std::max_element(taken.begin(), taken.end()), 1) << "a point and its duplicate both pivots";
+  EXPECT_EQ(flt.pivots, dbl.pivots);
+  EXPECT_TRUE(flt.L.allFinite());
+  EXPECT_GT(flt.L.diagonal().minCoeff(), 0.0);
 }
 
 TEST(Kme, PivotedCholeskyIsTheSameOnAnyNumberOfThreads) {
