@@ -175,10 +175,13 @@ def main():
             if note:
                 notes.append(f"{dname}: {note}")
         handles, labels = axes[0][0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8, bbox_to_anchor=(0.5, 0.045))
+        # Legend and notes take a fixed height, so a larger share of a one-row figure.
+        share = 0.13 * 2 / len(stats)
+        fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8,
+                   bbox_to_anchor=(0.5, 0.045 * 2 / len(stats)))
         # The data notes under the legend (on an axes they squeeze the panels).
         fig.text(0.01, 0.0, "\n".join(notes), fontsize=7, ha="left", va="bottom")
-        fig.tight_layout(rect=(0, 0.13, 1, 1))
+        fig.tight_layout(rect=(0, share, 1, 1))
         print("wrote", *common.save(fig, args.out, "m2m_fig3"))
         text, table = table1(sets)
         print(text, end="")
