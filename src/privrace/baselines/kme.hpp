@@ -52,13 +52,13 @@ struct KmeOptions {
 
 // Pivoted (incomplete) Cholesky of the Gram matrix of `points` under `spec`: returns the pivot
 // indices (in order) and L restricted to them (m x m, lower triangular), at most max_rank of
-// them (0 = up to M). Parallel per column.
+// them (0 = up to M). Each step is parallel over the points.
 //
 // The greedy selection reads M x t stored entries at step t, so it is bound by memory bandwidth.
 // PivotRows::Float holds those rows in single precision (half the bytes; sums in double) and
 // then factors the chosen pivots' Gram matrix in double, so L is exact to double rounding for
 // whichever pivots were chosen; only a near-tie between two residuals (relative ~1e-7) can pick a
-// different pivot than PivotRows::Double. The sensitivity (kme.hpp above) holds for any public
+// different pivot than PivotRows::Double. The sensitivity (above) holds for any public
 // pivots. Automatic: Float when tol >= kFloatPivotTolerance, else Double; Float falls back to
 // Double when the chosen Gram is not positive definite in double.
 struct PivotedCholesky {
