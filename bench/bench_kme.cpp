@@ -1,8 +1,9 @@
 // KME's pivoted Cholesky (baselines/kme.hpp) on 20,000 uniform points in [0, 1]^2, L2 kernel of
 // bandwidth 0.05, tol 1e-5, capped at 800 pivots (the cap binds, as it does at 100,000 points in
-// the KDE configs). Three paths in one run: the former selection (namespace former: each row's
-// L(i, 0..t) contiguous at a fixed stride, in double; the baseline), the panel layout in double,
-// and the panel layout in float with the chosen pivots refactored in double. Report medians.
+// the KDE configs). In one run: the former selection (namespace former: each row's L(i, 0..t)
+// contiguous at a fixed stride, in double, a pass over the rows per step; the baseline), and the
+// panel layout in double and in float (the chosen pivots refactored in double) with batched
+// steps (kme.cpp); then a high-rank case over lookaheads. Report medians.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -65,11 +66,18 @@ const DoubleMatrix& points() {
   return z;
 }
 
-void BM_PivotedCholesky(benchmark::State& state) {
+KernelSpec l2_kernel() {
   KernelSpec k;
   k.kernel = Kernel::L2;
   k.bandwidth = 0.05;
   k.power = 1;
+  return k;
+}
+
+// range(0): 0 the former selection, 1 panels in double, 2 panels in float; range(1): lookahead.
+void BM_PivotedCholesky(benchmark::State& state) {
+  const KernelSpec k = l2_kernel();
+  const auto lookahead = static_cast<std::size_t>(state.range(1));
   std::size_t m = 0;
   for (auto _ : state) {
     if (state.range(0) == 0) {
@@ -77,7 +85,8 @@ void BM_PivotedCholesky(benchmark::State& state) {
       m = pivots.size();
       benchmark::DoNotOptimize(pivots.data());
     } else {
-      const auto pc = pivoted_cholesky(points(), k, 1e-5, 800, state.range(0) == 1 ? PivotRows::Double : PivotRows::Float);
+      const auto pc = pivoted_cholesky(points(), k, 1e-5, 800, state.range(0) == 1 ? PivotRows::Double : PivotRows::Float,
+                                       lookahead);
       m = pc.pivots.size();
       benchmark::DoNotOptimize(pc.L.data());
     }
@@ -87,7 +96,32 @@ void BM_PivotedCholesky(benchmark::State& state) {
                                         "panels, float, pivots refactored in double"};
   state.SetLabel(kLabels[state.range(0)]);
 }
-BENCHMARK(BM_PivotedCholesky)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PivotedCholesky)
+    ->Args({0, 0})
+    ->Args({1, kPivotLookahead})
+    ->Args({2, kPivotLookahead})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// Deep in the rank, where the KDE configs spend their KME time (20,000 points reach rank 13,421
+// there): the first 10,000 points, 3,000 pivots. range(0) = 0: the former selection; else float
+// rows with that lookahead.
+void BM_PivotedCholeskyHighRank(benchmark::State& state) {
+  const DoubleMatrix z = points().topRows(10000);
+  const KernelSpec k = l2_kernel();
+  std::size_t m = 0;
+  for (auto _ : state) {
+    if (state.range(0) == 0) {
+      m = former::pivoted_cholesky(z, k, 1e-5, 3000).size();
+    } else {
+      const auto pc = pivoted_cholesky(z, k, 1e-5, 3000, PivotRows::Float, static_cast<std::size_t>(state.range(0)));
+      m = pc.pivots.size();
+      benchmark::DoNotOptimize(pc.L.data());
+    }
+  }
+  state.counters["pivots"] = static_cast<double>(m);
+}
+BENCHMARK(BM_PivotedCholeskyHighRank)->Arg(0)->Arg(16)->Arg(32)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

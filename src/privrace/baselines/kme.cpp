@@ -39,20 +39,38 @@ class PanelRows {
   std::vector<std::vector<Stored>> panels_;
 };
 
+// dots[c] += sum_j x[j] c[j * stride + c] for c < W, summed in `Stored` in the order of j: W
+// sums at once, held in registers.
+template <typename Stored, std::size_t W>
+void add_dots(const Stored* x, const Stored* c, std::size_t len, std::size_t stride, double* dots) {
+  std::array<Stored, W> acc{};
+  for (std::size_t j = 0; j < len; ++j) {
+    const Stored xj = x[j];
+    const Stored* cj = c + j * stride;
+    for (std::size_t w = 0; w < W; ++w) acc[w] += xj * cj[w];
+  }
+  for (std::size_t w = 0; w < W; ++w) dots[w] += static_cast<double>(acc[w]);
+}
+constexpr std::size_t kDotWidth = 16;
+
 // Greedy pivot selection: the pivot and residual recurrences of pivoted Cholesky with the rows
-// held as `Stored`. Step t reads every active row's t entries, so the selection is bound by
-// memory traffic; float rows halve the bytes (docs/architecture.md, "KME's pivoted Cholesky").
-// A row's dot product is summed panel by panel in the same order on any number of threads;
-// within a panel in `Stored`, across panels in double. With `pivot_rows`, each pivot's row of L
-// (in double, as stored) is appended to it.
+// held as `Stored`. Step t needs every active row's dot product with the pivot's row (t entries),
+// so one step at a time the selection is bound by memory traffic; float rows halve the bytes, and
+// batches read each entry once for `lookahead` candidates: at step t0 the candidates are the
+// points with the largest residuals, and one pass computes every row's dots with them over
+// columns 0..t0. A step whose argmax (still taken over every residual) is a candidate adds only
+// the batch's own columns t0..t-1; any other argmax starts a new batch. So batches change where
+// sums are made, not which pivot is chosen (docs/architecture.md, "KME's pivoted Cholesky").
+// Sums: in a panel in `Stored`, across panels and over the batch's columns in double, the same
+// on any number of threads. With `pivot_rows`, each pivot's row of L (as stored) is appended.
 template <typename Stored>
 PivotedCholesky select_pivots(const DoubleMatrix& points, const KernelSpec& spec, double tol, std::size_t cap,
-                              std::vector<std::vector<double>>* pivot_rows) {
+                              std::size_t lookahead, std::vector<std::vector<double>>* pivot_rows) {
   constexpr std::size_t P = PanelRows<Stored>::kPanel;
   constexpr std::size_t kBlock = 256;  // rows a thread takes at once: 32 KB of a float panel
-  using Segment = Eigen::Map<const Eigen::Matrix<Stored, Eigen::Dynamic, 1>>;
   const auto M = static_cast<std::size_t>(points.rows());
   const auto d = static_cast<std::size_t>(points.cols());
+  const std::size_t b = std::max<std::size_t>(lookahead, 1);
   PanelRows<Stored> rows(M);
   std::vector<std::size_t> point_of(M);  // slot -> point
   std::vector<double> resid(M);          // by slot
@@ -61,19 +79,66 @@ PivotedCholesky select_pivots(const DoubleMatrix& points, const KernelSpec& spec
     const double* z = points.row(static_cast<Eigen::Index>(i)).data();
     resid[i] = kernel_value(spec, z, z, d);
   }
+  // The batch: candidate of each point (-1: none), every active slot's dot products with the
+  // candidates' rows over columns 0..t0 (slot-major, b per slot), and the batch's start t0.
+  std::vector<int> candidate_of(M, -1);
+  std::vector<std::size_t> candidates;
+  std::vector<double> batch_dots(M * b, 0.0);
+  std::size_t t0 = 0;
+  const auto start_batch = [&](std::size_t t, std::size_t active) {
+    for (const std::size_t p : candidates) candidate_of[p] = -1;
+    std::vector<std::size_t> order(active);
+    for (std::size_t i = 0; i < active; ++i) order[i] = i;
+    const std::size_t count = std::min(b, active);
+    const auto larger = [&](std::size_t x, std::size_t y) {  // the argmax's order: ties to the lower point
+      return resid[x] > resid[y] || (resid[x] == resid[y] && point_of[x] < point_of[y]);
+    };
+    std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(count - 1), order.end(), larger);
+    std::sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(count), larger);
+    candidates.assign(count, 0);
+    // cand[col * count + c] = L(candidate c, col): per column, the candidates side by side.
+    std::vector<Stored> cand(t * count);
+    for (std::size_t c = 0; c < count; ++c) {
+      candidates[c] = point_of[order[c]];
+      candidate_of[candidates[c]] = static_cast<int>(c);
+      for (std::size_t col = 0; col < t; ++col) cand[col * count + c] = rows.at(order[c], col);
+    }
+    t0 = t;
+    const std::size_t panels = (t + P - 1) / P;
+    const auto blocks = static_cast<std::ptrdiff_t>((active + kBlock - 1) / kBlock);
+#pragma omp parallel for schedule(static)
+    for (std::ptrdiff_t blk = 0; blk < blocks; ++blk) {
+      const std::size_t i0 = static_cast<std::size_t>(blk) * kBlock, i1 = std::min(active, i0 + kBlock);
+      std::fill(batch_dots.begin() + static_cast<std::ptrdiff_t>(i0 * b), batch_dots.begin() + static_cast<std::ptrdiff_t>(i1 * b), 0.0);
+      for (std::size_t k = 0; k < panels; ++k) {  // one contiguous stretch of each panel
+        const std::size_t len = std::min(P, t - k * P);
+        const Stored* ck = cand.data() + k * P * count;
+        for (std::size_t i = i0; i < i1; ++i) {
+          // The same arithmetic for every row, so equal rows get equal sums (ties stay ties).
+          const Stored* x = rows.row_in(k, i);
+          double* dots = batch_dots.data() + i * b;
+          std::size_t c = 0;
+          for (; c + kDotWidth <= count; c += kDotWidth) add_dots<Stored, kDotWidth>(x, ck + c, len, count, dots + c);
+          for (; c < count; ++c) add_dots<Stored, 1>(x, ck + c, len, count, dots + c);
+        }
+      }
+    }
+  };
   std::size_t active = M;
   PivotedCholesky out;
-  std::vector<Stored> lp;
+  std::vector<double> lp;
   for (std::size_t t = 0; t < cap && active > 0; ++t) {
     std::size_t s = 0;  // the largest residual; a tie goes to the lower point index
     for (std::size_t j = 1; j < active; ++j)
       if (resid[j] > resid[s] || (resid[j] == resid[s] && point_of[j] < point_of[s])) s = j;
     if (resid[s] <= tol) break;
     const std::size_t p = point_of[s];
+    if (candidate_of[p] < 0) start_batch(t, active);  // p has the largest residual: a candidate now
+    const auto c = static_cast<std::size_t>(candidate_of[p]);
     const double piv = std::sqrt(resid[s]);
     out.pivots.push_back(p);
     lp.resize(t);
-    for (std::size_t c = 0; c < t; ++c) lp[c] = rows.at(s, c);
+    for (std::size_t col = 0; col < t; ++col) lp[col] = static_cast<double>(rows.at(s, col));
     if (pivot_rows) {
       pivot_rows->emplace_back(lp.begin(), lp.end());
       pivot_rows->back().push_back(piv);  // L(p, t) = (k(p, p) - |L(p, 0..t)|^2) / piv = piv
@@ -82,23 +147,20 @@ PivotedCholesky select_pivots(const DoubleMatrix& points, const KernelSpec& spec
     rows.swap_slots(s, active);
     std::swap(point_of[s], point_of[active]);
     std::swap(resid[s], resid[active]);
+    std::swap_ranges(batch_dots.begin() + static_cast<std::ptrdiff_t>(s * b), batch_dots.begin() + static_cast<std::ptrdiff_t>((s + 1) * b),
+                     batch_dots.begin() + static_cast<std::ptrdiff_t>(active * b));
     resid[active] = 0.0;
     rows.make_room_for(t);
     const double* zp = points.row(static_cast<Eigen::Index>(p)).data();
-    const std::size_t panels = (t + P - 1) / P;
     const auto blocks = static_cast<std::ptrdiff_t>((active + kBlock - 1) / kBlock);
 #pragma omp parallel for schedule(static)
     for (std::ptrdiff_t blk = 0; blk < blocks; ++blk) {
       const std::size_t i0 = static_cast<std::size_t>(blk) * kBlock, i1 = std::min(active, i0 + kBlock);
-      std::array<double, kBlock> acc{};
-      for (std::size_t k = 0; k < panels; ++k) {  // one contiguous stretch of each panel
-        const auto len = static_cast<Eigen::Index>(std::min(P, t - k * P));
-        const Segment lpk(lp.data() + k * P, len);
-        for (std::size_t i = i0; i < i1; ++i) acc[i - i0] += static_cast<double>(Segment(rows.row_in(k, i), len).dot(lpk));
-      }
       for (std::size_t i = i0; i < i1; ++i) {
+        double dot = batch_dots[i * b + c];
+        for (std::size_t col = t0; col < t; ++col) dot += static_cast<double>(rows.at(i, col)) * lp[col];
         const double* zi = points.row(static_cast<Eigen::Index>(point_of[i])).data();
-        const double v = (kernel_value(spec, zi, zp, d) - acc[i - i0]) / piv;
+        const double v = (kernel_value(spec, zi, zp, d) - dot) / piv;
         rows.at(i, t) = static_cast<Stored>(v);
         resid[i] = std::max(0.0, resid[i] - v * v);
       }
@@ -113,19 +175,19 @@ PivotedCholesky select_pivots(const DoubleMatrix& points, const KernelSpec& spec
 }  // namespace
 
 PivotedCholesky pivoted_cholesky(const DoubleMatrix& points, const KernelSpec& spec, double tol, std::size_t max_rank,
-                                 PivotRows precision) {
+                                 PivotRows precision, std::size_t lookahead) {
   const auto M = static_cast<std::size_t>(points.rows());
   const std::size_t cap = max_rank == 0 ? M : std::min(max_rank, M);  // 0 = no cap
   if (precision == PivotRows::Double || (precision == PivotRows::Automatic && tol < kFloatPivotTolerance)) {
     std::vector<std::vector<double>> pivot_rows;
-    PivotedCholesky out = select_pivots<double>(points, spec, tol, cap, &pivot_rows);
+    PivotedCholesky out = select_pivots<double>(points, spec, tol, cap, lookahead, &pivot_rows);
     const auto m = static_cast<Eigen::Index>(pivot_rows.size());
     out.L.setZero(m, m);
     for (Eigen::Index a = 0; a < m; ++a)
       out.L.row(a).head(a + 1) = Eigen::Map<const Eigen::RowVectorXd>(pivot_rows[static_cast<std::size_t>(a)].data(), a + 1);
     return out;
   }
-  PivotedCholesky out = select_pivots<float>(points, spec, tol, cap, nullptr);
+  PivotedCholesky out = select_pivots<float>(points, spec, tol, cap, lookahead, nullptr);
   // The factor of the chosen pivots, in double: the Cholesky of their Gram matrix, in pivot order
   // (what the greedy recurrence computes, without the float rows' rounding).
   const auto m = static_cast<Eigen::Index>(out.pivots.size());
@@ -140,7 +202,7 @@ PivotedCholesky pivoted_cholesky(const DoubleMatrix& points, const KernelSpec& s
   Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>, Eigen::Lower> llt(gram);  // in place: one m x m matrix
   // Pivots whose float residual was above tol but whose double one is not (tol near the float
   // rows' rounding): the exact recurrence decides instead.
-  if (llt.info() != Eigen::Success) return pivoted_cholesky(points, spec, tol, max_rank, PivotRows::Double);
+  if (llt.info() != Eigen::Success) return pivoted_cholesky(points, spec, tol, max_rank, PivotRows::Double, lookahead);
   gram.triangularView<Eigen::StrictlyUpper>().setZero();
   out.L = std::move(gram);
   return out;

@@ -68,8 +68,10 @@ struct PivotedCholesky {
 };
 enum class PivotRows { Automatic, Float, Double };
 inline constexpr double kFloatPivotTolerance = 1e-6;
+// Candidates per batch of the selection (kme.cpp); 1 = one pass over the rows per step.
+inline constexpr std::size_t kPivotLookahead = 32;
 PivotedCholesky pivoted_cholesky(const DoubleMatrix& points, const KernelSpec& spec, double tol, std::size_t max_rank,
-                                 PivotRows rows = PivotRows::Automatic);
+                                 PivotRows rows = PivotRows::Automatic, std::size_t lookahead = kPivotLookahead);
 
 // The rank cap pivoted_cholesky gets: min(M, max_rank (0 = none), floor(max_bytes / (8 M))), at least 1.
 std::size_t kme_rank_cap(std::size_t points, std::size_t max_rank, double max_bytes);
