@@ -26,7 +26,7 @@ PANELS = [  # (title, files, metric, ylabel)
     ("covtype", ["kde_covtype"], "mre", "Relative error"),
     ("covtype, 8 PCs (Figure 7)", ["kde_covtype_pca"], "mre", "Relative error"),
 ]
-ORDER = ["Spectral", "KME", "PFDA", "Bernstein", "PrivBayes", "Synthetic", "RACE", "RACE (R by Corollary 1)"]
+ORDER = ["Spectral", "KME", "PFDA", "Bernstein", "PrivBayes", "MST", "AIM", "Synthetic", "RACE", "RACE (R by Corollary 1)"]
 sys.path.insert(0, HERE)
 try:
     import common  # legend names, line styles, de-duplication (common imports matplotlib)
