@@ -38,6 +38,13 @@ std::string check_domain(const json& p) {
   return p.at("upper").get<double>() > p.at("lower").get<double>() ? "" : "upper must exceed lower";
 }
 
+// The (epsilon, delta) methods: delta > 0 is the parameter's kind, delta < 1 is checked here.
+std::string check_delta(const json& p) { return p.at("delta").get<double>() < 1 ? "" : "delta must be below 1"; }
+std::string check_domain_and_delta(const json& p) {
+  auto e = check_domain(p);
+  return e.empty() ? check_delta(p) : e;
+}
+
 // Common frame: the method supplies `prepare` (epsilon-independent, timed once) and
 // `release(eps, rng) -> densities at the queries` (timed per cell, noise + evaluation).
 class BaselineMethod : public TypedMethod<KdeContext> {
@@ -174,7 +181,7 @@ class KmeMethod final : public BaselineMethod {
   std::string check(const json& p) const override {
     if (auto e = check_domain(p); !e.empty()) return e;
     if (p.at("summary_share").get<double>() >= 1) return "summary_share must be below 1";
-    return p.at("delta").get<double>() < 1 ? "" : "delta must be below 1";
+    return check_delta(p);
   }
   void run_cells(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& p = group.params;
@@ -279,10 +286,7 @@ class PfdaMethod final : public BaselineMethod {
     p.push_back({"eigenpairs", K::PositiveInt, 400, {}, "at most this many eigenpairs"});
     return p;
   }
-  std::string check(const json& p) const override {
-    if (auto e = check_domain(p); !e.empty()) return e;
-    return p.at("delta").get<double>() < 1 ? "" : "delta must be below 1";
-  }
+  std::string check(const json& p) const override { return check_domain_and_delta(p); }
   void run_cells(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& p = group.params;
     baselines::PfdaOptions o;
@@ -410,10 +414,7 @@ class SyntheticKdeMethod final : public BaselineMethod {
     p.push_back({"delta", K::PositiveNumber, 1e-9, {}, "delta of (epsilon, delta)-DP from rho-zCDP (the AIM paper's 1e-9)"});
     return p;
   }
-  std::string check(const json& p) const override {
-    if (auto e = check_domain(p); !e.empty()) return e;
-    return p.at("delta").get<double>() < 1 ? "" : "delta must be in (0, 1)";
-  }
+  std::string check(const json& p) const override { return check_domain_and_delta(p); }
   void run_cells(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& p = group.params;
     json gen_params = json::object();
