@@ -257,3 +257,34 @@ TEST(M2mIntercept, CommandLine) {
   EXPECT_TRUE(bad.empty());
   fs::remove_all(dir);
 }
+
+// At tiny epsilon the noisy count n + zeta can fall far below n (or below 1, where the estimator
+// uses 1): z-hat = sums / count would then be many times longer than any mean of Phi can be. The
+// estimator's count is at least the one the released sums imply (||sums|| less the noise's
+// expected share, over max_x ||Phi(x)||), so such a release degrades to a noisy answer, not to
+// one thousands of times the data's range.
+TEST(M2mIntercept, ANoisyCountFarBelowTheDataDoesNotBlowUpTheEstimate) {
+  DenseMatrix x = uniform_rows(2000, 3, 31);
+  x = x.array().square().matrix();  // means near 1/3, away from psi's 1/2
+  const Eigen::VectorXd truth = column_means(x);
+  for (const auto& spec : {rff_spec(60, 1.0), hist_spec(10)}) {
+    int low = 0;
+    for (std::uint64_t seed = 1; seed <= 24; ++seed) {
+      const FeatureSketchRelease rel = release_of(x, spec, 0.01, seed);
+      if (rel.count > 200) continue;  // n = 2000: a count 10x too small or less
+      ++low;
+      for (const bool intercept : {false, true}) {
+        for (const auto rule : {M2mLambdaRule::Eq5, M2mLambdaRule::AutoNoise}) {
+          M2mOptions opt = unit_box(3, 4000, intercept);
+          opt.lambda_rule = rule;
+          const M2mModel model(rel, opt);
+          const double err = (model.estimate(model.synthetic().cast<double>()) - truth).cwiseAbs().maxCoeff();
+          EXPECT_LT(err, 1.0) << spec.kind << " seed " << seed << " count " << rel.count << " intercept "
+                              << intercept << " rule " << to_string(rule);
+          EXPECT_GE(model.count_used(), std::max(rel.count, 1.0));
+        }
+      }
+    }
+    EXPECT_GE(low, 3) << spec.kind << ": too few releases with a count far below n to test";
+  }
+}

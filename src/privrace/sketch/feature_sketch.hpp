@@ -12,6 +12,7 @@
 // The record count is released with epsilon_den = (1 - num_share) epsilon (privatize with
 // count_share); a RACE sketch written for KDE has no count and is read with N-hat instead.
 #include <Eigen/Core>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -46,6 +47,8 @@ class FeatureMap {
   // max_x ||Phi(x)||_1 in feature units: the L1 sensitivity the noise was calibrated to
   // (RFF: m' (sqrt 2 + 1/G) on its grid; RACE: R; HIST: d).
   virtual double l1_sensitivity() const = 0;
+  // max_x ||Phi(x)||_2 in feature units (RFF: sqrt(m') (1 + 1.5/G); RACE: sqrt(R); HIST: sqrt(d)).
+  virtual double l2_sensitivity() const = 0;
   virtual nlohmann::json params() const = 0;
   // The engine's family behind the map (the sketch's hash family, or the RFF frequencies).
   virtual const LshFamily& family() const = 0;
@@ -63,6 +66,7 @@ class OneHotMap final : public FeatureMap {
   std::size_t active_per_point() const override { return family_->rows(); }
   void active_indices(const DenseRef& points, IndexMatrix& out) const override;
   double l1_sensitivity() const override { return static_cast<double>(family_->rows()); }
+  double l2_sensitivity() const override { return std::sqrt(static_cast<double>(family_->rows())); }
   nlohmann::json params() const override;
   const LshFamily& family() const override { return *family_; }
   std::size_t width() const { return width_; }
@@ -84,6 +88,7 @@ class RffMap final : public FeatureMap {
   std::size_t active_per_point() const override { return 0; }
   void features(const DenseRef& points, DoubleMatrix& out) const override;
   double l1_sensitivity() const override { return family_->record_l1() * family_->quantum(); }
+  double l2_sensitivity() const override { return family_->record_l2() * family_->quantum(); }
   nlohmann::json params() const override { return family_->params(); }
   const LshFamily& family() const override { return *family_; }
 

@@ -335,9 +335,7 @@ void M2mModel::fit(const FeatureSketchRelease& release) {
   if (!(release.noise_variance >= 0) || !std::isfinite(release.noise_variance))
     throw InputError("m2m: the release's noise variance " + number_text(release.noise_variance) +
                      " is not a finite non-negative number");
-  // n + zeta can be small or negative at tiny epsilon; the estimator (post-processing) uses at
-  // least 1 record.
-  count_used_ = std::max(release.count, 1.0);
+  count_used_ = estimator_count(release);
   z_ = release.sums / count_used_;
   const M2mOptions& o = design_->options();
   noisy_ = release.is_private && release.noise_variance > 0;
@@ -370,10 +368,19 @@ M2mLambdaRule parse_m2m_lambda_rule(const std::string& text) {
   throw UsageError("lambda rule '" + text + "': expected eq5 or auto-noise");
 }
 
+// n + zeta can be small or negative at tiny epsilon, while z-hat estimates a mean of Phi and so
+// has ||z|| <= max_x ||Phi(x)||_2: a count below ||sums|| / that bound contradicts the released
+// sums themselves, and the estimator (post-processing) uses the least count consistent with
+// them, and at least 1 record. Exact sums never move it (||sum_i Phi(x_i)|| <= n max ||Phi||).
+double M2mModel::estimator_count(const FeatureSketchRelease& release) {
+  const double implied = release.map ? release.sums.norm() / release.map->l2_sensitivity() : 0.0;
+  return std::max({release.count, implied, 1.0});
+}
+
 double M2mModel::choose_lambda(const M2mDesign& design, const FeatureSketchRelease& release) {
   const M2mOptions& o = design.options();
   if (!(release.is_private && release.noise_variance > 0)) return o.nonprivate_lambda;
-  const double count = std::max(release.count, 1.0);
+  const double count = estimator_count(release);
   // eq. (5): lambda = sigma_xi^2 / (n + zeta) * R.
   if (o.lambda_rule == M2mLambdaRule::Eq5) return release.noise_variance / count * o.extra_regularization;
   // Empirical-Bayes scale of the signal (docs/privacy.md): release and design only.

@@ -138,7 +138,9 @@ class M2mModel {
   M2mModel(std::shared_ptr<const M2mDesign> design, const FeatureSketchRelease& release);
 
   double lambda() const { return lambda_; }
-  double count_used() const { return count_used_; }  // n + zeta as used (at least 1)
+  double count_used() const { return count_used_; }  // n + zeta as used (estimator_count)
+  // max(n + zeta, ||sums||_2 / max_x ||Phi(x)||_2, 1): the least count the release is consistent with (docs/privacy.md).
+  static double estimator_count(const FeatureSketchRelease& release);
   std::size_t samples() const { return design_->samples(); }
   std::size_t features() const { return design_->features(); }
   const DenseMatrix& synthetic() const { return design_->synthetic(); }
