@@ -134,6 +134,37 @@ TEST(PrivatePgm, ExactTreeMarginalsAreRecovered) {
   }
 }
 
+// A noisy measurement has cells below 0 where the data have none; the model can only take their
+// mass towards 0. The scaled steps pushed such a cell's potential down by up to 20 a step for
+// ever; over AIM's warm-started rounds that ended two fits early (docs/privacy.md, Private-PGM).
+// A cell whose expected count is already negligible (below 1e-6 records) is not pushed further
+// down; every other cell moves.
+TEST(PrivatePgm, ACellMeasuredBelowZeroIsNotPushedDownOnceItsCountIsNegligible) {
+  const std::vector<int> domain{4, 4};
+  const Clique pair{0, 1};
+  std::vector<double> y(16, 60.0);
+  y[0] = -5;  // noisy count of an empty cell
+  y[1] = 20;
+  const std::vector<pgm::Measurement> ms{{pair, y, 1.0}};
+  pgm::GraphicalModel warm(domain, {pair});
+  std::vector<double>& th = warm.potentials().at(pair);
+  th.assign(16, 0.0);
+  th[0] = -40;  // expected count ~ 900 e^-40 ~ 4e-15 records
+  pgm::EstimationOptions o;
+  o.iterations = 1;
+  o.tolerance = 0;
+  const pgm::GraphicalModel next = pgm::estimate(domain, ms, o, &warm);
+  ASSERT_EQ(next.last_iterations, 1);
+  const std::vector<double>& moved = next.potentials().at(pair);
+  EXPECT_EQ(moved[0], -40.0) << "the negligible cell measured below 0 stays where it is";
+  EXPECT_LT(moved[1], 0.0) << "a cell measured below the model's count moves down";
+  EXPECT_LT(pgm::estimation_loss(next, ms), pgm::estimation_loss(warm, ms));
+  // Without the measurement below 0 nothing is special: the same cell is pushed up.
+  y[0] = 5;
+  const pgm::GraphicalModel up = pgm::estimate(domain, {{pair, y, 1.0}}, o, &warm);
+  EXPECT_GT(up.potentials().at(pair)[0], -40.0);
+}
+
 TEST(PrivatePgm, ZcdpConversionAndDiscreteGaussian) {
   for (const double eps : {0.01, 1.0, 100.0}) {
     const double rho = pgm::zcdp_rho(eps, 1e-9);

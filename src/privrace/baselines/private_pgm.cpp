@@ -574,6 +574,8 @@ double estimation_loss(const GraphicalModel& model, const std::vector<Measuremen
   return loss_and_gradient(measurements, g, mu, model.total(), nullptr);
 }
 
+constexpr double kNegligibleCount = 1e-6;  // records: a cell the scaled steps no longer push down
+
 GraphicalModel estimate(const std::vector<int>& domain, const std::vector<Measurement>& measurements,
                         const EstimationOptions& options, const GraphicalModel* warm) {
   if (measurements.empty()) throw UsageError("private-pgm: no measurements to estimate from");
@@ -655,11 +657,16 @@ GraphicalModel estimate(const std::vector<int>& domain, const std::vector<Measur
       // The scaled direction -(mu - ybar / N) / mu per cell (ybar: the clique's weighted mean
       // measurement), clipped to [-20, 20]: an iterative-proportional-fitting-like step that
       // moves small cells as fast as large ones. Used while it passes the same Armijo test;
-      // at its first failure the descent continues with mirror-descent steps only.
+      // at its first failure the descent continues with mirror-descent steps only. A cell whose
+      // expected count is already negligible is not pushed further down: a measurement below 0
+      // would drive its potential down by 20 a step for ever, and once the potentials spread
+      // past exp()'s range the line search fails (docs/privacy.md, "Private-PGM").
       for (std::size_t i = 0; i < g.cliques.size(); ++i) {
         dir[i].resize(grad[i].size());
-        for (std::size_t j = 0; j < grad[i].size(); ++j)
-          dir[i][j] = std::clamp(-grad[i][j] / (n * n * wsum[i] * std::max(mu[i][j], 1e-300)), -20.0, 20.0);
+        for (std::size_t j = 0; j < grad[i].size(); ++j) {
+          const double d = std::clamp(-grad[i][j] / (n * n * wsum[i] * std::max(mu[i][j], 1e-300)), -20.0, 20.0);
+          dir[i][j] = d < 0 && n * mu[i][j] < kNegligibleCount ? 0.0 : d;
+        }
       }
       if (pgrow) pstep = std::min(1.0, 2 * pstep);
       for (int tries = 0; tries < 6 && !accepted; ++tries) {
