@@ -121,6 +121,33 @@ TEST(M2m, HistRecoversBinnedMeanExactly) {
   for (Eigen::Index j = 0; j < 3; ++j) EXPECT_NEAR(est(j), truth(j), 2e-3);
 }
 
+// HIST's weights are additive over attributes; reproducing every marginal, they imply
+// Cov(x_j, x_k) = -(m_j - 1/2)(m_k - 1/2) under psi = U[0,1]^d whatever the data's joint law
+// (docs/reproduction.md, "HIST's covariance ..."): here two strongly correlated attributes get a
+// small covariance of the wrong sign, fixed by their means alone.
+TEST(M2m, HistCovarianceIsFixedByTheMarginalMeans) {
+  SeededRandom rng(17);
+  DenseMatrix x(4000, 3);
+  for (Eigen::Index i = 0; i < x.rows(); ++i) {
+    const double u = rng.unit();
+    x(i, 0) = static_cast<Real>(0.8 * u * u);                  // mean 0.267
+    x(i, 1) = static_cast<Real>(0.1 + 0.8 * u * u);            // = x0 + 0.1: correlation 1
+    x(i, 2) = static_cast<Real>(1.0 - 0.5 * rng.unit());       // independent, mean 0.75
+  }
+  const M2mModel model(exact_release(x, hist_spec(20)), unit_box(3, 100000));
+  const Eigen::MatrixXd xs = model.synthetic().cast<double>();
+  const Eigen::VectorXd m = weighted_means(xs, model.average_weights());
+  const Eigen::MatrixXd cov = weighted_covariance(xs, model.average_weights(), m);
+  const Eigen::VectorXd truth = column_means(x);
+  for (Eigen::Index j = 0; j < 3; ++j) EXPECT_NEAR(m(j), truth(j), 0.01);
+  for (Eigen::Index j = 0; j < 3; ++j)
+    for (Eigen::Index k = j + 1; k < 3; ++k)
+      EXPECT_NEAR(cov(j, k), -(m(j) - 0.5) * (m(k) - 0.5), 0.002) << j << "," << k;
+  const double data_cov01 = ((x.col(0).cast<double>().array() - truth(0)) * (x.col(1).cast<double>().array() - truth(1))).mean();
+  EXPECT_GT(data_cov01, 0.04);
+  EXPECT_LT(cov(0, 1), 0.0);
+}
+
 // eq. (5): lambda = sigma_xi^2 / (n + zeta) * R; 1e-9 without noise.
 TEST(M2m, LambdaFollowsEquationFive) {
   const DenseMatrix x = uniform_rows(2000, 3, 3);
