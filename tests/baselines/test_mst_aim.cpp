@@ -155,6 +155,7 @@ TEST(PrivatePgm, ACellMeasuredBelowZeroIsNotPushedDownOnceItsCountIsNegligible) 
   o.tolerance = 0;
   const pgm::GraphicalModel next = pgm::estimate(domain, ms, o, &warm);
   ASSERT_EQ(next.last_iterations, 1);
+  EXPECT_EQ(next.last_stop, "iterations");
   const std::vector<double>& moved = next.potentials().at(pair);
   EXPECT_EQ(moved[0], -40.0) << "the negligible cell measured below 0 stays where it is";
   EXPECT_LT(moved[1], 0.0) << "a cell measured below the model's count moves down";
@@ -163,6 +164,12 @@ TEST(PrivatePgm, ACellMeasuredBelowZeroIsNotPushedDownOnceItsCountIsNegligible) 
   y[0] = 5;
   const pgm::GraphicalModel up = pgm::estimate(domain, {{pair, y, 1.0}}, o, &warm);
   EXPECT_GT(up.potentials().at(pair)[0], -40.0);
+  // The stop is recorded: a loose tolerance ends the fit as converged before its iterations.
+  o.iterations = 500;
+  o.tolerance = 1e-3;
+  const pgm::GraphicalModel done = pgm::estimate(domain, ms, o, &warm);
+  EXPECT_EQ(done.last_stop, "converged");
+  EXPECT_LT(done.last_iterations, 500);
 }
 
 TEST(PrivatePgm, ZcdpConversionAndDiscreteGaussian) {

@@ -199,6 +199,7 @@ void AimGenerator::fit(const DenseRef& table, const TableBox& box, const Synthet
                       {"rho_select", rho_s},
                       {"candidates", idx.size()},
                       {"pgm_iterations", model.last_iterations},
+                      {"pgm_stop", model.last_stop},
                       {"model_cells", pgm::JunctionTree::size_of(measured, domain)},
                       {"last", last}});
     if (last) break;
@@ -248,6 +249,7 @@ void AimGenerator::fit(const DenseRef& table, const TableBox& box, const Synthet
              {"pgm_seconds", est_seconds},
              {"final_pgm_seconds", final_seconds},
              {"final_pgm_iterations", model_->last_iterations},
+             {"final_pgm_stop", model_->last_stop},
              {"box", box.to_json()}};
 }
 

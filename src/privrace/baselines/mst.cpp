@@ -120,6 +120,7 @@ void MstGenerator::fit(const DenseRef& table, const TableBox& box, const Synthet
              {"discretisation", "equal-width bins over the public box (the paper compresses domains instead)"},
              {"estimated_total", model_->total()},
              {"pgm_iterations", model_->last_iterations},
+             {"pgm_stop", model_->last_stop},
              {"pgm_seconds", est_seconds},
              {"box", box.to_json()}};
 }

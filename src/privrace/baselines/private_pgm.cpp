@@ -696,6 +696,7 @@ GraphicalModel estimate(const std::vector<int>& domain, const std::vector<Measur
       theta = saved;
       model.calibrate();
       ++passes;
+      model.last_stop = "line search failed";
       break;
     }
     const double decrease = loss - new_loss;
@@ -703,6 +704,7 @@ GraphicalModel estimate(const std::vector<int>& domain, const std::vector<Measur
     loss = loss_and_gradient(measurements, g, mu, n, &grad);
     if (decrease <= options.tolerance * loss) {
       ++it;
+      model.last_stop = "converged";
       break;
     }
   }

@@ -132,6 +132,9 @@ class GraphicalModel {
   // Descent iterations and belief-propagation passes of the estimate() that made it.
   int last_iterations = 0;
   int last_bp_passes = 0;
+  // Why that estimate() stopped: "iterations" (all run), "converged" (a step lowered the loss by
+  // at most tolerance x L) or "line search failed" (no step passed the Armijo test).
+  std::string last_stop = "iterations";
 
  private:
   std::vector<int> domain_;
