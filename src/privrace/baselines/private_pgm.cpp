@@ -648,12 +648,13 @@ GraphicalModel estimate(const std::vector<int>& domain, const std::vector<Measur
   int it = 0;
   bool grow = true, pgrow = true;  // the last step was accepted at its first try: try a longer one
   bool scaled = options.scaled_steps;
+  bool gradient_step_next = false;  // a stalled scaled step: the next step is mirror descent
   double pstep = 1.0;
   for (; it < options.iterations; ++it) {
     saved = theta;
     bool accepted = false;
     double new_loss = loss;
-    if (scaled) {
+    if (scaled && !gradient_step_next) {
       // The scaled direction -(mu - ybar / N) / mu per cell (ybar: the clique's weighted mean
       // measurement), clipped to [-20, 20]: an iterative-proportional-fitting-like step that
       // moves small cells as fast as large ones. Used while it passes the same Armijo test;
@@ -678,6 +679,8 @@ GraphicalModel estimate(const std::vector<int>& domain, const std::vector<Measur
       }
       if (!accepted) scaled = false;
     }
+    const bool scaled_step = accepted;
+    gradient_step_next = false;
     if (!accepted) {
       for (std::size_t i = 0; i < g.cliques.size(); ++i) {
         dir[i].resize(grad[i].size());
@@ -703,6 +706,12 @@ GraphicalModel estimate(const std::vector<int>& domain, const std::vector<Measur
     mu.swap(mu_new);
     loss = loss_and_gradient(measurements, g, mu, n, &grad);
     if (decrease <= options.tolerance * loss) {
+      // The clipped scaled steps can stall short of the optimum (their direction is not the
+      // gradient's): only a mirror-descent step that gains nothing ends the fit.
+      if (scaled_step) {
+        gradient_step_next = true;
+        continue;
+      }
       ++it;
       model.last_stop = "converged";
       break;
