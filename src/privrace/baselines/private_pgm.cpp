@@ -660,8 +660,8 @@ GraphicalModel estimate(const std::vector<int>& domain, const std::vector<Measur
       // moves small cells as fast as large ones. Used while it passes the same Armijo test;
       // at its first failure the descent continues with mirror-descent steps only. A cell whose
       // expected count is already negligible is not pushed further down: a measurement below 0
-      // would drive its potential down by 20 a step for ever, and once the potentials spread
-      // past exp()'s range the line search fails (docs/privacy.md, "Private-PGM").
+      // would drive its potential down by 20 a step for ever, until precision is lost and the
+      // line search fails (docs/privacy.md, "Private-PGM").
       for (std::size_t i = 0; i < g.cliques.size(); ++i) {
         dir[i].resize(grad[i].size());
         for (std::size_t j = 0; j < grad[i].size(); ++j) {

@@ -113,7 +113,6 @@ struct FeatureSketchRelease {
   double noise_variance = 0;  // variance of each xi_j in feature units (0 when not private)
   bool is_private = false;
   nlohmann::json header;  // everything recorded about the release (budget split, ...)
-  Eigen::VectorXd z() const { return sums / count; }
 };
 
 struct FeatureSketchSpec {
