@@ -609,6 +609,33 @@ TEST(LdpHighDim, SimplexProjectionMatchesTheSortedThreshold) {
   }
 }
 
+TEST(LdpHighDim, SimplexProjectionEndsWhereRoundingWouldCycleBetweenTwoSets) {
+  // The absolute values of a FISTA iterate of ldp_highdim (Compressed, m = 10, repetition 1,
+  // eps = 1), reduced to the 44 values that still cycle: their sum is r + 3e-11, so the
+  // thresholds of the 43- and 44-value sets round across one value and the fixed point went
+  // 43, 44, 43, ... for ever (that cell never ended). Now it stops with the sorted threshold.
+  const std::vector<double> values = {
+      0x1.1b03de64ffcdp-43,  0x1.1f5388ba5b65cp-43, 0x1.7f294bbf78d1ep-43, 0x1.a670e1a5e8747p-43, 0x1.f742e319ab69ep-44,
+      0x1.16a7a5b541bbap-41, 0x1.fb984f65c40f3p-44, 0x1.cf6a21954443cp-37, 0x1.0c25029586763p-43, 0x1.16dfa40543df4p-43,
+      0x1.19f1e26990e76p-43, 0x1.feee3bd47a4cfp-44, 0x1.14ed09901354bp-43, 0x1.0a494d166fb1fp-43, 0x1.718de5e8bb42dp-40,
+      0x1.0feadbc3829cp-43,  0x1.a457d692c764fp-39, 0x1.452ab94fe615p-40,  0x1.2751e712d45b2p-43, 0x1.04e33ce722d6dp-43,
+      0x1.14dae40552e6ep-43, 0x1.61512bfbb34fdp-4,  0x1.705bc673551f6p-40, 0x1.102eba688ba93p-43, 0x1.04ea8284a5c49p-43,
+      0x1.6f3c32e1bfa86p-41, 0x1.83e06494404d4p-40, 0x1.cd7d2e083bab9p-43, 0x1.fee2dbf8c55ecp-44, 0x1.fcf9a4cd6be3fp-44,
+      0x1.4143b3249b4c7p-43, 0x1.a4fc6e689dafap-43, 0x1.014a50d984535p-43, 0x1.c4ac618fe6562p-38, 0x1.77564761f792cp-42,
+      0x1.47de640ed9adbp-37, 0x1.8325c92140b8ap-41, 0x1.720f877c43ffap-42, 0x1.a7abb5005e088p-2,  0x1.04dd1f456b71ep-43,
+      0x1.9c8c4972a1fc4p-42, 0x1.7783c5927a243p-39, 0x1.03af78828f22bp-43, 0x1.0357056b07bdep-43};
+  const double r = 0.5;
+  Eigen::VectorXd w = Eigen::Map<const Eigen::VectorXd>(values.data(), static_cast<Eigen::Index>(values.size()));
+  Eigen::VectorXd got = w;
+  project_simplex(got, r);  // before the fix: never returns (ctest's timeout fails the test)
+  EXPECT_GE(got.minCoeff(), 0.0);
+  EXPECT_NEAR(got.sum(), r, 1e-14);
+  for (Eigen::Index i = 0; i < w.size(); ++i) EXPECT_NEAR(got(i), w(i), 1e-12);  // tau is below 1e-12
+  Eigen::VectorXd l1 = w;
+  project_l1_ball(l1, r);
+  EXPECT_NEAR(l1.lpNorm<1>(), r, 1e-14);
+}
+
 TEST(LdpHighDim, CompressedSensingRecoversAPlantedSparseVectorWithoutNoise) {
   const int d = 1000, m = 200;
   const Eigen::MatrixXd Phi = gaussian_projection(m, d, 3);

@@ -27,6 +27,10 @@ void project_simplex(Eigen::VectorXd& w, double r) {
   // from the mean excess of the values above the previous tau, until that set stops shrinking
   // (tau only grows and ends exactly at the sorted method's threshold; O(d) a pass and a few
   // passes, where sorting cost O(d log d) and half of a full-dimension LDP-SGD step).
+  // In floating point tau can come out a rounding below its previous value when sum - r cancels
+  // (a vector already near the boundary: sum = r + 1e-11), readmitting a value at the threshold,
+  // and the next pass returns to the smaller set: a cycle of two sets for ever. So the loop ends
+  // as soon as the set stops shrinking, which also bounds it by d passes.
   const Eigen::Index d = w.size();
   double tau = (w.sum() - r) / static_cast<double>(d);
   Eigen::Index active = d;
@@ -38,7 +42,7 @@ void project_simplex(Eigen::VectorXd& w, double r) {
         sum += w(i);
         ++count;
       }
-    if (count == active || count == 0) break;
+    if (count >= active || count == 0) break;
     active = count;
     tau = (sum - r) / static_cast<double>(count);
   }
