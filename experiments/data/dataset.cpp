@@ -697,7 +697,11 @@ std::vector<std::string> data_search_path(const DataSearch& search) {
   if (const char* env = std::getenv("PRIVRACE_DATA"); env && *env) dirs.emplace_back(env);
   if (!search.repo_root.empty()) {
     dirs.push_back((fs::path(search.repo_root) / "datasets").string());
-    dirs.push_back((fs::path(search.repo_root).parent_path() / "shared" / "datasets").string());
+    // "--repo ." or "repo/" has no parent to take: the sibling shared/ is found from the
+    // absolute, normalised root.
+    fs::path root = fs::absolute(search.repo_root).lexically_normal();
+    if (root.filename().empty()) root = root.parent_path();
+    dirs.push_back((root.parent_path() / "shared" / "datasets").string());
   }
   return dirs;
 }

@@ -354,6 +354,15 @@ TEST(Loader, SearchOrderDataDirThenEnvironment) {
   EXPECT_EQ(dirs[1], (t.path / "second").string());
   EXPECT_EQ(dirs[2], "/repo/datasets");
   EXPECT_EQ(dirs[3], "/shared/datasets");
+  // A relative root, or one ending in '/' or '/.', still finds the shared/ beside it.
+  const auto cwd = fs::current_path();
+  fs::current_path(t.path / "first");
+  for (const std::string& root : std::vector<std::string>{".", "./", (t.path / "first/").string(), (t.path / "first/.").string()}) {
+    const auto rel = data_search_path(DataSearch{"", root, true, true});
+    ASSERT_EQ(rel.size(), 3u) << root;
+    EXPECT_EQ(rel[2], (t.path / "shared" / "datasets").string()) << root;
+  }
+  fs::current_path(cwd);
 }
 
 TEST(Loader, MissingFileGivesALabelledStandInOfTheSameShape) {
