@@ -267,6 +267,26 @@ TEST(RandomSource, BelowIsUniform) {
   EXPECT_NE(os.next(), os.next());
 }
 
+TEST(DiscreteGaussian, SamplesAtTheTopOfItsRangeWhereSigmaSquaredTimesQOverflowed) {
+  // sigma^2 q above 2^64 (sigma near 10^7, q = 2^20) made p 0 and the sampler divide by zero
+  // (SIGFPE in an AIM cell of kde_codrna at eps = 1e-6). Now a smaller q is taken: the sample
+  // standard deviation is sigma's (4,000 draws: its own sd is about 1.1%, the bound is 8%).
+  for (const double sigma : {4.3e6, 1e7}) {
+    const DiscreteGaussian g(sigma);
+    SeededRandom rng(5);
+    double sum = 0, sum2 = 0;
+    const int n = 4000;
+    for (int i = 0; i < n; ++i) {
+      const double x = static_cast<double>(g.sample(rng));
+      sum += x;
+      sum2 += x * x;
+    }
+    const double mean = sum / n, sd = std::sqrt(sum2 / n - mean * mean);
+    EXPECT_NEAR(sd / sigma, 1.0, 0.08) << sigma;
+    EXPECT_LT(std::abs(mean), 5 * sigma / std::sqrt(static_cast<double>(n))) << sigma;
+  }
+}
+
 TEST(DiscreteGaussian, MatchesItsExactPmfAndTheZcdpConversionRoundTrips) {
   // Chi-square against pmf(x) = exp(-x^2 / (2 s2)) / sum_z exp(-z^2 / (2 s2)), s2 the variance
   // the sampler uses (sigma^2 rounded up), for a small sigma (proposal scale t = 1), a middle

@@ -56,8 +56,11 @@ DiscreteGaussian::DiscreteGaussian(double sigma) {
   t_ = static_cast<std::uint64_t>(std::floor(sigma)) + 1;
   const double s2 = std::nextafter(sigma * sigma, std::numeric_limits<double>::infinity());
   // The largest q = 2^k (k <= 20) keeping the acceptance test's denominator 2 p q t^2 within 2^100.
+  // p = ceil(sigma^2 q) must fit 64 bits: near sigma = 10^7, q = 2^20 gives 1e20, whose cast
+  // was undefined (it came out 0, and sample() divided by 2 p q t^2 = 0: SIGFPE).
   for (int k = 20; k >= 0; --k) {
     q_ = std::uint64_t{1} << k;
+    if (!(s2 * static_cast<double>(q_) < 0x1p63)) continue;
     p_ = static_cast<std::uint64_t>(std::ceil(s2 * static_cast<double>(q_)));
     const u128 den = static_cast<u128>(2) * p_ * q_ * t_ * t_;
     if (den <= (static_cast<u128>(1) << 100)) return;
