@@ -274,14 +274,11 @@ TEST(DiscreteGaussian, SamplesAtTheTopOfItsRangeWhereSigmaSquaredTimesQOverflowe
   for (const double sigma : {4.3e6, 1e7}) {
     const DiscreteGaussian g(sigma);
     SeededRandom rng(5);
-    double sum = 0, sum2 = 0;
     const int n = 4000;
-    for (int i = 0; i < n; ++i) {
-      const double x = static_cast<double>(g.sample(rng));
-      sum += x;
-      sum2 += x * x;
-    }
-    const double mean = sum / n, sd = std::sqrt(sum2 / n - mean * mean);
+    std::vector<double> x(n);
+    for (double& v : x) v = static_cast<double>(g.sample(rng));
+    const double mean = std::accumulate(x.begin(), x.end(), 0.0) / n;
+    const double sd = std::sqrt(std::inner_product(x.begin(), x.end(), x.begin(), 0.0) / n - mean * mean);
     EXPECT_NEAR(sd / sigma, 1.0, 0.08) << sigma;
     EXPECT_LT(std::abs(mean), 5 * sigma / std::sqrt(static_cast<double>(n))) << sigma;
   }
