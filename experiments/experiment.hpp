@@ -274,5 +274,7 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry = b
 std::string cell_key(const std::string& label, const json& params, double epsilon, int rep);
 // Epsilons are rounded to 12 significant digits so keys do not depend on how a list was made.
 double canonical_epsilon(double eps);
+// FNV-1a of a text: the runner's group and cell seeds are derive_seed(seed, text_hash(...)).
+std::uint64_t text_hash(const std::string& s);
 
 }  // namespace privrace::experiments

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
@@ -506,6 +508,30 @@ struct LdpHighDimContext : TaskContext {
   mutable std::map<std::tuple<std::string, std::size_t>, std::shared_ptr<const Population>> cache;
   mutable std::map<std::tuple<std::string, std::size_t, double>, std::shared_ptr<const Optimum>> optima;
   mutable std::map<std::string, double> widths;
+  // Algorithm 7's collections, one per (set, players, m, repetition, epsilon): the server fits
+  // every radius from the same reports (post-processing), so the radii share them. Dropped when
+  // players or m change; the runner walks the grid in the order m, players, radius, set, so the
+  // entries held are 2 sets x repetitions x epsilons of m x m moments.
+  mutable std::map<std::string, std::shared_ptr<const CompressedCollection>> collections;
+  mutable std::string collections_scope;
+
+  // The collection under `key` (made by make() when absent, or always when sharing is off:
+  // PRIVRACE_SHARE_WORK=0) and whether it was made now.
+  template <typename Make>
+  std::pair<std::shared_ptr<const CompressedCollection>, bool> collection(const std::string& scope,
+                                                                          const std::string& key, Make&& make) const {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (scope != collections_scope) {
+      collections.clear();
+      collections_scope = scope;
+    }
+    const char* share = std::getenv("PRIVRACE_SHARE_WORK");
+    const bool sharing = !(share && std::strcmp(share, "0") == 0);
+    if (auto it = collections.find(key); sharing && it != collections.end()) return {it->second, false};
+    auto made = std::make_shared<const CompressedCollection>(make());
+    if (sharing) collections[key] = made;
+    return {made, true};
+  }
 
   std::shared_ptr<const Population> population(const std::string& set_name, std::size_t n) const {
     std::lock_guard<std::mutex> lock(mutex);
@@ -646,13 +672,28 @@ class LdpHighDimMethod final : public TypedMethod<LdpHighDimContext> {
       double noise = 0, clipped = 0;
       json details = json::object();
       if (compressed_) {
-        const HighDimResult h =
-            ldp_compressed_regression(pop->X, pop->y, P.at("m").get<int>(), cell.epsilon, set, r, cell.noise_seed, 1.5, ctx.threads);
+        // The players' reports do not depend on the radius: their seed is that of the cell key
+        // without it, and the radii of one (set, players, m, repetition, epsilon) fit one collection.
+        json collected_params = P;
+        collected_params.erase("radius");
+        const std::string key = cell_key(group.method->label, collected_params, cell.epsilon, group.rep);
+        const std::uint64_t collection_seed = derive_seed(ctx.config->seed, text_hash("collection|" + key));
+        const int m = P.at("m").get<int>();
+        const auto c0 = std::chrono::steady_clock::now();
+        const auto [collection, made] =
+            ctx.collection(P.at("players").dump() + "|" + std::to_string(m), key, [&] {
+              return ldp_compressed_collect(pop->X, pop->y, m, cell.epsilon, collection_seed, 1.5, ctx.threads);
+            });
+        const double collection_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+        const HighDimResult h = ldp_compressed_fit(*collection, set, r);
         w = h.w;
         noise = h.noise_scale;
         clipped = static_cast<double>(h.clipped);
         details = {{"budget", "eps/2 on the projected record z (discrete Laplace on the lattice), eps/2 on y"},
-                   {"lattice_step", h.lattice_step}, {"noise_scale_y", h.noise_scale_y}, {"z_max", 1.5}};
+                   {"lattice_step", h.lattice_step}, {"noise_scale_y", h.noise_scale_y}, {"z_max", 1.5},
+                   {"collection_seed", std::to_string(collection_seed)},
+                   {"collection", made ? "made by this cell" : "reused: collected for another radius"},
+                   {"collection_seconds", made ? collection_seconds : 0.0}};
       } else {
         w = ldp_sgd_constrained(pop->X, pop->y, cell.epsilon, set, r, cell.noise_seed);
         noise = djw_l2_scale(static_cast<std::size_t>(ctx.d), 2 * (r + 1), cell.epsilon);

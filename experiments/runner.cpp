@@ -82,13 +82,13 @@ const Registry& builtin_registry() {
 // --------------------------------------------------------------------------------------
 // Summary
 
-namespace {
-
 std::uint64_t text_hash(const std::string& s) {
   std::uint64_t h = 1469598103934665603ULL;
   for (const unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
   return h;
 }
+
+namespace {
 
 std::string utc_now() {
   const std::time_t t = std::time(nullptr);

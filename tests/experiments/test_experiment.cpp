@@ -385,6 +385,66 @@ TEST(ExperimentRun, SharedWorkAcrossRepetitionsLeavesRecordsUnchanged) {
     }
 }
 
+// Algorithm 7 (ldp_highdim): the radii of one (set, players, m, repetition, epsilon) are fitted
+// from one collection of reports. Collecting again for every cell (PRIVRACE_SHARE_WORK=0) gives
+// the same records; the first radius makes the collection, the others reuse it; cells that differ
+// only in the radius carry the same collection seed, and other cells different ones.
+TEST(ExperimentRun, CompressedRegressionRadiiShareOneCollectionWithoutChangingRecords) {
+  Repo repo;
+  const json j = json::parse(R"({
+    "name": "t_highdim",
+    "task": {"type": "ldp_highdim", "d": 40, "sparsity": 3, "nonzeros": 2, "popular": 6, "popular_mass": 0.5,
+             "noise_sd": 0.1, "data_seed": 2},
+    "dataset": {"name": "tiny"},
+    "metric": "excess_risk",
+    "selection": "all",
+    "methods": [{"name": "ldp_compressed", "label": "Compressed",
+                 "grid": {"players": [3000], "m": [4, 8], "set": ["l1_ball", "simplex"], "radius": [0.5, 1, 2]}}],
+    "epsilons": [1, 4],
+    "repetitions": 2,
+    "seed": 11,
+    "threads": 1
+  })");
+  const auto cfg = write_config(repo, j);
+  auto run = [&](const std::string& out, bool share) {
+    if (share) unsetenv("PRIVRACE_SHARE_WORK");
+    else setenv("PRIVRACE_SHARE_WORK", "0", 1);
+    RunOptions o = options(repo, cfg);
+    o.out_dir = (repo.dir.path / out).string();
+    const auto report = run_experiment(o);
+    unsetenv("PRIVRACE_SHARE_WORK");
+    std::map<std::string, json> by_key;
+    for (const json& r : read_records(report.results_path)) by_key[r.at("key").get<std::string>()] = r;
+    return by_key;
+  };
+  const auto shared = run("shared", true), fresh = run("fresh", false);
+  ASSERT_EQ(shared.size(), 2u * 2 * 3 * 2 * 2);
+  ASSERT_EQ(shared.size(), fresh.size());
+  std::map<std::string, std::set<std::string>> seeds_by_collection;  // (set, m, rep, eps) -> seeds
+  std::set<std::string> all_seeds;
+  std::size_t made = 0, reused = 0;
+  for (const auto& [key, a] : shared) {
+    const json& b = fresh.at(key);
+    EXPECT_EQ(a.at("metrics"), b.at("metrics")) << key;
+    const json& d = a.at("details");
+    EXPECT_EQ(d.at("collection_seed"), b.at("details").at("collection_seed")) << key;
+    EXPECT_EQ(b.at("details").at("collection"), "made by this cell") << key;
+    const bool first_radius = a.at("params").at("radius").get<double>() == 0.5;
+    EXPECT_EQ(d.at("collection"), first_radius ? "made by this cell" : "reused: collected for another radius") << key;
+    (first_radius ? made : reused) += 1;
+    const std::string collection = a.at("params").at("set").dump() + a.at("params").at("m").dump() + "|" +
+                                   a.at("rep").dump() + "|" + a.at("epsilon").dump();
+    seeds_by_collection[collection].insert(d.at("collection_seed").get<std::string>());
+    all_seeds.insert(d.at("collection_seed").get<std::string>());
+    EXPECT_TRUE(std::isfinite(a.at("metrics").at("excess_risk").get<double>())) << key;
+  }
+  EXPECT_EQ(made, 16u);
+  EXPECT_EQ(reused, 32u);
+  EXPECT_EQ(seeds_by_collection.size(), 16u);
+  for (const auto& [collection, seeds] : seeds_by_collection) EXPECT_EQ(seeds.size(), 1u) << collection;
+  EXPECT_EQ(all_seeds.size(), 16u);
+}
+
 // MST and AIM as KDE baselines: the released KDE is the synthetic rows' KDE. At a very large
 // epsilon it must come close to the data's (16 bins per attribute in [0, 1]: the bins' width
 // 1/16 against the bandwidth 0.3), far closer than at eps = 0.1; each record states its budget;

@@ -169,14 +169,15 @@ Eigen::VectorXd constrained_regression(const SparseRows& X, const Eigen::VectorX
   return constrained_quadratic(apply, c, operator_norm(apply, Q.cols()), set, r, iterations);
 }
 
-HighDimResult ldp_compressed_regression(const SparseRows& X, const Eigen::VectorXd& y, int m, double eps,
-                                        SparseSet set, double r, std::uint64_t seed, double z_max, int threads) {
+CompressedCollection ldp_compressed_collect(const SparseRows& X, const Eigen::VectorXd& y, int m, double eps,
+                                            std::uint64_t seed, double z_max, int threads) {
   check_epsilon(eps);
   if (!(z_max > 0)) throw UsageError("compressed regression: z_max must be > 0");
   if (threads <= 0) threads = omp_get_max_threads();
   const Eigen::Index n = X.rows(), d = X.cols();
-  const Eigen::MatrixXd Phi = gaussian_projection(m, static_cast<int>(d), derive_seed(seed, 1));  // public
-  HighDimResult out;
+  CompressedCollection out;
+  out.Phi = gaussian_projection(m, static_cast<int>(d), derive_seed(seed, 1));  // public
+  const Eigen::MatrixXd& Phi = out.Phi;
   const bool noisy = std::isfinite(eps);
   // Lattice and noise (discrete Laplace on integers, no floating-point Laplace; the simulation
   // draws it by inversion to double precision, lattice_laplace in simulation.hpp).
@@ -265,14 +266,32 @@ HighDimResult ldp_compressed_regression(const SparseRows& X, const Eigen::Vector
   // The noise on y is independent of z, so g is unbiased as it is.
   (void)var_y;
   S.diagonal().array() -= delta * delta * var_z;
+  out.S = std::move(S);
+  out.g = std::move(g);
+  return out;
+}
+
+HighDimResult ldp_compressed_fit(const CompressedCollection& collection, SparseSet set, double r) {
+  const Eigen::MatrixXd& Phi = collection.Phi;
+  const Eigen::MatrixXd& S = collection.S;
   // theta = argmin over Phi C of theta^T S theta - 2 g^T theta, with theta = Phi v, v in C
   // (accelerated projected gradient in v; Q v = Phi^T S Phi v applied in factored form).
   auto apply = [&](const Eigen::VectorXd& v) -> Eigen::VectorXd { return Phi.transpose() * (S * (Phi * v)); };
-  const Eigen::VectorXd c = Phi.transpose() * g;
-  const Eigen::VectorXd v = constrained_quadratic(apply, c, operator_norm(apply, d), set, r);
+  const Eigen::VectorXd c = Phi.transpose() * collection.g;
+  const Eigen::VectorXd v = constrained_quadratic(apply, c, operator_norm(apply, Phi.cols()), set, r);
   const Eigen::VectorXd theta = Phi * v;
+  HighDimResult out;
   out.w = constrained_least_squares(Phi, theta, set, r);
+  out.clipped = collection.clipped;
+  out.noise_scale = collection.noise_scale;
+  out.noise_scale_y = collection.noise_scale_y;
+  out.lattice_step = collection.lattice_step;
   return out;
+}
+
+HighDimResult ldp_compressed_regression(const SparseRows& X, const Eigen::VectorXd& y, int m, double eps,
+                                        SparseSet set, double r, std::uint64_t seed, double z_max, int threads) {
+  return ldp_compressed_fit(ldp_compressed_collect(X, y, m, eps, seed, z_max, threads), set, r);
 }
 
 Eigen::VectorXd ldp_sgd_constrained(const SparseRows& X, const Eigen::VectorXd& y, double eps, SparseSet set,

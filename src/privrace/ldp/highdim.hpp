@@ -62,8 +62,23 @@ struct HighDimResult {
   double noise_scale_y = 0;
   double lattice_step = 0;  // Delta
 };
-// Steps 1-4 over players (rows of X, |y| <= 1). eps = inf: no noise (for tests).
+// What the server holds after Algorithm 7's collection (steps 1-3): the public projection and
+// the debiased moments of the players' reports. Every constraint set and radius is fitted from
+// the same collection (post-processing: no further privacy cost).
+struct CompressedCollection {
+  Eigen::MatrixXd Phi;  // m x d, public
+  Eigen::MatrixXd S;    // (1/n) sum z~ z~^T minus the known noise variance on the diagonal
+  Eigen::VectorXd g;    // (1/n) sum z~ y~
+  std::size_t clipped = 0;
+  double noise_scale = 0, noise_scale_y = 0, lattice_step = 0;  // as in HighDimResult
+};
+// Steps 1-3 over players (rows of X, |y| <= 1). eps = inf: no noise (for tests).
 // Thread-invariant: players are cut into fixed chunks whose partial moments are summed in order.
+CompressedCollection ldp_compressed_collect(const SparseRows& X, const Eigen::VectorXd& y, int m, double eps,
+                                            std::uint64_t seed, double z_max = 1.5, int threads = 0);
+// Step 4: ERM over Phi C from the moments, then constrained least-squares recovery in R^d.
+HighDimResult ldp_compressed_fit(const CompressedCollection& collection, SparseSet set, double r);
+// Both steps: ldp_compressed_fit(ldp_compressed_collect(...), set, r).
 HighDimResult ldp_compressed_regression(const SparseRows& X, const Eigen::VectorXd& y, int m, double eps,
                                         SparseSet set, double r, std::uint64_t seed, double z_max = 1.5,
                                         int threads = 0);
