@@ -516,7 +516,8 @@ void read_cost_table(const std::string& table_path, const std::string& stem, Cel
   if (t.at("configs").contains(stem)) {
     table.add_table_entry(t.at("configs").at(stem), table_path + " (configs." + stem + ")");
     meta = t.at("configs").at(stem);
-    meta["machine"] = t.value("machine", "unknown machine");
+    // An entry measured on another machine than the table's default names its own.
+    if (!meta.contains("machine")) meta["machine"] = t.value("machine", "unknown machine");
   }
 }
 

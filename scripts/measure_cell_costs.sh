@@ -59,9 +59,12 @@ try:
         model = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
 except (OSError, StopIteration):
     pass
-table["machine"] = f"{os.cpu_count()}-core {platform.machine()} ({model})"
-table["how"] = ("scripts/measure_cell_costs.sh: per config, repetition 0 and at most "
-                f"{sample} grid points per method and {sample} epsilons; first_seconds = median wall time of "
+# The table's "machine" is that of the entries without their own; entries and re-measured cells
+# made now name this machine, so that one table can hold measurements of two machines.
+machine = f"{os.cpu_count()}-core {platform.machine()} ({model})"
+table.setdefault("machine", machine)
+table["how"] = ("scripts/measure_cell_costs.sh: per config, a sample (repetition 0, K grid points per method "
+                "and K epsilons) or every cell of a full run, as the entry's basis says; first_seconds = median wall time of "
                 "a group's first cell (it carries the work the group's epsilons share), seconds = of the "
                 "later cells (of any cell where first_seconds is absent); shared_seconds = work the "
                 "repetitions of a parameter point reuse (records' shared_work_seconds), priced once "
@@ -102,6 +105,8 @@ for path in sorted(glob.glob(os.path.join(scratch, "*.jsonl"))):
             sys.exit(f"{stem}: the table's cells were measured at {old['threads']} threads, this sample at {threads}")
         for c in new_cells:
             c["measured_at"], c["git_commit"] = datetime.date.today().isoformat(), commit
+            if machine != old.get("machine", table["machine"]):
+                c["machine"] = machine
         kept = [c for c in old["cells"] if c["label"] not in only_labels]
         old["cells"] = sorted(kept + new_cells, key=lambda c: (c["label"], json.dumps(c["params"], sort_keys=True)))
         old["basis"] = old.get("basis", "sample (before the basis was recorded)") + f"; {', '.join(sorted(only_labels))}: {basis} ({commit[:12]})"
@@ -114,6 +119,8 @@ for path in sorted(glob.glob(os.path.join(scratch, "*.jsonl"))):
         "basis": basis,
         "cells": new_cells,
     }
+    if machine != table["machine"]:
+        table["configs"][stem]["machine"] = machine
 # One line per measured cell keeps the table readable and its diffs small.
 with open(table_path + ".tmp", "w") as f:
     head = {k: v for k, v in sorted(table.items()) if k != "configs"}

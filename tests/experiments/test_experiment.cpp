@@ -677,6 +677,35 @@ TEST(ExperimentRun, PlanCountsCellsWritesNothingAndPricesFromMeasuredCells) {
   EXPECT_NE(after.estimate_basis.find("4 cells timed"), std::string::npos) << after.estimate_basis;
 }
 
+// The calibration table names the machine of its measurements: the table's "machine" unless an
+// entry, measured on another machine, names its own. The plan says which.
+TEST(ExperimentRun, PlanNamesTheMachineOfTheCalibrationEntryItPricesFrom) {
+  Repo repo;
+  const auto cfg = write_config(repo, base_config());
+  const fs::path table = repo.root() / "configs" / "calibration" / "cell_costs.json";
+  fs::create_directories(table.parent_path());
+  json t = {{"machine", "2-core machine A"},
+            {"configs",
+             {{"t_kde",
+               {{"threads", 1},
+                {"prepare_seconds", 0.5},
+                {"cells", json::parse(R"([{"label": "RACE", "params": {"rows": 20, "width": 100}, "seconds": 2.0}])")}}}}}};
+  auto plan_basis = [&] {
+    std::ofstream(table) << t.dump();
+    RunOptions plan = options(repo, cfg);
+    plan.plan_only = true;
+    const auto report = run_experiment(plan);
+    EXPECT_TRUE(std::isfinite(report.estimate_seconds));
+    return report.estimate_basis;
+  };
+  const std::string shared = plan_basis();
+  EXPECT_NE(shared.find("(2-core machine A, 1 threads)"), std::string::npos) << shared;
+  t["configs"]["t_kde"]["machine"] = "2-core machine B";
+  const std::string own = plan_basis();
+  EXPECT_NE(own.find("(2-core machine B, 1 threads)"), std::string::npos) << own;
+  EXPECT_EQ(own.find("machine A"), std::string::npos) << own;
+}
+
 TEST(ExperimentRun, PartOfAProfileIsTheFullRunsCellsAndTheFullRunSkipsThem) {
   Repo repo;
   json j = base_config();
