@@ -107,6 +107,20 @@ RunOptions options(const Repo& repo, const fs::path& config) {
   return o;
 }
 
+// The records of a full run of `config` into OUT, by key, with work shared across groups
+// (`share`) or made again for every group (PRIVRACE_SHARE_WORK=0).
+std::map<std::string, json> records_by_key(const Repo& repo, const fs::path& config, const std::string& out, bool share) {
+  if (share) unsetenv("PRIVRACE_SHARE_WORK");
+  else setenv("PRIVRACE_SHARE_WORK", "0", 1);
+  RunOptions o = options(repo, config);
+  o.out_dir = (repo.dir.path / out).string();
+  const auto report = run_experiment(o);
+  unsetenv("PRIVRACE_SHARE_WORK");
+  std::map<std::string, json> by_key;
+  for (const json& r : read_records(report.results_path)) by_key[r.at("key").get<std::string>()] = r;
+  return by_key;
+}
+
 fs::path write_config(const Repo& repo, const json& j, const std::string& name = "cfg.json") {
   const fs::path p = repo.dir.path / name;
   write(p, j.dump(2));
@@ -343,18 +357,7 @@ TEST(ExperimentRun, SharedWorkAcrossRepetitionsLeavesRecordsUnchanged) {
   j["repetitions"] = 3;
   j.erase("quick");
   const auto cfg = write_config(repo, j);
-  auto run = [&](const std::string& out, bool share) {
-    if (share) unsetenv("PRIVRACE_SHARE_WORK");
-    else setenv("PRIVRACE_SHARE_WORK", "0", 1);
-    RunOptions o = options(repo, cfg);
-    o.out_dir = (repo.dir.path / out).string();
-    const auto report = run_experiment(o);
-    unsetenv("PRIVRACE_SHARE_WORK");
-    std::map<std::string, json> by_key;
-    for (const json& r : read_records(report.results_path)) by_key[r.at("key").get<std::string>()] = r;
-    return by_key;
-  };
-  const auto shared = run("shared", true), fresh = run("fresh", false);
+  const auto shared = records_by_key(repo, cfg, "shared", true), fresh = records_by_key(repo, cfg, "fresh", false);
   ASSERT_EQ(shared.size(), 2u * 3 * 3 + 4u * 3 * 3);
   ASSERT_EQ(shared.size(), fresh.size());
   std::size_t later_reps_with_shared_scores = 0;
@@ -406,18 +409,7 @@ TEST(ExperimentRun, CompressedRegressionRadiiShareOneCollectionWithoutChangingRe
     "threads": 1
   })");
   const auto cfg = write_config(repo, j);
-  auto run = [&](const std::string& out, bool share) {
-    if (share) unsetenv("PRIVRACE_SHARE_WORK");
-    else setenv("PRIVRACE_SHARE_WORK", "0", 1);
-    RunOptions o = options(repo, cfg);
-    o.out_dir = (repo.dir.path / out).string();
-    const auto report = run_experiment(o);
-    unsetenv("PRIVRACE_SHARE_WORK");
-    std::map<std::string, json> by_key;
-    for (const json& r : read_records(report.results_path)) by_key[r.at("key").get<std::string>()] = r;
-    return by_key;
-  };
-  const auto shared = run("shared", true), fresh = run("fresh", false);
+  const auto shared = records_by_key(repo, cfg, "shared", true), fresh = records_by_key(repo, cfg, "fresh", false);
   ASSERT_EQ(shared.size(), 2u * 2 * 3 * 2 * 2);
   ASSERT_EQ(shared.size(), fresh.size());
   std::map<std::string, std::set<std::string>> seeds_by_collection;  // (set, m, rep, eps) -> seeds
