@@ -2,8 +2,14 @@
 
 #include <omp.h>
 
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define PRIVRACE_KDE_AVX2 1
+#endif
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <numbers>
 #include <numeric>
 
@@ -26,6 +32,16 @@ double pstable_exact(double s) {
 double pstable_derivative(double s) {
   if (s <= 0.0) return -std::sqrt(2.0 / std::numbers::pi);
   return std::sqrt(2.0 / std::numbers::pi) * std::expm1(-0.5 / (s * s));
+}
+
+// The cubic Hermite interpolant on [0, 1] between (v0, slope s0) and (v1, s1), every operation
+// written out (this file is compiled with -ffp-contract=off), so that the AVX2 lanes below give
+// the same values: error O(step^4 k'''') against the kernel.
+inline double hermite(double t, double v0, double s0, double v1, double s1) {
+  const double t2 = t * t, t3 = t2 * t;
+  const double h00 = std::fma(2.0, t3, std::fma(-3.0, t2, 1.0)), h10 = std::fma(-2.0, t2, t3) + t;
+  const double h01 = std::fma(-2.0, t3, 3.0 * t2), h11 = t3 - t2;
+  return std::fma(h00, v0, std::fma(h10, s0, std::fma(h01, v1, h11 * s1)));
 }
 
 class PStableTable {
@@ -52,11 +68,10 @@ class PStableTable {
     const double x = s * kInvStep;
     const auto i = static_cast<std::size_t>(x);
     const double t = x - static_cast<double>(i);
-    const double t2 = t * t, t3 = t2 * t;
-    // Cubic Hermite with exact end slopes: error O(step^4 k'''').
-    return (2 * t3 - 3 * t2 + 1) * value_[i] + (t3 - 2 * t2 + t) * slope_[i] + (-2 * t3 + 3 * t2) * value_[i + 1] +
-           (t3 - t2) * slope_[i + 1];
+    return hermite(t, value_[i], slope_[i], value_[i + 1], slope_[i + 1]);
   }
+  const double* values() const { return value_.data(); }
+  const double* slopes() const { return slope_.data(); }
 
  private:
   std::vector<double> value_, slope_;
@@ -94,6 +109,97 @@ double int_power(double v, std::size_t p) {
   return r;
 }
 
+constexpr Eigen::Index kLanes = 16;  // queries a block of the small-dimension L2 sums
+
+// Small dimension (L2): sum[l] += w_i k(||x_i - q_l|| / w)^power over the rows i of x in order,
+// for the 16 queries q_l of qt (coordinate c of query l at qt[c * kLanes + l]). Each query's sum
+// runs in data order, one fused multiply-add a row; the distance is summed over the coordinates
+// in order with fused multiply-adds. The AVX2 version takes four queries a vector with the same
+// operations, so both give the same values.
+void lane_kernel_sums_scalar(const double* x, Eigen::Index rows, Eigen::Index d, const double* w, const double* qt,
+                             double inv_w, std::size_t power, const PStableTable& table, double* sum) {
+  for (Eigen::Index i = 0; i < rows; ++i)
+    for (Eigen::Index l = 0; l < kLanes; ++l) {
+      double acc = 0.0;
+      for (Eigen::Index c = 0; c < d; ++c) {
+        const double diff = x[i * d + c] - qt[c * kLanes + l];
+        acc = std::fma(diff, diff, acc);
+      }
+      const double k = table(std::sqrt(acc) * inv_w);
+      sum[l] = std::fma(w[i], power == 1 ? k : int_power(k, power), sum[l]);
+    }
+}
+
+#ifdef PRIVRACE_KDE_AVX2
+void lane_kernel_sums_avx2(const double* x, Eigen::Index rows, Eigen::Index d, const double* w, const double* qt,
+                           double inv_w, std::size_t power, const PStableTable& table, double* sum) {
+  constexpr int kVectors = kLanes / 4;
+  const __m256d inv_w_v = _mm256_set1_pd(inv_w), inv_step = _mm256_set1_pd(PStableTable::kInvStep);
+  const __m256d max_s = _mm256_set1_pd(PStableTable::kMax), zero = _mm256_setzero_pd();
+  const __m256d all = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
+  const __m256d two = _mm256_set1_pd(2.0), minus_two = _mm256_set1_pd(-2.0), three = _mm256_set1_pd(3.0),
+                minus_three = _mm256_set1_pd(-3.0), one = _mm256_set1_pd(1.0);
+  const double* value = table.values();
+  const double* slope = table.slopes();
+  __m256d acc_sum[kVectors];
+  for (int v = 0; v < kVectors; ++v) acc_sum[v] = _mm256_loadu_pd(sum + 4 * v);
+  for (Eigen::Index i = 0; i < rows; ++i) {
+    const __m256d wi = _mm256_set1_pd(w[i]);
+    for (int v = 0; v < kVectors; ++v) {
+      __m256d acc = zero;
+      for (Eigen::Index c = 0; c < d; ++c) {
+        const __m256d diff = _mm256_sub_pd(_mm256_set1_pd(x[i * d + c]), _mm256_loadu_pd(qt + c * kLanes + 4 * v));
+        acc = _mm256_fmadd_pd(diff, diff, acc);
+      }
+      const __m256d s = _mm256_mul_pd(_mm256_sqrt_pd(acc), inv_w_v);
+      const __m256d inside = _mm256_cmp_pd(s, max_s, _CMP_LT_OQ);
+      const __m256d xs = _mm256_mul_pd(_mm256_and_pd(s, inside), inv_step);  // outside the table: 0 for now
+      const __m128i k = _mm256_cvttpd_epi32(xs);
+      const __m256d t = _mm256_sub_pd(xs, _mm256_cvtepi32_pd(k));
+      // The masked gathers (all lanes) spare GCC 12 a false "uninitialized" of the plain ones.
+      const __m256d v0 = _mm256_mask_i32gather_pd(zero, value, k, all, 8);
+      const __m256d s0 = _mm256_mask_i32gather_pd(zero, slope, k, all, 8);
+      const __m256d v1 = _mm256_mask_i32gather_pd(zero, value + 1, k, all, 8);
+      const __m256d s1 = _mm256_mask_i32gather_pd(zero, slope + 1, k, all, 8);
+      const __m256d t2 = _mm256_mul_pd(t, t), t3 = _mm256_mul_pd(t2, t);
+      const __m256d h00 = _mm256_fmadd_pd(two, t3, _mm256_fmadd_pd(minus_three, t2, one));
+      const __m256d h10 = _mm256_add_pd(_mm256_fmadd_pd(minus_two, t2, t3), t);
+      const __m256d h01 = _mm256_fmadd_pd(minus_two, t3, _mm256_mul_pd(three, t2));
+      const __m256d h11 = _mm256_sub_pd(t3, t2);
+      __m256d kv = _mm256_fmadd_pd(h00, v0, _mm256_fmadd_pd(h10, s0, _mm256_fmadd_pd(h01, v1, _mm256_mul_pd(h11, s1))));
+      const int outside = ~_mm256_movemask_pd(inside) & 0xF;
+      if (outside) [[unlikely]] {  // beyond the table: the kernel itself
+        alignas(32) double sv[4], kvs[4];
+        _mm256_store_pd(sv, s);
+        _mm256_store_pd(kvs, kv);
+        for (int l = 0; l < 4; ++l)
+          if (outside >> l & 1) kvs[l] = table(sv[l]);
+        kv = _mm256_load_pd(kvs);
+      }
+      __m256d term = kv;
+      for (std::size_t r = 1; r < power; ++r) term = _mm256_mul_pd(term, kv);  // as int_power: 1 * kv * ... * kv
+      acc_sum[v] = _mm256_fmadd_pd(wi, term, acc_sum[v]);
+    }
+  }
+  for (int v = 0; v < kVectors; ++v) _mm256_storeu_pd(sum + 4 * v, acc_sum[v]);
+}
+#endif
+
+// scalar: the portable version even where AVX2 is built in (PRIVRACE_KDE_SCALAR=1; the tests
+// compare both).
+void lane_kernel_sums(const double* x, Eigen::Index rows, Eigen::Index d, const double* w, const double* qt, double inv_w,
+                      std::size_t power, const PStableTable& table, bool scalar, double* sum) {
+#ifdef PRIVRACE_KDE_AVX2
+  if (!scalar) {
+    lane_kernel_sums_avx2(x, rows, d, w, qt, inv_w, power, table, sum);
+    return;
+  }
+#else
+  (void)scalar;
+#endif
+  lane_kernel_sums_scalar(x, rows, d, w, qt, inv_w, power, table, sum);
+}
+
 }  // namespace
 
 nlohmann::json KernelSpec::to_json() const {
@@ -126,37 +232,41 @@ std::vector<double> weighted_row_kernel_sums(const DoubleMatrix& x, const std::v
   const double inv_w = 1.0 / spec.bandwidth;
   const bool l2 = spec.kernel == Kernel::L2;
   Eigen::VectorXd x_norm2 = x.rowwise().squaredNorm();
-  constexpr Eigen::Index kQueryBlock = 16, kDataBlock = 2048;
+  constexpr Eigen::Index kQueryBlock = kLanes, kDataBlock = 2048;
   const Eigen::Index query_blocks = (m + kQueryBlock - 1) / kQueryBlock;
+  // Small d (L2): differences per coordinate (no cancellation), the block's queries as lanes.
+  // Large d: one small GEMM gives every inner product of a block pair.
+  const bool gemm = !l2 || d > 8;
+  const char* scalar_env = std::getenv("PRIVRACE_KDE_SCALAR");
+  const bool scalar = scalar_env && std::string(scalar_env) == "1";
 #pragma omp parallel
   {
     std::vector<double> s(static_cast<std::size_t>(kDataBlock));
     DoubleMatrix dots;
+    double qt[8 * kLanes], lane_sum[kLanes];
 #pragma omp for schedule(dynamic, 1)
     for (Eigen::Index qb = 0; qb < query_blocks; ++qb) {
       const Eigen::Index q0 = qb * kQueryBlock, q1 = std::min(m, q0 + kQueryBlock);
+      if (!gemm) {
+        for (Eigen::Index c = 0; c < d; ++c)
+          for (Eigen::Index l = 0; l < kLanes; ++l) qt[c * kLanes + l] = q(std::min(q0 + l, q1 - 1), c);  // spare lanes: the last query
+        for (Eigen::Index b0 = 0; b0 < n; b0 += kDataBlock) {
+          const Eigen::Index bn = std::min(kDataBlock, n - b0);
+          std::fill_n(lane_sum, kLanes, 0.0);
+          lane_kernel_sums(x.row(b0).data(), bn, d, w.data() + b0, qt, inv_w, spec.power, table, scalar, lane_sum);
+          for (Eigen::Index j = q0; j < q1; ++j) out[static_cast<std::size_t>(j)] += lane_sum[j - q0];
+        }
+        continue;
+      }
       for (Eigen::Index b0 = 0; b0 < n; b0 += kDataBlock) {
         const Eigen::Index bn = std::min(kDataBlock, n - b0);
-        // Large d: one small GEMM gives every inner product of the block pair.
-        const bool gemm = !l2 || d > 8;
-        if (gemm) dots.noalias() = q.middleRows(q0, q1 - q0) * x.middleRows(b0, bn).transpose();
+        dots.noalias() = q.middleRows(q0, q1 - q0) * x.middleRows(b0, bn).transpose();
         for (Eigen::Index j = q0; j < q1; ++j) {
           const double qn2 = q.row(j).squaredNorm();
           if (l2) {
-            if (gemm) {
-              for (Eigen::Index i = 0; i < bn; ++i)
-                s[static_cast<std::size_t>(i)] =
-                    std::sqrt(std::max(0.0, x_norm2(b0 + i) + qn2 - 2.0 * dots(j - q0, i))) * inv_w;
-            } else {
-              for (Eigen::Index i = 0; i < bn; ++i) {
-                double acc = 0.0;
-                for (Eigen::Index k = 0; k < d; ++k) {
-                  const double diff = x(b0 + i, k) - q(j, k);
-                  acc += diff * diff;
-                }
-                s[static_cast<std::size_t>(i)] = std::sqrt(acc) * inv_w;
-              }
-            }
+            for (Eigen::Index i = 0; i < bn; ++i)
+              s[static_cast<std::size_t>(i)] =
+                  std::sqrt(std::max(0.0, x_norm2(b0 + i) + qn2 - 2.0 * dots(j - q0, i))) * inv_w;
             double sum = 0.0;
             for (Eigen::Index i = 0; i < bn; ++i) {
               const double k = table(s[static_cast<std::size_t>(i)]);
