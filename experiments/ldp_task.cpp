@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
@@ -15,6 +13,7 @@
 #include "privrace/ldp/marginals.hpp"
 #include "privrace/ldp/mean_mechanisms.hpp"
 #include "privrace/ldp/protocols.hpp"
+#include "shared_work.hpp"
 
 namespace privrace::experiments {
 
@@ -525,8 +524,7 @@ struct LdpHighDimContext : TaskContext {
       collections.clear();
       collections_scope = scope;
     }
-    const char* share = std::getenv("PRIVRACE_SHARE_WORK");
-    const bool sharing = !(share && std::strcmp(share, "0") == 0);
+    const bool sharing = share_work_enabled();
     if (auto it = collections.find(key); sharing && it != collections.end()) return {it->second, false};
     auto made = std::make_shared<const CompressedCollection>(make());
     if (sharing) collections[key] = made;

@@ -30,6 +30,12 @@ inline std::atomic<double>& shared_work_ledger() {
 }
 inline double take_shared_work_seconds() { return shared_work_ledger().exchange(0.0); }
 
+// False under PRIVRACE_SHARE_WORK=0: every group remakes what it would have reused.
+inline bool share_work_enabled() {
+  const char* share = std::getenv("PRIVRACE_SHARE_WORK");
+  return !(share && std::strcmp(share, "0") == 0);
+}
+
 template <typename T>
 class SharedWork {
  public:
@@ -39,8 +45,7 @@ class SharedWork {
   std::pair<std::shared_ptr<T>, double> get(const TaskContext& ctx, const json& key, Make&& make) const {
     const std::string k = std::to_string(reinterpret_cast<std::uintptr_t>(&ctx)) + key.dump();
     std::lock_guard<std::mutex> lock(mu_);
-    const char* share = std::getenv("PRIVRACE_SHARE_WORK");
-    if (k != key_ || !obj_ || (share && std::strcmp(share, "0") == 0)) {
+    if (k != key_ || !obj_ || !share_work_enabled()) {
       obj_.reset();
       const auto t0 = std::chrono::steady_clock::now();
       obj_ = std::make_shared<T>(make());
