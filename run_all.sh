@@ -15,7 +15,8 @@
 # Before it starts, it prints the cells of every config and an estimate of the time, priced
 # from measured wall time per cell (configs/calibration/cell_costs.json, remade by
 # scripts/measure_cell_costs.sh, and the records of earlier runs). Progress goes to the
-# terminal, and one line per finished config to results/run_all.log.
+# terminal, and one line per finished config to results/run_all.log. Groups of cells run two
+# at a time on half the threads each (PRIVRACE_JOBS=1: one at a time; the same records).
 set -euo pipefail
 cd "$(dirname "$0")"
 REPO=$(pwd)
@@ -32,7 +33,7 @@ for arg in "$@"; do
     --all) ALL=1 ;;
     --plan) PLAN=1 ;;
     --no-fetch) NO_FETCH=1 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     -*) echo "run_all.sh: unknown option '$arg' (expected --quick, --all, --plan, --no-fetch or config names)" >&2; exit 2 ;;
     *) chosen+=("$arg") ;;
   esac
@@ -192,6 +193,19 @@ stand_in_banner() {
 }
 stand_in_banner
 
+# Groups of cells run two at a time, each on half the threads (privrace-experiment --jobs;
+# docs/experiments.md, "Jobs"): many methods leave a core idle, and the records are the same.
+# PRIVRACE_JOBS=1 runs one group at a time; scaling studies always do (they time the threads).
+RUN_JOBS=${PRIVRACE_JOBS:-2}
+if ! [[ $RUN_JOBS =~ ^[1-9][0-9]*$ ]]; then
+  echo "run_all.sh: PRIVRACE_JOBS='$RUN_JOBS': expected a positive whole number" >&2
+  exit 2
+fi
+cores=$(nproc)
+[[ ${OMP_NUM_THREADS:-} =~ ^[1-9][0-9]*$ ]] && cores=$OMP_NUM_THREADS
+(( RUN_JOBS <= cores )) || RUN_JOBS=$cores
+jobs_for() { if [[ $(basename "$1") == scaling* ]]; then echo 1; else echo "$RUN_JOBS"; fi; }
+
 # "12m30s" for a number of seconds; "?" for nan (never measured).
 duration() {
   [[ $1 == nan || -z $1 ]] && { echo "?"; return; }
@@ -206,7 +220,7 @@ unmeasured=()
 echo
 printf '%-30s %8s %8s %10s\n' config cells "to run" estimate
 for c in "${configs[@]}"; do
-  if ! line=$("$EXP" "$c" "${QUICK[@]}" --plan 2>"$BUILD/plan.err"); then
+  if ! line=$("$EXP" "$c" "${QUICK[@]}" --jobs "$(jobs_for "$c")" --plan 2>"$BUILD/plan.err"); then
     printf '%-30s %s\n' "$(basename "$c" .json)" "cannot plan: $(tail -1 "$BUILD/plan.err")"
     est_of[$c]=nan pending_of[$c]=?
     continue
@@ -222,7 +236,7 @@ for c in "${configs[@]}"; do
   [[ $est == nan ]] || est_total=$(awk -v a="$est_total" -v b="$est" 'BEGIN { print a + b }')
   printf '%-30s %8s %8s %10s%s\n' "$name" "$total" "$pending" "$(duration "$est")" "$note"
 done
-threads_note=$("$EXP" "${configs[0]}" "${QUICK[@]}" --plan 2>/dev/null | awk -F'\t' '{ print $7 }' | sed 's/.*\[\(.*\)\]$/\1/')
+threads_note=$("$EXP" "${configs[0]}" "${QUICK[@]}" --jobs "$(jobs_for "${configs[0]}")" --plan 2>/dev/null | awk -F'\t' '{ print $7 }' | sed 's/.*\[\(.*\)\]$/\1/')
 echo "estimated total: $(duration "$est_total") on ${threads_note:-this machine}, from measured time per cell"
 echo "  (configs/calibration/cell_costs.json says where it was measured; measured at fewer threads than"
 echo "   this run has, the estimate assumes linear scaling and is a lower bound)"
@@ -246,7 +260,7 @@ for c in "${configs[@]}"; do
   echo "== [$i/${#configs[@]}] $c ${QUICK[*]}: ${pending_of[$c]} cells to run, estimate $(duration "$est");" \
        "after it, about $(duration "$(awk -v a="$left_est" -v r="$ratio" 'BEGIN { print a * r }')") for the rest"
   t0=$(date +%s)
-  if "$EXP" "$c" "${QUICK[@]}"; then
+  if "$EXP" "$c" "${QUICK[@]}" --jobs "$(jobs_for "$c")"; then
     status=ok
     echo "== $c done in $(( $(date +%s) - t0 )) s"
   else

@@ -43,7 +43,9 @@ std::size_t CellCostModel::add_records(const std::vector<json>& records) {
     add(r.value("label", ""), r.value("params", json::object()), w->get<double>(), r.value("threads", 1), pos,
         sh != r.end() && sh->is_number() ? sh->get<double>() : 0.0);
     const auto p = r.find("run_prepare_seconds");
-    if (p != r.end() && p->is_number()) prepare_thread_seconds_ = p->get<double>() * std::max(r.value("threads", 1), 1);
+    // The task is prepared on every thread of the run: a group's threads times the jobs.
+    if (p != r.end() && p->is_number())
+      prepare_thread_seconds_ = p->get<double>() * std::max(r.value("threads", 1), 1) * std::max(r.value("jobs", 1), 1);
     ++used;
   }
   return used;
@@ -58,9 +60,14 @@ void CellCostModel::add_table_entry(const json& entry, const std::string& where)
   };
   const int threads = need(entry, "threads", &json::is_number_integer, "an integer", "$").get<int>();
   if (threads < 1) throw InputError(where + ": $.threads: expected an integer >= 1");
+  int jobs = 1;  // groups that ran at once; the task was prepared on threads x jobs
+  if (entry.contains("jobs")) {
+    jobs = need(entry, "jobs", &json::is_number_integer, "an integer", "$").get<int>();
+    if (jobs < 1) throw InputError(where + ": $.jobs: expected an integer >= 1");
+  }
   if (entry.contains("prepare_seconds")) {
     const double p = need(entry, "prepare_seconds", &json::is_number, "a number", "$").get<double>();
-    prepare_thread_seconds_ = std::max(p, 0.0) * threads;
+    prepare_thread_seconds_ = std::max(p, 0.0) * threads * jobs;
   }
   const json& cells = need(entry, "cells", &json::is_array, "an array", "$");
   for (std::size_t i = 0; i < cells.size(); ++i) {

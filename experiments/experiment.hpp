@@ -129,7 +129,7 @@ struct TaskContext {
   const ExperimentConfig* config = nullptr;
   LoadedDataset data;        // the preprocessed data set (before the split)
   json data_summary;         // recorded in every record: name, rows, dim, stand_in, ...
-  int threads = 1;
+  int threads = 1;           // a group's OpenMP threads: the run's threads / jobs
 };
 
 class Task {
@@ -236,6 +236,10 @@ struct RunOptions {
   bool quick = false;
   std::string out_dir;   // default <repo>/results
   int threads = -1;      // -1 = the config's
+  // Groups run at once, each on threads / jobs OpenMP threads (docs/experiments.md, "Jobs"):
+  // for methods that leave cores idle. Records are those of one job; only their order in the
+  // file, their timings and their "threads" differ.
+  int jobs = 1;
   std::string data_dir;  // --data-dir
   std::string repo_root;
   bool print_summary = true;
@@ -265,7 +269,8 @@ struct RunReport {
   double estimate_seconds = NAN;
   std::string estimate_basis;
   std::size_t cells_unpriced = 0;
-  int threads = 0;
+  int threads = 0;  // the run's OpenMP threads, over all jobs
+  int jobs = 1;
 };
 
 RunReport run_experiment(const RunOptions& options, const Registry& registry = builtin_registry());

@@ -1,4 +1,4 @@
-// privrace-experiment CONFIG [--quick] [--out DIR] [--threads T] [--data-dir D] [--repo DIR] [--plan] [--sample K]
+// privrace-experiment CONFIG [--quick] [--out DIR] [--threads T] [--jobs J] [--data-dir D] [--repo DIR] [--plan] [--sample K]
 //                     [--method LABEL]... [--epsilon E]...
 // Exit codes: 0 success, 2 bad usage (flags), 1 any other error (config, data, I/O).
 #include <boost/program_options.hpp>
@@ -19,7 +19,7 @@ using namespace privrace;
 
 int main(int argc, char** argv) {
   const char* usage =
-      "usage: privrace-experiment CONFIG [--quick] [--out DIR] [--threads T] [--data-dir D] [--repo DIR]\n"
+      "usage: privrace-experiment CONFIG [--quick] [--out DIR] [--threads T] [--jobs J] [--data-dir D] [--repo DIR]\n"
       "                           [--plan] [--sample K] [--method LABEL]... [--epsilon E]...\n"
       "\n"
       "Runs every cell (method x parameters x epsilon x repetition) of a JSON experiment config,\n"
@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
         ("quick", po::bool_switch(&opts.quick), "apply the config's 'quick' section (small grid, few repetitions)")
         ("out", po::value(&opts.out_dir), "results directory (default: <repo>/results; ./results when the registry comes from an install)")
         ("threads", po::value(&opts.threads), "OpenMP threads (default: the config's 'threads'; 0 = all cores)")
+        ("jobs", po::value(&opts.jobs), "groups run at once, each on threads / jobs threads (default 1): for methods that leave cores idle; the same records")
         ("data-dir", po::value(&opts.data_dir), "look for data sets here first")
         ("repo", po::value(&repo), "directory holding datasets/registry.json (default: $PRIVRACE_HOME, the checkout, the install)")
         ("plan", po::bool_switch(&opts.plan_only), "count the cells and estimate the time; run nothing, write nothing")
@@ -91,7 +92,8 @@ int main(int argc, char** argv) {
       const std::string name = std::filesystem::path(report.results_path).stem().string();
       std::cout << name << '\t' << report.cells_total << '\t' << report.cells_skipped << '\t'
                 << report.cells_total - report.cells_skipped << '\t' << report.estimate_seconds << '\t'
-                << report.cells_unpriced << '\t' << report.estimate_basis << " [" << report.threads << " threads]\n";
+                << report.cells_unpriced << '\t' << report.estimate_basis << " [" << report.threads << " threads"
+                << (report.jobs > 1 ? ", " + std::to_string(report.jobs) + " jobs" : std::string()) << "]\n";
     }
     return 0;
   } catch (const UsageError& e) {

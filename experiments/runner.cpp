@@ -11,6 +11,10 @@
 #include <optional>
 #include <iostream>
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <map>
 #include <set>
 #include <sstream>
@@ -557,7 +561,9 @@ void estimate(const std::vector<CellGroup>& groups, const Outputs& out, const st
   if (measured > 0) basis.push_back(std::to_string(measured) + " cells timed in " + report.results_path);
   if (!table.empty())
     basis.push_back(table_path + " (" + table_meta.value("machine", "") + ", " +
-                    std::to_string(table_meta.value("threads", 0)) + " threads)");
+                    std::to_string(table_meta.value("threads", 0)) + " threads" +
+                    (table_meta.value("jobs", 1) > 1 ? " x " + std::to_string(table_meta.value("jobs", 1)) + " jobs" : "") +
+                    ")");
   if (basis.empty()) basis.push_back("no measurement of this config (scripts/measure_cell_costs.sh makes one)");
   for (std::size_t i = 0; i < basis.size(); ++i) report.estimate_basis += (i ? "; " : "") + basis[i];
 }
@@ -588,6 +594,7 @@ struct CellFacts {
   bool first_of_group = false;
   double prepare_seconds = 0;
   int threads = 0;
+  int jobs = 1;                    // groups running at once beside this one (itself included)
   double shared_work_seconds = 0;  // work this cell made that later repetitions reuse (shared_work.hpp)
 };
 
@@ -614,6 +621,7 @@ json make_record(const ExperimentConfig& cfg, const TaskContext& context, const 
           {"build_seconds", result.build_seconds},
           {"query_seconds_per_query", result.query_seconds_per_query},
           {"threads", facts.threads},
+          {"jobs", facts.jobs},
           {"wall_seconds", facts.wall_seconds},
           {"first_of_group", facts.first_of_group},
           {"shared_work_seconds", facts.shared_work_seconds},
@@ -626,37 +634,67 @@ json make_record(const ExperimentConfig& cfg, const TaskContext& context, const 
 
 // Runs every pending cell, appending its record as soon as it is done. Returns false when
 // options.stop_after stopped the run (tests: as if killed after the last durable record).
+// With jobs > 1, that many workers take the groups in order, each running its groups on
+// context.threads OpenMP threads; a record is made from its own group's seeds only, so the
+// records are those of one job, in the order the cells finish. A failing group stops the
+// others at their next cell, and its error is the run's.
 bool run_groups(const ExperimentConfig& cfg, const Registry& registry, const RunOptions& options,
-                const std::vector<CellGroup>& groups, const TaskContext& context, double prepare_seconds,
+                const std::vector<CellGroup>& groups, const TaskContext& context, double prepare_seconds, int jobs,
                 ResultsFile& results, RunReport& report) {
   Progress progress(cfg.name, report.cells_total - report.cells_skipped);
+  std::mutex output;  // the results file, the progress line and the report
   std::size_t written = 0;
+  bool stopped = false;
+  std::exception_ptr failure;
+  std::atomic<std::size_t> next_group{0};
+  std::atomic<bool> halt{false};
   struct Stop {};
-  try {
-    for (const auto& g : groups) {
-      // A cell's wall time runs from the previous cell of its group (or the group's start), so
-      // the group's shared work is carried by its first cell, which the record marks.
-      auto last = std::chrono::steady_clock::now();
-      CellFacts facts{0, true, prepare_seconds, context.threads};
-      take_shared_work_seconds();  // nothing made outside a group belongs to its cells
-      registry.method(g.method->name)->run_group(context, g, [&](std::size_t i, CellResult result) {
-        const auto now = std::chrono::steady_clock::now();
-        facts.wall_seconds = std::chrono::duration<double>(now - last).count();
-        facts.shared_work_seconds = take_shared_work_seconds();
-        last = now;
-        results.append(make_record(cfg, context, g, g.cells.at(i), result, facts));
-        facts.first_of_group = false;
-        progress.advance();
-        ++report.cells_run;
-        if (options.stop_after && ++written >= options.stop_after) throw Stop{};
-      });
+  const auto worker = [&] {
+    if (jobs > 1) omp_set_num_threads(context.threads);  // this thread's parallel regions
+    try {
+      for (std::size_t k = 0; !halt && (k = next_group++) < groups.size();) {
+        const CellGroup& g = groups[k];
+        // A cell's wall time runs from the previous cell of its group (or the group's start), so
+        // the group's shared work is carried by its first cell, which the record marks.
+        auto last = std::chrono::steady_clock::now();
+        CellFacts facts{0, true, prepare_seconds, context.threads, jobs};
+        take_shared_work_seconds();  // nothing made outside a group belongs to its cells
+        registry.method(g.method->name)->run_group(context, g, [&](std::size_t i, CellResult result) {
+          const auto now = std::chrono::steady_clock::now();
+          facts.wall_seconds = std::chrono::duration<double>(now - last).count();
+          facts.shared_work_seconds = take_shared_work_seconds();
+          last = now;
+          json record = make_record(cfg, context, g, g.cells.at(i), result, facts);
+          facts.first_of_group = false;
+          std::lock_guard<std::mutex> lock(output);
+          if (halt) throw Stop{};
+          results.append(record);
+          progress.advance();
+          ++report.cells_run;
+          if (options.stop_after && ++written >= options.stop_after) {
+            stopped = true;
+            halt = true;
+            throw Stop{};
+          }
+        });
+      }
+    } catch (const Stop&) {
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(output);
+      if (!failure) failure = std::current_exception();
+      halt = true;
     }
-  } catch (const Stop&) {
-    progress.finish();
-    return false;
+  };
+  if (jobs <= 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (int j = 0; j < jobs; ++j) pool.emplace_back(worker);
+    for (auto& t : pool) t.join();
   }
   progress.finish();
-  return true;
+  if (failure) std::rethrow_exception(failure);
+  return !stopped;
 }
 
 // Regenerates the CSV, the timing table and the summary from everything in the jsonl (this
@@ -707,6 +745,11 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
   if (threads > 0) omp_set_num_threads(threads);
   RunReport report;
   report.threads = omp_get_max_threads();
+  if (options.jobs < 1) throw UsageError("--jobs must be >= 1");
+  if (options.jobs > report.threads)
+    throw UsageError("--jobs " + std::to_string(options.jobs) + " exceeds the " + std::to_string(report.threads) +
+                     " threads of the run: every job needs at least one thread (raise --threads)");
+  report.jobs = options.jobs;
 
   Outputs out;
   open_outputs(options, cfg, repo, out, report);
@@ -731,7 +774,9 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
     double prepare_seconds = 0;
     const auto context = prepare_context(cfg, *task, env, results, report, prepare_seconds);
     data_note = context->data_summary;
-    if (!run_groups(cfg, registry, options, groups, *context, prepare_seconds, results, report)) return report;
+    context->threads = report.threads / report.jobs;  // each group's share (the task prepared on all)
+    if (!run_groups(cfg, registry, options, groups, *context, prepare_seconds, report.jobs, results, report))
+      return report;
   }
   summarise(cfg, *task, results.records(), data_note, options.print_summary, report);
   return report;

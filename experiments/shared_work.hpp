@@ -10,7 +10,6 @@
 // The seconds spent making an object are entered in a ledger that the runner empties after
 // each cell: the record of the cell that carried the making says so ("shared_work_seconds"),
 // and the run-time estimate charges that work once per parameter point, not per repetition.
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -23,12 +22,13 @@
 
 namespace privrace::experiments {
 
-// Seconds of shared work made since the last take (the runner takes them after every cell).
-inline std::atomic<double>& shared_work_ledger() {
-  static std::atomic<double> seconds{0.0};
+// Seconds of shared work made by this thread since its last take (the runner takes them after
+// every cell). One ledger per thread: under --jobs each worker's cells carry their own making.
+inline double& shared_work_ledger() {
+  thread_local double seconds = 0.0;
   return seconds;
 }
-inline double take_shared_work_seconds() { return shared_work_ledger().exchange(0.0); }
+inline double take_shared_work_seconds() { return std::exchange(shared_work_ledger(), 0.0); }
 
 // False under PRIVRACE_SHARE_WORK=0: every group remakes what it would have reused.
 inline bool share_work_enabled() {
@@ -51,7 +51,7 @@ class SharedWork {
       obj_ = std::make_shared<T>(make());
       seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       key_ = k;
-      shared_work_ledger().fetch_add(seconds_);
+      shared_work_ledger() += seconds_;
     }
     return {obj_, seconds_};
   }

@@ -4,8 +4,10 @@
 # estimate how long a run will take. Each config runs a sample of its grid (repetition 0 and
 # K evenly spread grid points per method and K epsilons, first and last included) into a scratch directory:
 # the real results/ are never touched. Entries of configs not measured now are kept.
-#   scripts/measure_cell_costs.sh [--quick] [--sample K] [--threads T] [--method LABEL]... [--from-results DIR] [CONFIG.json ...]
-# Default: every configs/*.json but scaling*, full grids, K = 2, the configs' own threads.
+#   scripts/measure_cell_costs.sh [--quick] [--sample K] [--threads T] [--jobs J] [--method LABEL]... [--from-results DIR] [CONFIG.json ...]
+# Default: every configs/*.json but scaling*, full grids, K = 2, the configs' own threads, and
+# J = $PRIVRACE_JOBS or 2 groups at once, as run_all.sh runs them (the cells' thread-seconds are
+# those of the threads each group had).
 # --method LABEL (repeatable): sample only these methods and replace only their cells in the
 # config's entry (each re-measured cell records its date and commit); the other cells stay.
 # --from-results DIR: run nothing; take each config's cells from the records of its finished
@@ -15,6 +17,7 @@ cd "$(dirname "$0")/.."
 QUICK=()
 SAMPLE=2
 THREADS=()
+JOBS=${PRIVRACE_JOBS:-2}
 METHODS=()
 LABELS=()
 FROM=""
@@ -24,9 +27,10 @@ while (( $# )); do
     --quick) QUICK=(--quick) ;;
     --sample) SAMPLE=${2:?--sample needs K}; shift ;;
     --threads) THREADS=(--threads "${2:?--threads needs T}"); shift ;;
+    --jobs) JOBS=${2:?--jobs needs J}; shift ;;
     --method) METHODS+=(--method "${2:?--method needs a label}"); LABELS+=("$2"); shift ;;
     --from-results) FROM=${2:?--from-results needs a directory}; shift ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     -*) echo "measure_cell_costs.sh: unknown option '$1'" >&2; exit 2 ;;
     *) configs+=("$1") ;;
   esac
@@ -37,6 +41,10 @@ if (( ${#configs[@]} == 0 )); then
     [[ $(basename "$c") == scaling* ]] || configs+=("$c")
   done
 fi
+cores=$(nproc)
+[[ ${OMP_NUM_THREADS:-} =~ ^[1-9][0-9]*$ ]] && cores=$OMP_NUM_THREADS
+[[ $JOBS =~ ^[1-9][0-9]*$ ]] || { echo "measure_cell_costs.sh: --jobs '$JOBS': expected a positive whole number" >&2; exit 2; }
+(( JOBS <= cores )) || JOBS=$cores
 EXP=${PRIVRACE_BUILD_DIR:-build}/privrace-experiment
 [[ -x $EXP ]] || { echo "measure_cell_costs.sh: $EXP not built (cmake --build build --target privrace-experiment)" >&2; exit 1; }
 SCRATCH=$(mktemp -d)
@@ -85,7 +93,7 @@ def cell_entry(label, params, first, later, shared):
     return e
 for path in sorted(glob.glob(os.path.join(scratch, "*.jsonl"))):
     stem = os.path.basename(path)[:-len(".jsonl")]
-    cells, threads, prepare, commit = {}, 1, 0.0, ""
+    cells, threads, jobs, prepare, commit = {}, 1, 1, 0.0, ""
     with open(path) as f:
         for line in f:
             r = json.loads(line)
@@ -95,14 +103,15 @@ for path in sorted(glob.glob(os.path.join(scratch, "*.jsonl"))):
             if made > 0:
                 shared.append(made)
             (first if r.get("first_of_group", False) else later).append(r["wall_seconds"] - min(made, r["wall_seconds"]))
-            threads, prepare, commit = r["threads"], r["run_prepare_seconds"], r["git_commit"]
+            threads, jobs, prepare, commit = r["threads"], r.get("jobs", 1), r["run_prepare_seconds"], r["git_commit"]
     new_cells = [cell_entry(l, p, *c) for (l, p), c in sorted(cells.items())]
     old = table["configs"].get(stem)
     if only_labels and old:
         # Part of a config re-measured: its cells carry their own date and commit; the entry's
         # threads must agree, since every cell's seconds are read at the entry's thread count.
-        if old["threads"] != threads:
-            sys.exit(f"{stem}: the table's cells were measured at {old['threads']} threads, this sample at {threads}")
+        if (old["threads"], old.get("jobs", 1)) != (threads, jobs):
+            sys.exit(f"{stem}: the table's cells were measured at {old['threads']} threads x {old.get('jobs', 1)} jobs, "
+                     f"this sample at {threads} x {jobs}")
         for c in new_cells:
             c["measured_at"], c["git_commit"] = datetime.date.today().isoformat(), commit
             if machine != old.get("machine", table["machine"]):
@@ -113,6 +122,7 @@ for path in sorted(glob.glob(os.path.join(scratch, "*.jsonl"))):
         continue
     table["configs"][stem] = {
         "threads": threads,
+        **({"jobs": jobs} if jobs > 1 else {}),
         "prepare_seconds": round(prepare, 3),
         "measured_at": datetime.date.today().isoformat(),
         "git_commit": commit,
@@ -152,7 +162,7 @@ for c in "${configs[@]}"; do
   t0=$(date +%s)
   dir=$SCRATCH/$(basename "$c" .json)
   mkdir -p "$dir"
-  if "$EXP" "$c" "${QUICK[@]}" "${THREADS[@]}" "${METHODS[@]}" --sample "$SAMPLE" --out "$dir" >/dev/null 2>"$dir/err"; then
+  if "$EXP" "$c" "${QUICK[@]}" "${THREADS[@]}" --jobs "$JOBS" "${METHODS[@]}" --sample "$SAMPLE" --out "$dir" >/dev/null 2>"$dir/err"; then
     echo "$c: sampled in $(( $(date +%s) - t0 )) s"
     merge_into_table "$dir" "sample: repetition 0, $SAMPLE grid points per method and $SAMPLE epsilons"
   else

@@ -108,12 +108,16 @@ RunOptions options(const Repo& repo, const fs::path& config) {
 }
 
 // The records of a full run of `config` into OUT, by key, with work shared across groups
-// (`share`) or made again for every group (PRIVRACE_SHARE_WORK=0).
-std::map<std::string, json> records_by_key(const Repo& repo, const fs::path& config, const std::string& out, bool share) {
+// (`share`) or made again for every group (PRIVRACE_SHARE_WORK=0), on `threads` threads split
+// among `jobs` concurrent groups.
+std::map<std::string, json> records_by_key(const Repo& repo, const fs::path& config, const std::string& out, bool share,
+                                           int threads = 1, int jobs = 1) {
   if (share) unsetenv("PRIVRACE_SHARE_WORK");
   else setenv("PRIVRACE_SHARE_WORK", "0", 1);
   RunOptions o = options(repo, config);
   o.out_dir = (repo.dir.path / out).string();
+  o.threads = threads;
+  o.jobs = jobs;
   const auto report = run_experiment(o);
   unsetenv("PRIVRACE_SHARE_WORK");
   std::map<std::string, json> by_key;
@@ -437,6 +441,69 @@ TEST(ExperimentRun, CompressedRegressionRadiiShareOneCollectionWithoutChangingRe
   EXPECT_EQ(all_seeds.size(), 16u);
 }
 
+// --jobs: groups run two at a time, each on one of the two threads, give the records of one job
+// on both threads (the methods' results do not depend on their thread count), with work shared
+// across repetitions (Bernstein's lattice, PrivBayes's scores) made once per parameter point
+// whichever worker asks first, and Algorithm 7's collections shared by the radii. Records say
+// the threads their group had and the jobs beside it; more jobs than threads are refused.
+TEST(ExperimentRun, ConcurrentJobsGiveTheRecordsOfOneJob) {
+  Repo repo;
+  json kde = base_config();
+  kde["methods"] = json::parse(R"([
+    {"name": "race", "label": "RACE", "grid": {"rows": [20, 50]}, "fixed": {"width": 100}},
+    {"name": "bernstein", "label": "Bernstein", "grid": {"degree": [3, 5]}},
+    {"name": "privbayes", "label": "PrivBayes", "grid": {"degree": [1, 2]}, "fixed": {"bins": 8, "samples": 400}},
+    {"name": "kme", "label": "KME", "grid": {"points": [200, 400]}}])");
+  kde["epsilons"] = {0.5, 2.0, 8.0};
+  kde["repetitions"] = 3;
+  kde.erase("quick");
+  const json highdim = json::parse(R"({
+    "name": "t_highdim",
+    "task": {"type": "ldp_highdim", "d": 40, "sparsity": 3, "nonzeros": 2, "popular": 6, "popular_mass": 0.5,
+             "noise_sd": 0.1, "data_seed": 2},
+    "dataset": {"name": "tiny"},
+    "metric": "excess_risk",
+    "selection": "all",
+    "methods": [{"name": "ldp_compressed", "label": "Compressed",
+                 "grid": {"players": [3000], "m": [4, 8], "set": ["l1_ball"], "radius": [0.5, 1, 2]}}],
+    "epsilons": [1, 4],
+    "repetitions": 2,
+    "seed": 11,
+    "threads": 1
+  })");
+  std::size_t compared = 0;
+  for (const json& j : {kde, highdim}) {
+    const auto cfg = write_config(repo, j, j.at("name").get<std::string>() + ".json");
+    const std::string name = j.at("name").get<std::string>();
+    const auto one = records_by_key(repo, cfg, name + "_one_job", true, 2, 1);
+    const auto two = records_by_key(repo, cfg, name + "_two_jobs", true, 2, 2);
+    ASSERT_EQ(one.size(), two.size()) << name;
+    for (const auto& [key, a] : one) {
+      ASSERT_TRUE(two.count(key)) << key;
+      const json& b = two.at(key);
+      EXPECT_EQ(a.at("metrics"), b.at("metrics")) << key;
+      EXPECT_EQ(a.at("seed"), b.at("seed")) << key;
+      EXPECT_EQ(a.at("noise_seed"), b.at("noise_seed")) << key;
+      EXPECT_EQ(a.at("threads"), 2) << key;
+      EXPECT_EQ(a.at("jobs"), 1) << key;
+      EXPECT_EQ(b.at("threads"), 1) << key;
+      EXPECT_EQ(b.at("jobs"), 2) << key;
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 2u * 3 * 3 + 2u * 3 * 3 + 2u * 3 * 3 + 2u * 3 * 3 + 2u * 3 * 2 * 2);
+  RunOptions o = options(repo, write_config(repo, base_config()));
+  o.threads = 2;
+  o.jobs = 3;
+  try {
+    run_experiment(o);
+    ADD_FAILURE() << "three jobs on two threads ran";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--jobs 3 exceeds the 2 threads"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(repo.out() / "t_kde.jsonl"));
+}
+
 // MST and AIM as KDE baselines: the released KDE is the synthetic rows' KDE. At a very large
 // epsilon it must come close to the data's (16 bins per attribute in [0, 1]: the bins' width
 // 1/16 against the bandwidth 0.3), far closer than at eps = 0.1; each record states its budget;
@@ -603,6 +670,32 @@ TEST(CellCostModel, WorkSharedByTheRepetitionsIsPricedOncePerPoint) {
                     "costs.json");
   EXPECT_DOUBLE_EQ(m.group_seconds("PFDA", json::object(), 2, 2), 1.0 + 0.5);
   EXPECT_DOUBLE_EQ(m.shared_seconds("PFDA", json::object(), 2), 30.0);
+}
+
+// Under --jobs a cell ran on its group's share of the threads (its record's "threads"), while the
+// task was prepared on all of them (threads x jobs): cells are priced at their own threads, the
+// preparation at the run's.
+TEST(CellCostModel, CellsOfConcurrentJobsArePricedAtTheirGroupsThreads) {
+  CellCostModel m;
+  const std::vector<json> records = {
+      {{"label", "DP-WGAN"}, {"params", json::object()}, {"wall_seconds", 36.0}, {"threads", 1}, {"jobs", 2},
+       {"first_of_group", true}, {"run_prepare_seconds", 4.0}}};
+  EXPECT_EQ(m.add_records(records), 1u);
+  EXPECT_DOUBLE_EQ(m.group_seconds("DP-WGAN", json::object(), 1, 2), 18.0);  // two groups at once on 2 threads
+  EXPECT_DOUBLE_EQ(m.prepare_seconds(2), 4.0);
+  CellCostModel t;
+  t.add_table_entry({{"threads", 1}, {"jobs", 2}, {"prepare_seconds", 4.0},
+                     {"cells", {{{"label", "KME"}, {"params", json::object()}, {"seconds", 10.0}}}}},
+                    "costs.json");
+  EXPECT_DOUBLE_EQ(t.group_seconds("KME", json::object(), 2, 2), 10.0);
+  EXPECT_DOUBLE_EQ(t.prepare_seconds(2), 4.0);
+  try {
+    t.add_table_entry({{"threads", 1}, {"jobs", 0}, {"cells", json::array()}}, "costs.json (configs.x)");
+    FAIL() << "accepted 0 jobs";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("costs.json (configs.x): $.jobs: expected an integer >= 1"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(CellCostModel, TableEntryErrorsNameTheField) {

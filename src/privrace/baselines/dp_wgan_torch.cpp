@@ -220,6 +220,7 @@ void TorchDpWgan::fit(const DenseRef& table, const TableBox& box, const Syntheti
 DoubleMatrix TorchDpWgan::sample(std::size_t rows, std::uint64_t seed) const {
   check_synthetic_rows(rows, name());
   if (!nets_) throw UsageError("dp_wgan: sample() before fit()");
+  TorchThreads threads(opt_.threads);  // as the fit: libtorch's sums depend on its thread count
   torch::NoGradGuard no_grad;
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   const torch::Tensor out =
