@@ -492,6 +492,31 @@ TEST(ExperimentRun, ConcurrentJobsGiveTheRecordsOfOneJob) {
     }
   }
   EXPECT_EQ(compared, 2u * 3 * 3 + 2u * 3 * 3 + 2u * 3 * 3 + 2u * 3 * 3 + 2u * 3 * 2 * 2);
+  {
+    // Stopped (as if killed) after 7 records while two groups ran, then resumed with two jobs:
+    // no record lost or written twice, and the same records as one job's uninterrupted run.
+    const auto cfg = repo.dir.path / "t_kde.json";
+    const auto one = records_by_key(repo, cfg, "t_kde_one_job", true, 2, 1);
+    RunOptions part = options(repo, cfg);
+    part.out_dir = (repo.dir.path / "t_kde_stopped").string();
+    part.threads = 2;
+    part.jobs = 2;
+    part.stop_after = 7;
+    const auto stopped = run_experiment(part);
+    EXPECT_EQ(stopped.cells_run, 7u);
+    ASSERT_EQ(read_records(stopped.results_path).size(), 7u);
+    part.stop_after = 0;
+    const auto resumed = run_experiment(part);
+    EXPECT_EQ(resumed.cells_skipped, 7u);
+    const auto records = read_records(resumed.results_path);
+    ASSERT_EQ(records.size(), one.size());
+    std::set<std::string> keys;
+    for (const auto& r : records) {
+      keys.insert(r.at("key").get<std::string>());
+      EXPECT_EQ(r.at("metrics"), one.at(r.at("key").get<std::string>()).at("metrics")) << r.at("key");
+    }
+    EXPECT_EQ(keys.size(), one.size());
+  }
   RunOptions o = options(repo, write_config(repo, base_config()));
   o.threads = 2;
   o.jobs = 3;
