@@ -1,6 +1,7 @@
 #include "privrace/baselines/private_pgm.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -21,6 +22,15 @@ std::string clique_text(const Clique& c) {
   std::string s = "{";
   for (std::size_t i = 0; i < c.size(); ++i) s += (i ? ", " : "") + std::to_string(c[i]);
   return s + "}";
+}
+
+// UsageError naming the first clique with an attribute outside 0 .. d - 1.
+void check_attributes(const std::vector<Clique>& cliques, std::size_t d) {
+  for (const Clique& c : cliques)
+    for (const int a : c)
+      if (a < 0 || static_cast<std::size_t>(a) >= d)
+        throw UsageError("private-pgm: clique " + clique_text(c) + " names attribute " + std::to_string(a) +
+                         "; expected attributes 0.." + std::to_string(d - 1));
 }
 
 bool is_subset(const Clique& sub, const Clique& c) { return std::includes(c.begin(), c.end(), sub.begin(), sub.end()); }
@@ -44,6 +54,49 @@ Clique set_difference(const Clique& a, const Clique& b) {
 }
 
 // out[s] = sum of v[cell] over the cells mapping to s.
+// f(cell, index in sub) for every cell of c in order (c's last attribute fastest): index_map
+// without the table, for maps used once (a model marginal's products and sums).
+template <class F>
+void for_each_sub_index(const Clique& c, const Clique& sub, const std::vector<int>& domain, F&& f) {
+  const std::size_t k = c.size();
+  // Stride in `sub` of each position of `c` (0 for attributes not in sub).
+  std::vector<std::uint64_t> w(k, 0), size(k);
+  std::uint64_t stride = 1;
+  for (std::size_t i = sub.size(); i-- > 0;) {
+    const auto it = std::find(c.begin(), c.end(), sub[i]);
+    if (it == c.end()) throw Error("private-pgm: " + clique_text(sub) + " is not a subset of " + clique_text(c));
+    w[static_cast<std::size_t>(it - c.begin())] = stride;
+    stride *= static_cast<std::uint64_t>(domain[static_cast<std::size_t>(sub[i])]);
+  }
+  if (k == 0) {
+    f(std::size_t{0}, std::uint64_t{0});
+    return;
+  }
+  for (std::size_t i = 0; i < k; ++i) size[i] = static_cast<std::uint64_t>(domain[static_cast<std::size_t>(c[i])]);
+  std::vector<std::uint64_t> digit(k, 0);
+  std::uint64_t idx = 0;
+  std::size_t cell = 0;
+  for (;;) {
+    for (std::uint64_t t = 0; t < size[k - 1]; ++t) f(cell++, idx + t * w[k - 1]);  // the last attribute
+    for (std::size_t i = k - 1;;) {  // the others, as an odometer
+      if (i == 0) return;
+      --i;
+      ++digit[i];
+      idx += w[i];
+      if (digit[i] < size[i]) break;
+      idx -= w[i] * size[i];
+      digit[i] = 0;
+    }
+  }
+}
+
+// out[j] = sum of v over the cells of c whose cell in sub is j (the additions in cell order).
+void marginalise_to(const std::vector<double>& v, const Clique& c, const Clique& sub, const std::vector<int>& domain,
+                    std::vector<double>& out) {
+  out.assign(static_cast<std::size_t>(clique_cells(sub, domain)), 0.0);
+  for_each_sub_index(c, sub, domain, [&](std::size_t cell, std::uint64_t idx) { out[idx] += v[cell]; });
+}
+
 void marginalise(const std::vector<double>& v, const std::vector<std::uint32_t>& map, std::vector<double>& out,
                  std::size_t out_cells) {
   out.assign(out_cells, 0.0);
@@ -82,44 +135,19 @@ double clique_cells(const Clique& c, const std::vector<int>& domain) {
 std::vector<std::uint32_t> index_map(const Clique& c, const Clique& sub, const std::vector<int>& domain) {
   const double total = clique_cells(c, domain);
   if (total > 4294967295.0) throw UsageError("private-pgm: clique " + clique_text(c) + " has more than 2^32 cells");
-  const std::size_t k = c.size();
-  // Stride in `sub` of each position of `c` (0 for attributes not in sub).
-  std::vector<std::uint64_t> w(k, 0), size(k);
-  std::uint64_t stride = 1;
-  for (std::size_t i = sub.size(); i-- > 0;) {
-    const auto it = std::find(c.begin(), c.end(), sub[i]);
-    if (it == c.end()) throw Error("private-pgm: " + clique_text(sub) + " is not a subset of " + clique_text(c));
-    w[static_cast<std::size_t>(it - c.begin())] = stride;
-    stride *= static_cast<std::uint64_t>(domain[static_cast<std::size_t>(sub[i])]);
-  }
-  for (std::size_t i = 0; i < k; ++i) size[i] = static_cast<std::uint64_t>(domain[static_cast<std::size_t>(c[i])]);
-  const auto cells = static_cast<std::size_t>(total);
-  std::vector<std::uint32_t> out(cells);
-  std::vector<std::uint64_t> digit(k, 0);
-  std::uint64_t idx = 0;
-  for (std::size_t cell = 0; cell < cells; ++cell) {
-    out[cell] = static_cast<std::uint32_t>(idx);
-    for (std::size_t i = k; i-- > 0;) {
-      ++digit[i];
-      idx += w[i];
-      if (digit[i] < size[i]) break;
-      idx -= w[i] * size[i];
-      digit[i] = 0;
-    }
-  }
+  std::vector<std::uint32_t> out(static_cast<std::size_t>(total));
+  for_each_sub_index(c, sub, domain, [&](std::size_t cell, std::uint64_t idx) { out[cell] = static_cast<std::uint32_t>(idx); });
   return out;
 }
 
 // ---------------------------------------------------------------- junction tree
 
-std::vector<Clique> JunctionTree::triangulate(const std::vector<Clique>& cliques, std::size_t attributes) {
+std::vector<Clique> JunctionTree::triangulate_by_definition(const std::vector<Clique>& cliques, std::size_t attributes) {
   const std::size_t d = attributes;
+  check_attributes(cliques, d);
   std::vector<std::vector<char>> adj(d, std::vector<char>(d, 0));
   for (const Clique& c : cliques)
     for (const int a : c) {
-      if (a < 0 || static_cast<std::size_t>(a) >= d)
-        throw UsageError("private-pgm: clique " + clique_text(c) + " names attribute " + std::to_string(a) +
-                         "; expected attributes 0.." + std::to_string(d - 1));
       for (const int b : c)
         if (a != b) adj[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] = 1;
     }
@@ -159,6 +187,83 @@ std::vector<Clique> JunctionTree::triangulate(const std::vector<Clique>& cliques
     bool maximal = true;
     for (std::size_t j = 0; j < elim.size() && maximal; ++j)
       if (j != i && is_subset(elim[i], elim[j]) && (elim[i].size() < elim[j].size() || j < i)) maximal = false;
+    if (maximal) out.push_back(elim[i]);
+  }
+  return out;
+}
+
+// Min-fill elimination with neighbour sets as bit masks of W = ceil(d / 64) words: a vertex's
+// fill is C(deg, 2) minus the edges among its neighbours, one popcount per neighbour (the
+// definition above counts the pairs one by one). Same order of candidates, same ties.
+std::vector<Clique> JunctionTree::triangulate(const std::vector<Clique>& cliques, std::size_t attributes) {
+  const std::size_t d = attributes, words = (d + 63) / 64;
+  check_attributes(cliques, d);
+  std::vector<std::uint64_t> adj(d * words, 0), alive(words, 0), nb(words), mask(words);
+  const auto row = [&](std::size_t v) { return adj.data() + v * words; };
+  const auto has = [](const std::uint64_t* m, std::size_t u) { return (m[u >> 6] >> (u & 63)) & 1u; };
+  for (std::size_t v = 0; v < d; ++v) alive[v >> 6] |= std::uint64_t{1} << (v & 63);
+  for (const Clique& c : cliques) {
+    std::fill(mask.begin(), mask.end(), 0);
+    for (const int a : c) mask[static_cast<std::size_t>(a) >> 6] |= std::uint64_t{1} << (a & 63);
+    for (const int a : c) {
+      std::uint64_t* r = row(static_cast<std::size_t>(a));
+      for (std::size_t w = 0; w < words; ++w) r[w] |= mask[w];
+      r[static_cast<std::size_t>(a) >> 6] &= ~(std::uint64_t{1} << (a & 63));
+    }
+  }
+  std::vector<Clique> elim;
+  std::vector<std::size_t> members;
+  for (std::size_t step = 0; step < d; ++step) {
+    std::size_t best = d, best_fill = 0, best_deg = 0;
+    for (std::size_t v = 0; v < d; ++v) {
+      if (!has(alive.data(), v)) continue;
+      std::size_t deg = 0, adjacent2 = 0;  // adjacent2: ordered pairs of adjacent neighbours
+      for (std::size_t w = 0; w < words; ++w) {
+        nb[w] = row(v)[w] & alive[w];
+        deg += static_cast<std::size_t>(std::popcount(nb[w]));
+      }
+      for (std::size_t w = 0; w < words; ++w)
+        for (std::uint64_t bits = nb[w]; bits; bits &= bits - 1) {
+          const std::uint64_t* ru = row(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
+          for (std::size_t x = 0; x < words; ++x) adjacent2 += static_cast<std::size_t>(std::popcount(ru[x] & nb[x]));
+        }
+      const std::size_t fill = deg * (deg - (deg > 0)) / 2 - adjacent2 / 2;
+      if (best == d || fill < best_fill || (fill == best_fill && deg < best_deg)) {
+        best = v;
+        best_fill = fill;
+        best_deg = deg;
+      }
+    }
+    // The eliminated clique: best and its live neighbours, made pairwise adjacent.
+    for (std::size_t w = 0; w < words; ++w) mask[w] = row(best)[w] & alive[w];
+    mask[best >> 6] |= std::uint64_t{1} << (best & 63);
+    members.clear();
+    for (std::size_t w = 0; w < words; ++w)
+      for (std::uint64_t bits = mask[w]; bits; bits &= bits - 1)
+        members.push_back(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
+    for (const std::size_t a : members) {
+      std::uint64_t* r = row(a);
+      for (std::size_t w = 0; w < words; ++w) r[w] |= mask[w];
+      r[a >> 6] &= ~(std::uint64_t{1} << (a & 63));
+    }
+    alive[best >> 6] &= ~(std::uint64_t{1} << (best & 63));
+    elim.emplace_back(members.begin(), members.end());  // ascending: sorted
+  }
+  // Keep the maximal ones, in elimination order (as the definition: a clique inside another is
+  // dropped, and of two equal ones the first is kept).
+  std::vector<std::uint64_t> sets(elim.size() * words, 0);
+  for (std::size_t i = 0; i < elim.size(); ++i)
+    for (const int a : elim[i]) sets[i * words + (static_cast<std::size_t>(a) >> 6)] |= std::uint64_t{1} << (a & 63);
+  const auto inside = [&](std::size_t i, std::size_t j) {
+    for (std::size_t w = 0; w < words; ++w)
+      if (sets[i * words + w] & ~sets[j * words + w]) return false;
+    return true;
+  };
+  std::vector<Clique> out;
+  for (std::size_t i = 0; i < elim.size(); ++i) {
+    bool maximal = true;
+    for (std::size_t j = 0; j < elim.size() && maximal; ++j)
+      if (j != i && inside(i, j) && (elim[i].size() < elim[j].size() || j < i)) maximal = false;
     if (maximal) out.push_back(elim[i]);
   }
   return out;
@@ -361,8 +466,7 @@ std::vector<double> GraphicalModel::marginal(const Clique& attrs) const {
   std::vector<double> out;
   if (home >= 0) {
     const auto h = static_cast<std::size_t>(home);
-    marginalise(marg_[h], index_map(tree_.cliques()[h], attrs, domain_), out,
-                static_cast<std::size_t>(clique_cells(attrs, domain_)));
+    marginalise_to(marg_[h], tree_.cliques()[h], attrs, domain_, out);
     return out;
   }
   // The smallest subtree covering the attributes: prune leaves that are not needed.
@@ -419,10 +523,9 @@ std::vector<double> GraphicalModel::marginal(const Clique& attrs) const {
       throw UsageError("private-pgm: the marginal over " + clique_text(attrs) + " needs an intermediate table of " +
                        std::to_string(cells) + " cells (at most 2^27)");
     Factor r{scope, std::vector<double>(static_cast<std::size_t>(cells), 1.0)};
-    for (const Factor* f : parts) {
-      const auto map = index_map(scope, f->attrs, domain_);
-      for (std::size_t j = 0; j < r.values.size(); ++j) r.values[j] *= f->values[map[j]];
-    }
+    for (const Factor* f : parts)
+      for_each_sub_index(scope, f->attrs, domain_,
+                         [&](std::size_t j, std::uint64_t idx) { r.values[j] *= f->values[idx]; });
     return r;
   };
   for (;;) {
@@ -444,8 +547,7 @@ std::vector<double> GraphicalModel::marginal(const Clique& attrs) const {
     Factor prod = multiply(parts, scope);
     const Clique reduced = set_difference(scope, Clique{best});
     Factor summed{reduced, {}};
-    marginalise(prod.values, index_map(scope, reduced, domain_), summed.values,
-                static_cast<std::size_t>(clique_cells(reduced, domain_)));
+    marginalise_to(prod.values, scope, reduced, domain_, summed.values);
     for (Factor& f : fs)
       if (!std::binary_search(f.attrs.begin(), f.attrs.end(), best)) keep.push_back(std::move(f));
     keep.push_back(std::move(summed));

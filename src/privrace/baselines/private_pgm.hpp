@@ -81,8 +81,12 @@ class JunctionTree {
   // The tree of `cliques` (every attribute 0 .. domain.size() - 1 is a vertex; see above).
   static JunctionTree build(const std::vector<Clique>& cliques, const std::vector<int>& domain);
   // The maximal cliques of the min-fill triangulation, without building tables: cheap, for
-  // checking a model's size before allocating it.
+  // checking a model's size before allocating it (AIM asks once per candidate per round).
+  // Neighbour sets are bit masks; the result equals triangulate_by_definition's.
   static std::vector<Clique> triangulate(const std::vector<Clique>& cliques, std::size_t attributes);
+  // The same elimination written plainly over an adjacency matrix (fill counted pair by pair):
+  // the definition the fast version is tested and benchmarked against.
+  static std::vector<Clique> triangulate_by_definition(const std::vector<Clique>& cliques, std::size_t attributes);
   // Total cells of the tree's clique tables (what a model of these cliques allocates).
   static double size_of(const std::vector<Clique>& cliques, const std::vector<int>& domain);
 
