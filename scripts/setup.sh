@@ -14,7 +14,9 @@ packages=(
 if [[ "${PRIVRACE_WITH_MPI:-0}" == 1 ]]; then packages+=(libopenmpi-dev openmpi-bin); fi
 # libtorch: only the DP-WGAN baseline's module needs it, and it brings about 200 packages (two
 # minutes of a fresh install): ./run_all.sh asks for it, the default test run does not.
-if [[ "${PRIVRACE_WITH_TORCH:-0}" == 1 ]]; then packages+=(libtorch-dev); fi
+# With OpenBLAS installed Debian routes libtorch's BLAS to it (a DP-WGAN fit 3x faster than on the
+# reference BLAS, docs/experiments.md "Jobs").
+if [[ "${PRIVRACE_WITH_TORCH:-0}" == 1 ]]; then packages+=(libtorch-dev libopenblas0-pthread); fi
 if [[ "${PRIVRACE_SANITIZE:-}" == thread ]]; then packages+=(clang libomp-dev); fi  # TSan with Archer
 if [[ "${PRIVRACE_FUZZ:-0}" == 1 ]]; then packages+=(clang libclang-rt-14-dev libomp-dev); fi  # libFuzzer targets
 

@@ -4,12 +4,14 @@
 #include "privrace/baselines/dp_wgan.hpp"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <dlfcn.h>
 #include <omp.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <string>
 
 #include "privrace/core/error.hpp"
@@ -88,6 +90,27 @@ torch::Tensor to_tensor(const DoubleMatrix& m) {
   return t;
 }
 
+// libtorch's matrix products go to the system's BLAS, libblas.so.3 (Debian: OpenBLAS when
+// installed, which scripts/setup.sh does with libtorch: a fit 3x faster than on the reference
+// BLAS, docs/experiments.md "Jobs"). Set once, before the first fit: OpenBLAS on one thread, as
+// the fit's torch thread (two jobs then do not share two cores four ways). Returns the library's
+// file, which every record names: results and speed depend on it.
+const std::string& blas_library() {
+  static const std::string path = [] {
+    void* h = dlopen("libblas.so.3", RTLD_NOW | RTLD_NOLOAD);  // the copy libtorch loaded
+    if (!h) return std::string("unknown");
+    if (auto* set_threads = reinterpret_cast<void (*)(int)>(dlsym(h, "openblas_set_num_threads"))) set_threads(1);
+    Dl_info info{};
+    void* gemm = dlsym(h, "sgemm_");
+    std::string file = gemm && dladdr(gemm, &info) && info.dli_fname ? info.dli_fname : "unknown";
+    std::error_code ec;  // the alternatives' link resolved: which BLAS, not the name it was asked by
+    if (const auto real = std::filesystem::canonical(file, ec); !ec) file = real.string();
+    dlclose(h);  // drops the reference taken above; libtorch keeps it loaded
+    return file;
+  }();
+  return path;
+}
+
 // torch::set_num_threads also sets OpenMP's thread count for the whole process: restore it.
 class TorchThreads {
  public:
@@ -125,6 +148,7 @@ class TorchDpWgan final : public DpWganModel {
 };
 
 TorchDpWgan::TorchDpWgan(const DpWganOptions& options) : opt_(options) {
+  blas_library();  // one BLAS thread before any fit
   if (opt_.latent < 1 || opt_.hidden < 1) throw UsageError("dp_wgan: latent and hidden must be at least 1");
   if (opt_.batch < 1) throw UsageError("dp_wgan: batch must be at least 1");
   if (opt_.generator_steps < 1 || opt_.critic_steps < 1) throw UsageError("dp_wgan: generator_steps and critic_steps must be at least 1");
@@ -252,6 +276,7 @@ nlohmann::json TorchDpWgan::privacy_record() const {
           {"critic_steps", opt_.critic_steps},
           {"noise", "floating-point Gaussian from torch's generator (seeded from the noise source)"},
           {"training_seconds", train_seconds_},
+          {"blas", blas_library()},
           {"box", box_.to_json()}};
 }
 
