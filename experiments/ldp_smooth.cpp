@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "ldp_task.hpp"
+#include "shared_work.hpp"
 #include "privrace/core/number.hpp"
 #include "privrace/ldp/mean_mechanisms.hpp"
 #include "privrace/ldp/protocols.hpp"
@@ -56,6 +57,7 @@ struct LdpSmoothContext : TaskContext {
     std::lock_guard<std::mutex> lock(mutex);
     const auto key = std::make_pair(source, n);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
+    const SharedWorkTimer made;  // the players and the exact answers: every repetition's
     auto pop = std::make_shared<Population>();
     PointData& p = pop->data;
     p.n = n;

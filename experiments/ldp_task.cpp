@@ -53,6 +53,7 @@ struct LdpErmContext : TaskContext {
     std::lock_guard<std::mutex> lock(mutex);
     const auto key = std::make_tuple(source, n, p);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
+    const SharedWorkTimer made;  // the players, their optimum and loss range: every repetition's
     auto inst = std::make_shared<Instance>();
     inst->problem = base;
     inst->problem.p = p;
@@ -535,6 +536,7 @@ struct LdpHighDimContext : TaskContext {
     std::lock_guard<std::mutex> lock(mutex);
     const auto key = std::make_tuple(set_name, n);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
+    const SharedWorkTimer made;
     const SparseSet set = parse_sparse_set(set_name);
     auto pop = std::make_shared<Population>();
     // The model (public to the experiment, not to the players): the popular block and w*.
@@ -581,6 +583,7 @@ struct LdpHighDimContext : TaskContext {
       if (auto it = optima.find({set_name, static_cast<std::size_t>(pop.y.size()), r}); it != optima.end())
         return it->second;
     }
+    const SharedWorkTimer made;
     auto opt = std::make_shared<Optimum>();
     opt->w = constrained_regression(pop.X, pop.y, parse_sparse_set(set_name), r);  // the non-private ERM over C
     const double n = static_cast<double>(pop.y.size());

@@ -36,6 +36,22 @@ inline bool share_work_enabled() {
   return !(share && std::strcmp(share, "0") == 0);
 }
 
+// Charges the seconds from its construction to its destruction to this thread's ledger: for a
+// cache of shared work that does not go through SharedWork (the LDP tasks' populations and
+// optima, made once and reused by every repetition), so that the estimate prices it once.
+class SharedWorkTimer {
+ public:
+  SharedWorkTimer() : start_(std::chrono::steady_clock::now()) {}
+  ~SharedWorkTimer() {
+    shared_work_ledger() += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  SharedWorkTimer(const SharedWorkTimer&) = delete;
+  SharedWorkTimer& operator=(const SharedWorkTimer&) = delete;
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
 template <typename T>
 class SharedWork {
  public:

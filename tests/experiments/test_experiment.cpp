@@ -436,6 +436,15 @@ TEST(ExperimentRun, CompressedRegressionRadiiShareOneCollectionWithoutChangingRe
   }
   EXPECT_EQ(made, 16u);
   EXPECT_EQ(reused, 32u);
+  // The population and each radius's optimum serve every repetition: their making is charged
+  // (shared_work_seconds) to a cell of repetition 0, never to a later repetition's.
+  std::size_t rep0_charged = 0;
+  for (const auto& [key, a] : shared) {
+    const double w = a.at("shared_work_seconds").get<double>();
+    if (a.at("rep").get<int>() > 0) EXPECT_EQ(w, 0.0) << key;
+    else rep0_charged += w > 0;
+  }
+  EXPECT_GE(rep0_charged, 6u);  // at least one per (set, radius)
   EXPECT_EQ(seeds_by_collection.size(), 16u);
   for (const auto& [collection, seeds] : seeds_by_collection) EXPECT_EQ(seeds.size(), 1u) << collection;
   EXPECT_EQ(all_seeds.size(), 16u);
