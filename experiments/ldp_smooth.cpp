@@ -54,7 +54,7 @@ struct LdpSmoothContext : TaskContext {
   mutable std::map<int, std::vector<double>> approx_cache;  // t -> max |f - p| per query
 
   std::shared_ptr<const Population> population(const std::string& source, std::size_t n) const {
-    std::lock_guard<std::mutex> lock(mutex);
+    const auto lock = lock_charging_wait(mutex);
     const auto key = std::make_pair(source, n);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
     const SharedWorkTimer made;  // the players and the exact answers: every repetition's

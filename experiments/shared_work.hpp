@@ -36,6 +36,18 @@ inline bool share_work_enabled() {
   return !(share && std::strcmp(share, "0") == 0);
 }
 
+// Locks a cache's mutex, charging the wait to this thread's ledger: under --jobs the wait is
+// another worker making shared work, not this cell's (uncharged, a calibration sample priced it
+// once per repetition).
+inline std::unique_lock<std::mutex> lock_charging_wait(std::mutex& m) {
+  std::unique_lock<std::mutex> lock(m, std::try_to_lock);
+  if (lock.owns_lock()) return lock;  // free: nothing charged
+  const auto t0 = std::chrono::steady_clock::now();
+  lock.lock();
+  shared_work_ledger() += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return lock;
+}
+
 // Charges the seconds from its construction to its destruction to this thread's ledger: for a
 // cache of shared work that does not go through SharedWork (the LDP tasks' populations and
 // optima, made once and reused by every repetition), so that the estimate prices it once.
@@ -60,7 +72,7 @@ class SharedWork {
   template <typename Make>
   std::pair<std::shared_ptr<T>, double> get(const TaskContext& ctx, const json& key, Make&& make) const {
     const std::string k = std::to_string(reinterpret_cast<std::uintptr_t>(&ctx)) + key.dump();
-    std::lock_guard<std::mutex> lock(mu_);
+    const auto lock = lock_charging_wait(mu_);
     if (k != key_ || !obj_ || !share_work_enabled()) {
       obj_.reset();
       const auto t0 = std::chrono::steady_clock::now();
