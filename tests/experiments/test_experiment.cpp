@@ -131,6 +131,26 @@ fs::path write_config(const Repo& repo, const json& j, const std::string& name =
   return p;
 }
 
+// Algorithm 7 on a small generated population: 2 m x the sets x 3 radii x 2 epsilons x 2 repetitions.
+json compressed_regression_config(const std::vector<std::string>& sets) {
+  json j = json::parse(R"({
+    "name": "t_highdim",
+    "task": {"type": "ldp_highdim", "d": 40, "sparsity": 3, "nonzeros": 2, "popular": 6, "popular_mass": 0.5,
+             "noise_sd": 0.1, "data_seed": 2},
+    "dataset": {"name": "tiny"},
+    "metric": "excess_risk",
+    "selection": "all",
+    "methods": [{"name": "ldp_compressed", "label": "Compressed",
+                 "grid": {"players": [3000], "m": [4, 8], "radius": [0.5, 1, 2]}}],
+    "epsilons": [1, 4],
+    "repetitions": 2,
+    "seed": 11,
+    "threads": 1
+  })");
+  j["methods"][0]["grid"]["set"] = sets;
+  return j;
+}
+
 }  // namespace
 
 TEST(ExperimentConfig, ValidConfigExpands) {
@@ -398,20 +418,7 @@ TEST(ExperimentRun, SharedWorkAcrossRepetitionsLeavesRecordsUnchanged) {
 // only in the radius carry the same collection seed, and other cells different ones.
 TEST(ExperimentRun, CompressedRegressionRadiiShareOneCollectionWithoutChangingRecords) {
   Repo repo;
-  const json j = json::parse(R"({
-    "name": "t_highdim",
-    "task": {"type": "ldp_highdim", "d": 40, "sparsity": 3, "nonzeros": 2, "popular": 6, "popular_mass": 0.5,
-             "noise_sd": 0.1, "data_seed": 2},
-    "dataset": {"name": "tiny"},
-    "metric": "excess_risk",
-    "selection": "all",
-    "methods": [{"name": "ldp_compressed", "label": "Compressed",
-                 "grid": {"players": [3000], "m": [4, 8], "set": ["l1_ball", "simplex"], "radius": [0.5, 1, 2]}}],
-    "epsilons": [1, 4],
-    "repetitions": 2,
-    "seed": 11,
-    "threads": 1
-  })");
+  const json j = compressed_regression_config({"l1_ball", "simplex"});
   const auto cfg = write_config(repo, j);
   const auto shared = records_by_key(repo, cfg, "shared", true), fresh = records_by_key(repo, cfg, "fresh", false);
   ASSERT_EQ(shared.size(), 2u * 2 * 3 * 2 * 2);
@@ -466,20 +473,7 @@ TEST(ExperimentRun, ConcurrentJobsGiveTheRecordsOfOneJob) {
   kde["epsilons"] = {0.5, 2.0, 8.0};
   kde["repetitions"] = 3;
   kde.erase("quick");
-  const json highdim = json::parse(R"({
-    "name": "t_highdim",
-    "task": {"type": "ldp_highdim", "d": 40, "sparsity": 3, "nonzeros": 2, "popular": 6, "popular_mass": 0.5,
-             "noise_sd": 0.1, "data_seed": 2},
-    "dataset": {"name": "tiny"},
-    "metric": "excess_risk",
-    "selection": "all",
-    "methods": [{"name": "ldp_compressed", "label": "Compressed",
-                 "grid": {"players": [3000], "m": [4, 8], "set": ["l1_ball"], "radius": [0.5, 1, 2]}}],
-    "epsilons": [1, 4],
-    "repetitions": 2,
-    "seed": 11,
-    "threads": 1
-  })");
+  const json highdim = compressed_regression_config({"l1_ball"});
   std::size_t compared = 0;
   for (const json& j : {kde, highdim}) {
     const auto cfg = write_config(repo, j, j.at("name").get<std::string>() + ".json");
