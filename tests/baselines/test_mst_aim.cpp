@@ -80,6 +80,46 @@ TEST(PrivatePgm, BitMaskTriangulationEqualsTheDefinition) {
   EXPECT_THROW(pgm::JunctionTree::triangulate_by_definition({{0, 7}}, 5), UsageError);
 }
 
+// The subtree a model marginal eliminates over: the one-pass rule equals pruning unneeded leaves
+// one at a time, on junction trees of random models and random sets of needed cliques.
+TEST(PrivatePgm, SpanningSubtreeEqualsLeafPruning) {
+  SeededRandom rng(41);
+  std::size_t compared = 0;
+  for (int model = 0; model < 60; ++model) {
+    const std::size_t d = 3 + rng.next() % 25;
+    const std::vector<int> domain(d, 2);
+    std::vector<Clique> cliques;
+    for (std::size_t a = 0; a < d; ++a) cliques.push_back({static_cast<int>(a)});
+    for (std::size_t k = rng.next() % (2 * d); k-- > 0;) {
+      Clique c{static_cast<int>(rng.next() % d), static_cast<int>(rng.next() % d)};
+      std::sort(c.begin(), c.end());
+      if (c[0] != c[1]) cliques.push_back(c);
+    }
+    const pgm::JunctionTree tree = pgm::JunctionTree::build(cliques, domain);
+    const std::size_t k = tree.cliques().size();
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<char> needed(k, 0);
+      for (std::size_t c = 0; c < k; ++c) needed[c] = rng.next() % 4 == 0;
+      // The definition: remove a clique that is not needed and has at most one neighbour left.
+      std::vector<char> in(k, 1);
+      for (bool changed = true; changed;) {
+        changed = false;
+        for (std::size_t c = 0; c < k; ++c) {
+          if (!in[c] || needed[c]) continue;
+          int neighbours = 0;
+          for (std::size_t o = 0; o < k; ++o)
+            if (in[o] && o != c && (tree.parent(c) == static_cast<int>(o) || tree.parent(o) == static_cast<int>(c))) ++neighbours;
+          if (neighbours <= 1) in[c] = 0, changed = true;
+        }
+      }
+      EXPECT_EQ(tree.spanning_subtree(needed), in) << "model " << model << ", trial " << trial;
+      ++compared;
+    }
+    for (std::size_t a = 0; a < d; ++a) EXPECT_EQ(tree.home(static_cast<int>(a)), tree.containing({static_cast<int>(a)}));
+  }
+  EXPECT_EQ(compared, 1200u);
+}
+
 TEST(PrivatePgm, BeliefPropagationEqualsBruteForce) {
   const std::vector<int> domain{2, 3, 2, 3, 2};
   // A cycle 0-1-2-0 (triangulated into one clique), a chain 2-3, and 4 on its own; potentials

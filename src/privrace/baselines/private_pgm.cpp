@@ -317,7 +317,33 @@ JunctionTree JunctionTree::build(const std::vector<Clique>& cliques, const std::
       t.order_.push_back(static_cast<int>(ch));
     }
   }
+  t.home_.assign(domain.size(), -1);
+  for (std::size_t c = 0; c < k; ++c)
+    for (const int a : t.cliques_[c])
+      if (t.home_[static_cast<std::size_t>(a)] < 0) t.home_[static_cast<std::size_t>(a)] = static_cast<int>(c);
   return t;
+}
+
+// With the tree rooted at order()[0]: a clique is in the subtree when some needed clique lies
+// below it and either another lies outside its subtree, or it is needed itself, or two of its
+// children's subtrees hold one (it joins them). One pass up the tree instead of pruning leaves.
+std::vector<char> JunctionTree::spanning_subtree(const std::vector<char>& needed) const {
+  const std::size_t k = cliques_.size();
+  std::vector<std::size_t> below(k, 0), branches(k, 0);
+  std::size_t total = 0;
+  for (std::size_t c = 0; c < k; ++c) total += needed[c] ? 1 : 0;
+  for (std::size_t i = order_.size(); i-- > 0;) {
+    const auto c = static_cast<std::size_t>(order_[i]);
+    below[c] += needed[c] ? 1 : 0;
+    if (parent_[c] >= 0 && below[c] > 0) {
+      below[static_cast<std::size_t>(parent_[c])] += below[c];
+      ++branches[static_cast<std::size_t>(parent_[c])];
+    }
+  }
+  std::vector<char> in(k, 0);
+  for (std::size_t c = 0; c < k; ++c)
+    in[c] = below[c] > 0 && (below[c] < total || needed[c] || branches[c] >= 2);
+  return in;
 }
 
 int JunctionTree::containing(const Clique& sub) const {
@@ -469,29 +495,15 @@ std::vector<double> GraphicalModel::marginal(const Clique& attrs) const {
     marginalise_to(marg_[h], tree_.cliques()[h], attrs, domain_, out);
     return out;
   }
-  // The smallest subtree covering the attributes: prune leaves that are not needed.
+  // The smallest subtree covering the attributes.
   const std::size_t k = tree_.cliques().size();
-  std::vector<char> need(k, 0), in(k, 1);
+  std::vector<char> need(k, 0);
   for (const int a : attrs) {
-    const int c = tree_.containing(Clique{a});
+    const int c = a >= 0 && static_cast<std::size_t>(a) < domain_.size() ? tree_.home(a) : -1;
     if (c < 0) throw UsageError("private-pgm: attribute " + std::to_string(a) + " is not in the model");
     need[static_cast<std::size_t>(c)] = 1;
   }
-  std::vector<int> deg(k, 0);
-  for (std::size_t c = 0; c < k; ++c)
-    if (tree_.parent(c) >= 0) ++deg[c], ++deg[static_cast<std::size_t>(tree_.parent(c))];
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (std::size_t c = 0; c < k; ++c) {
-      if (!in[c] || need[c] || deg[c] > 1) continue;
-      in[c] = 0;
-      changed = true;
-      for (std::size_t o = 0; o < k; ++o) {
-        if (!in[o]) continue;
-        if (tree_.parent(c) == static_cast<int>(o) || tree_.parent(o) == static_cast<int>(c)) --deg[o];
-      }
-    }
-  }
+  const std::vector<char> in = tree_.spanning_subtree(need);
   // Factors: the subtree's top clique's marginal, every other clique's conditional given its
   // separator with its parent (both in the subtree): their product is the subtree's joint.
   std::vector<Factor> fs;

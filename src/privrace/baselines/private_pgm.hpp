@@ -97,10 +97,15 @@ class JunctionTree {
   const Clique& separator(std::size_t c) const { return sep_[c]; }  // with the parent
   // The first clique containing `sub`, or -1.
   int containing(const Clique& sub) const;
+  // containing({attribute}), kept from the build (-1 for an attribute in no clique).
+  int home(int attribute) const { return home_[static_cast<std::size_t>(attribute)]; }
+  // in[c] = 1 for the cliques of the smallest subtree holding every clique with needed[c] = 1
+  // (none when nothing is needed): the tree's leaves not needed, removed until none is left.
+  std::vector<char> spanning_subtree(const std::vector<char>& needed) const;
 
  private:
   std::vector<Clique> cliques_, sep_;
-  std::vector<int> parent_, order_;
+  std::vector<int> parent_, order_, home_;
 };
 
 struct EstimationOptions {
