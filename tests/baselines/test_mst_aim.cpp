@@ -148,6 +148,18 @@ TEST(PrivatePgm, BeliefPropagationEqualsBruteForce) {
     ASSERT_EQ(bp.size(), brute.size());
     for (std::size_t i = 0; i < bp.size(); ++i)
       EXPECT_NEAR(bp[i], brute[i], 1e-12) << "clique size " << q.size() << " cell " << i;
+    // The conditionals kept for many marginals (AIM) give the same numbers, bit for bit, and a
+    // later calibration drops them: the marginals follow the new potentials.
+    pgm::GraphicalModel prepared = model;
+    prepared.prepare_conditionals();
+    EXPECT_EQ(prepared.marginal(q), bp) << "clique size " << q.size();
+    for (auto& [c, th] : prepared.potentials()) th[0] += 1.0;
+    prepared.calibrate();  // must drop the conditionals of the former potentials
+    pgm::GraphicalModel fresh = model;
+    for (auto& [c, th] : fresh.potentials()) th[0] += 1.0;
+    fresh.calibrate();
+    EXPECT_EQ(prepared.marginal(q), fresh.marginal(q)) << "clique size " << q.size();
+    EXPECT_NE(prepared.marginal(q), bp) << "clique size " << q.size();
   }
 }
 

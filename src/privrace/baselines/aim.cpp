@@ -144,6 +144,7 @@ void AimGenerator::fit(const DenseRef& table, const TableBox& box, const Synthet
     // Eligible candidates: inside the current tree, or a tree within the annealed size bound.
     const double limit = rho_used / rho * opt_.max_cells;
     std::vector<std::size_t> idx;
+    model.prepare_conditionals();  // read by every candidate's marginal below
 #pragma omp parallel for schedule(dynamic, 1)
     for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(cands.size()); ++c) {
       const auto ci = static_cast<std::size_t>(c);

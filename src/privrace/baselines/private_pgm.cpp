@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <string>
 
@@ -412,6 +413,7 @@ GraphicalModel::GraphicalModel(std::vector<int> domain, const std::vector<Clique
 
 void GraphicalModel::calibrate() {
   const std::size_t k = tree_.cliques().size();
+  cond_.clear();  // made from the former marginals
   // Clique tables exp(theta_C - max theta_C), theta_C the sum of the potentials homed at C.
   for (std::size_t c = 0; c < k; ++c) std::fill(work_[c].begin(), work_[c].end(), 0.0);
   {
@@ -505,44 +507,47 @@ std::vector<double> GraphicalModel::marginal(const Clique& attrs) const {
   }
   const std::vector<char> in = tree_.spanning_subtree(need);
   // Factors: the subtree's top clique's marginal, every other clique's conditional given its
-  // separator with its parent (both in the subtree): their product is the subtree's joint.
-  std::vector<Factor> fs;
+  // separator with its parent (both in the subtree): their product is the subtree's joint. The
+  // model's tables are read in place (conditionals from prepare_conditionals() when made).
+  struct Table {
+    Clique attrs;
+    const std::vector<double>* values = nullptr;
+    std::shared_ptr<const std::vector<double>> own;  // a table made here
+  };
+  const auto made = [](Clique attrs, std::vector<double> values) {
+    auto own = std::make_shared<const std::vector<double>>(std::move(values));
+    return Table{std::move(attrs), own.get(), own};
+  };
+  std::vector<Table> fs;
   for (std::size_t c = 0; c < k; ++c) {
     if (!in[c]) continue;
-    Factor f{tree_.cliques()[c], marg_[c]};
     const int p = tree_.parent(c);
-    if (p >= 0 && in[static_cast<std::size_t>(p)]) {
-      std::vector<double> sm;
-      const std::size_t sc = static_cast<std::size_t>(clique_cells(tree_.separator(c), domain_));
-      marginalise(marg_[c], sep_map_[c], sm, sc);
-      for (std::size_t j = 0; j < f.values.size(); ++j) {
-        const double s = sm[sep_map_[c][j]];
-        f.values[j] = s > 0 ? f.values[j] / s : 0.0;
-      }
-    }
-    fs.push_back(std::move(f));
+    if (p < 0 || !in[static_cast<std::size_t>(p)]) fs.push_back({tree_.cliques()[c], &marg_[c], nullptr});
+    else if (cond_.size() == k) fs.push_back({tree_.cliques()[c], &cond_[c], nullptr});
+    else fs.push_back(made(tree_.cliques()[c], conditional(c)));
   }
   // Variable elimination of everything else, cheapest product first.
   auto product_scope = [&](int v) {
     Clique u;
-    for (const Factor& f : fs)
+    for (const Table& f : fs)
       if (std::binary_search(f.attrs.begin(), f.attrs.end(), v)) u = set_union(u, f.attrs);
     return u;
   };
-  auto multiply = [&](const std::vector<const Factor*>& parts, const Clique& scope) {
+  auto multiply = [&](const std::vector<const Table*>& parts, const Clique& scope) {
     const double cells = clique_cells(scope, domain_);
     if (cells > kMaxEliminationCells)
       throw UsageError("private-pgm: the marginal over " + clique_text(attrs) + " needs an intermediate table of " +
                        std::to_string(cells) + " cells (at most 2^27)");
-    Factor r{scope, std::vector<double>(static_cast<std::size_t>(cells), 1.0)};
-    for (const Factor* f : parts)
-      for_each_sub_index(scope, f->attrs, domain_,
-                         [&](std::size_t j, std::uint64_t idx) { r.values[j] *= f->values[idx]; });
+    std::vector<double> r(static_cast<std::size_t>(cells), 1.0);
+    for (const Table* f : parts) {
+      const std::vector<double>& v = *f->values;
+      for_each_sub_index(scope, f->attrs, domain_, [&](std::size_t j, std::uint64_t idx) { r[j] *= v[idx]; });
+    }
     return r;
   };
   for (;;) {
     Clique all;
-    for (const Factor& f : fs) all = set_union(all, f.attrs);
+    for (const Table& f : fs) all = set_union(all, f.attrs);
     const Clique rest = set_difference(all, attrs);
     if (rest.empty()) break;
     int best = rest[0];
@@ -552,25 +557,45 @@ std::vector<double> GraphicalModel::marginal(const Clique& attrs) const {
       if (cells < best_cells) best_cells = cells, best = v;
     }
     const Clique scope = product_scope(best);
-    std::vector<const Factor*> parts;
-    std::vector<Factor> keep;
-    for (const Factor& f : fs)
+    std::vector<const Table*> parts;
+    std::vector<Table> keep;
+    for (const Table& f : fs)
       if (std::binary_search(f.attrs.begin(), f.attrs.end(), best)) parts.push_back(&f);
-    Factor prod = multiply(parts, scope);
+    const std::vector<double> prod = multiply(parts, scope);
     const Clique reduced = set_difference(scope, Clique{best});
-    Factor summed{reduced, {}};
-    marginalise_to(prod.values, scope, reduced, domain_, summed.values);
-    for (Factor& f : fs)
+    std::vector<double> summed;
+    marginalise_to(prod, scope, reduced, domain_, summed);
+    for (Table& f : fs)
       if (!std::binary_search(f.attrs.begin(), f.attrs.end(), best)) keep.push_back(std::move(f));
-    keep.push_back(std::move(summed));
+    keep.push_back(made(reduced, std::move(summed)));
     fs = std::move(keep);
   }
-  std::vector<const Factor*> parts;
-  for (const Factor& f : fs) parts.push_back(&f);
-  Factor joint = multiply(parts, attrs);
-  out = std::move(joint.values);
+  std::vector<const Table*> parts;
+  for (const Table& f : fs) parts.push_back(&f);
+  out = multiply(parts, attrs);
   normalise(out);
   return out;
+}
+
+// Clique c's table divided by its separator marginal (0 where that is 0): c's conditional given
+// its separator with the parent.
+std::vector<double> GraphicalModel::conditional(std::size_t c) const {
+  std::vector<double> sm, out = marg_[c];
+  marginalise(marg_[c], sep_map_[c], sm, static_cast<std::size_t>(clique_cells(tree_.separator(c), domain_)));
+  for (std::size_t j = 0; j < out.size(); ++j) {
+    const double s = sm[sep_map_[c][j]];
+    out[j] = s > 0 ? out[j] / s : 0.0;
+  }
+  return out;
+}
+
+void GraphicalModel::prepare_conditionals() {
+  const std::size_t k = tree_.cliques().size();
+  std::vector<std::vector<double>> cond(k);
+#pragma omp parallel for schedule(dynamic)
+  for (std::size_t c = 0; c < k; ++c)
+    if (tree_.parent(c) >= 0) cond[c] = conditional(c);
+  cond_ = std::move(cond);
 }
 
 std::vector<std::uint16_t> GraphicalModel::sample(std::size_t rows, std::uint64_t seed) const {

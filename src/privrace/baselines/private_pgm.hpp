@@ -136,6 +136,9 @@ class GraphicalModel {
   // Probability marginal of any attribute set (one clique's marginal summed when a clique
   // contains it; variable elimination over the covering subtree otherwise).
   std::vector<double> marginal(const Clique& attrs) const;
+  // Keeps every clique's conditional given its parent separator until the next calibrate(), so
+  // that many marginal() calls on one model (AIM's candidates) do not each recompute them.
+  void prepare_conditionals();
   // `rows` records of bin indices (row-major, rows x d), forward-sampled; same seed, same rows.
   std::vector<std::uint16_t> sample(std::size_t rows, std::uint64_t seed) const;
   // Descent iterations and belief-propagation passes of the estimate() that made it.
@@ -158,7 +161,9 @@ class GraphicalModel {
   std::vector<std::vector<std::uint32_t>> sep_map_;    // separator cell of each clique cell
   std::vector<std::vector<std::uint32_t>> par_map_;    // separator cell of each parent cell
   std::vector<std::vector<double>> marg_, work_, up_;
+  std::vector<std::vector<double>> cond_;  // prepare_conditionals(); empty otherwise
   double total_ = 1.0;
+  std::vector<double> conditional(std::size_t c) const;
 };
 
 // Fits the model to the measurements (noise-weighted least squares on the marginals, above).
