@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <deque>
 #include <limits>
-#include <memory>
 #include <numeric>
 #include <string>
 
@@ -54,7 +54,6 @@ Clique set_difference(const Clique& a, const Clique& b) {
   return u;
 }
 
-// out[s] = sum of v[cell] over the cells mapping to s.
 // f(cell, index in sub) for every cell of c in order (c's last attribute fastest): index_map
 // without the table, for maps used once (a model marginal's products and sums).
 template <class F>
@@ -98,6 +97,7 @@ void marginalise_to(const std::vector<double>& v, const Clique& c, const Clique&
   for_each_sub_index(c, sub, domain, [&](std::size_t cell, std::uint64_t idx) { out[idx] += v[cell]; });
 }
 
+// out[s] = sum of v[cell] over the cells mapping to s.
 void marginalise(const std::vector<double>& v, const std::vector<std::uint32_t>& map, std::vector<double>& out,
                  std::size_t out_cells) {
   out.assign(out_cells, 0.0);
@@ -512,19 +512,15 @@ std::vector<double> GraphicalModel::marginal(const Clique& attrs) const {
   struct Table {
     Clique attrs;
     const std::vector<double>* values = nullptr;
-    std::shared_ptr<const std::vector<double>> own;  // a table made here
   };
-  const auto made = [](Clique attrs, std::vector<double> values) {
-    auto own = std::make_shared<const std::vector<double>>(std::move(values));
-    return Table{std::move(attrs), own.get(), own};
-  };
+  std::deque<std::vector<double>> made;  // tables made here (a deque keeps their addresses)
   std::vector<Table> fs;
   for (std::size_t c = 0; c < k; ++c) {
     if (!in[c]) continue;
     const int p = tree_.parent(c);
-    if (p < 0 || !in[static_cast<std::size_t>(p)]) fs.push_back({tree_.cliques()[c], &marg_[c], nullptr});
-    else if (cond_.size() == k) fs.push_back({tree_.cliques()[c], &cond_[c], nullptr});
-    else fs.push_back(made(tree_.cliques()[c], conditional(c)));
+    if (p < 0 || !in[static_cast<std::size_t>(p)]) fs.push_back({tree_.cliques()[c], &marg_[c]});
+    else if (cond_.size() == k) fs.push_back({tree_.cliques()[c], &cond_[c]});
+    else fs.push_back({tree_.cliques()[c], &made.emplace_back(conditional(c))});
   }
   // Variable elimination of everything else, cheapest product first.
   auto product_scope = [&](int v) {
@@ -567,7 +563,7 @@ std::vector<double> GraphicalModel::marginal(const Clique& attrs) const {
     marginalise_to(prod, scope, reduced, domain_, summed);
     for (Table& f : fs)
       if (!std::binary_search(f.attrs.begin(), f.attrs.end(), best)) keep.push_back(std::move(f));
-    keep.push_back(made(reduced, std::move(summed)));
+    keep.push_back({reduced, &made.emplace_back(std::move(summed))});
     fs = std::move(keep);
   }
   std::vector<const Table*> parts;
