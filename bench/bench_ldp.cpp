@@ -119,6 +119,19 @@ VectorEstimate per_player_noise_average(std::uint64_t n, std::size_t d, double e
   return est;
 }
 
+// A player's Algorithm 2 losses as grid_losses computed them for the squared loss before its
+// additive tensor build: each grid point decoded (grid_point), mapped to theta and loss() / b.
+inline void grid_losses_direct(const ErmProblem& pr, int k, const double* x, double y, double* out) {
+  const std::size_t p = static_cast<std::size_t>(pr.p);
+  const double inv_b = 1.0 / pr.loss_bound();
+  std::vector<double> t(p), theta(p);
+  for (std::size_t j = 0; j < grid_points(k, pr.p); ++j) {
+    grid_point(j, k, pr.p, t.data());
+    pr.theta_from_unit(t.data(), theta.data());
+    out[j] = pr.loss(theta.data(), x, y) * inv_b;
+  }
+}
+
 // Largest |eigenvalue| of a symmetric operator by power iteration (a few % high for safety).
 double former_operator_norm(const std::function<Eigen::VectorXd(const Eigen::VectorXd&)>& apply, Eigen::Index d) {
   Eigen::VectorXd v = Eigen::VectorXd::Ones(d) / std::sqrt(static_cast<double>(d));
@@ -409,6 +422,27 @@ static void BM_Alg2_Collection_1e6(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n * d));
 }
 BENCHMARK(BM_Alg2_Collection_1e6)->DenseRange(0, 2)->Iterations(1)->Repetitions(3)->Unit(benchmark::kSecond)->UseRealTime();
+
+// A player's squared-loss values at every grid point (ldp_erm_linear's Algorithm 2), one
+// thread, per player: Arg 0 the former direct path, 1 the library's (grid_losses). k as
+// Theorem 3 picks it at n = 10^6 or 10^7 and eps = 1-4 (p = 1: 112, p = 2: 12, p = 3: 6).
+static void BM_GridLossesSquared(benchmark::State& state) {
+  const int p = static_cast<int>(state.range(0)), k = p == 1 ? 112 : (p == 2 ? 12 : 6);
+  const bool library = state.range(1) != 0;
+  ErmProblem pr = problem(p);
+  pr.kind = Loss::Squared;
+  const Players pl = generate_players(Loss::Squared, 4096, static_cast<std::size_t>(p), 5, 0.8);
+  std::vector<double> out(grid_points(k, p)), scratch(static_cast<std::size_t>(k) + 1);
+  std::size_t i = 0;
+  for (auto _ : state) {
+    if (library) grid_losses(pr, k, pl.row(i), pl.y[i], out.data(), scratch.data());
+    else former::grid_losses_direct(pr, k, pl.row(i), pl.y[i], out.data());
+    benchmark::DoNotOptimize(out.data());
+    i = (i + 1) % pl.size();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * out.size()));
+}
+BENCHMARK(BM_GridLossesSquared)->ArgsProduct({{1, 2, 3}, {0, 1}});
 
 // An Algorithm 3 cell as ldp_erm_logistic runs it at n = 10^7 (p = 1, eps = 1, k by Theorem 3,
 // players' bits + server + the risk of the result), both threads. The one-bit protocol was

@@ -237,16 +237,24 @@ ErmResult nonprivate_erm(const ErmProblem& problem, const Players& players, int 
       const Eigen::VectorXd d = -Hf.ldlt().solve(gf);
       for (int a = 0; a < m; ++a) dir(free[a]) = d(a);
     }
+    // Near the optimum the decrease a Newton step predicts (g'H^-1 g / 2) falls below the
+    // rounding of the risk's sum over n players, and comparing two risks no longer ranks the
+    // points: backtracking then halved the step dozens of times (a full pass over the players
+    // each) and stopped on a tiny step. There the full step is taken without the comparison:
+    // the iteration is in Newton's quadratic region, and the gradient, not the risk, decides.
+    const double predicted = -0.5 * g.dot(dir);
+    const bool resolved = predicted > 1e-14 * std::max(1.0, std::abs(f));
     double step = 1.0;
     Eigen::VectorXd next;
     double fn = f;
     for (int ls = 0; ls < 60; ++ls, step *= 0.5) {
       next = theta + step * dir;
       for (int j = 0; j < p; ++j) next(j) = std::clamp(next(j), problem.lo, problem.hi);
+      if (!resolved) break;
       fn = empirical_risk(problem, players, next.data(), threads);
       if (fn <= f) break;
     }
-    if (!(fn <= f)) break;
+    if (resolved && !(fn <= f)) break;
     const double change = (next - theta).norm();
     theta = next;
     f = risk_derivatives(problem, players, theta.data(), g, H, threads);
@@ -340,7 +348,27 @@ void grid_losses(const ErmProblem& pr, int k, const double* x, double y, double*
   for (std::size_t d = 0; d < p; ++d) points *= m;
   double z_bound = 0;  // |y <x, theta>| over the box
   for (std::size_t d = 0; d < p; ++d) z_bound += std::abs(y * x[d]) * pr.radius();
-  if (pr.kind != Loss::Logistic || z_bound > 600) {  // (600: no factor or product leaves double range)
+  if (pr.kind == Loss::Squared) {
+    // z_j = <theta_j, x> built additively over the tensor grid (theta's axis values th[a] as
+    // theta_from_unit forms them, the products added in dot()'s order): a few operations a
+    // point instead of grid_point's divisions and a dot product.
+    double* th = scratch;
+    for (std::size_t a = 0; a < m; ++a) th[a] = pr.lo + (pr.hi - pr.lo) * (static_cast<double>(a) / k);
+    double* z = out;  // after coordinate d it holds the m^(d+1) partial sums
+    std::size_t filled = 1;
+    z[0] = 0.0;
+    for (std::size_t d = 0; d < p; ++d) {
+      const double xd = x[d];
+      for (std::size_t i = filled; i-- > 0;) {  // from the back, as below
+        const double v = z[i];
+        for (std::size_t a = 0; a < m; ++a) z[i * m + a] = v + th[a] * xd;
+      }
+      filled *= m;
+    }
+    for (std::size_t j = 0; j < points; ++j) out[j] = (y - z[j]) * (y - z[j]) * inv_b;
+    return;
+  }
+  if (z_bound > 600) {  // (600: no factor or product leaves double range)
     std::vector<double> t(p), theta(p);
     for (std::size_t j = 0; j < points; ++j) {
       grid_point(j, k, pr.p, t.data());

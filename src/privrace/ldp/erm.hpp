@@ -99,7 +99,9 @@ struct BernsteinOptions {
 // grid_point's index order, divided by b: what an Algorithm 2 player evaluates. The logistic
 // loss takes (k+1) p exponentials instead of (k+1)^p (e^{-y<x,theta>} factors over the tensor
 // grid) and a vectorised logarithm; values agree with loss() / b to about 1e-13 (test), far
-// below the report lattice's step 2^-16. `scratch` holds k + 1 doubles.
+// below the report lattice's step 2^-16. The squared loss sums <theta, x> over the grid in
+// dot()'s order (equal to loss() / b up to where FMA contraction differs, a few ulp).
+// `scratch` holds k + 1 doubles.
 void grid_losses(const ErmProblem& problem, int k, const double* x, double y, double* out, double* scratch);
 
 // Algorithm 2: every player evaluates her normalised loss at every grid point and sends the
