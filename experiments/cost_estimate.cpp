@@ -11,12 +11,12 @@ namespace privrace::experiments {
 using nlohmann::json;
 
 void CellCostModel::add(const std::string& label, const json& params, double seconds, int threads,
-                        Position position, double shared) {
+                        Position position, double shared, int shared_threads) {
   if (!(seconds >= 0) || !std::isfinite(seconds)) return;
   Point& p = by_label_[label][params.dump()];
   if (shared > 0 && std::isfinite(shared)) {
     shared = std::min(shared, seconds);
-    p.shared.add(shared * std::max(threads, 1));
+    p.shared.add(shared * std::max(shared_threads > 0 ? shared_threads : threads, 1));
     seconds -= shared;
   }
   const double v = seconds * std::max(threads, 1);
@@ -41,7 +41,7 @@ std::size_t CellCostModel::add_records(const std::vector<json>& records) {
                                                           : Position::later;
     const auto sh = r.find("shared_work_seconds");
     add(r.value("label", ""), r.value("params", json::object()), w->get<double>(), r.value("threads", 1), pos,
-        sh != r.end() && sh->is_number() ? sh->get<double>() : 0.0);
+        sh != r.end() && sh->is_number() ? sh->get<double>() : 0.0, r.value("shared_work_threads", 0));
     const auto p = r.find("run_prepare_seconds");
     // The task is prepared on every thread of the run: a group's threads times the jobs.
     if (p != r.end() && p->is_number())

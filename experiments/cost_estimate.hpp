@@ -23,8 +23,10 @@ class CellCostModel {
   // same parameters reuses (experiments/shared_work.hpp): it is priced once per parameter
   // point (shared_seconds), not once per group.
   enum class Position { first, later, unknown };
+  // The shared part ran on `shared_threads` (0: the cell's threads), under --jobs all of the
+  // run's (SharedWorkThreads), and is priced at those.
   void add(const std::string& label, const nlohmann::json& params, double seconds, int threads,
-           Position position = Position::unknown, double shared = 0.0);
+           Position position = Position::unknown, double shared = 0.0, int shared_threads = 0);
   // Every record with "wall_seconds" ("first_of_group" gives its position, "shared_work_seconds"
   // its shared part; the caller passes only records of the right config). Returns how many
   // were used.

@@ -130,6 +130,7 @@ struct TaskContext {
   LoadedDataset data;        // the preprocessed data set (before the split)
   json data_summary;         // recorded in every record: name, rows, dim, stand_in, ...
   int threads = 1;           // a group's OpenMP threads: the run's threads / jobs
+  int run_threads = 1;       // all of the run's threads: work the groups share is made on them
 };
 
 class Task {

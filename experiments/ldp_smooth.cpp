@@ -54,10 +54,10 @@ struct LdpSmoothContext : TaskContext {
   mutable std::map<int, std::vector<double>> approx_cache;  // t -> max |f - p| per query
 
   std::shared_ptr<const Population> population(const std::string& source, std::size_t n) const {
-    const auto lock = lock_charging_wait(mutex);
+    const auto lock = lock_charging_wait(mutex, run_threads);
     const auto key = std::make_pair(source, n);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
-    const SharedWorkTimer made;  // the players and the exact answers: every repetition's
+    const SharedWorkTimer made(run_threads);  // the players and the exact answers: every repetition's
     auto pop = std::make_shared<Population>();
     PointData& p = pop->data;
     p.n = n;
@@ -88,7 +88,7 @@ struct LdpSmoothContext : TaskContext {
       }
     }
     clip_to_cube(p, clip, source == "generated" ? "generated players" : config->dataset);
-    pop->exact = exact_kernel_answers(p, queries, threads);
+    pop->exact = exact_kernel_answers(p, queries, run_threads);
     cache[key] = pop;
     if (cache.size() > 3) cache.erase(cache.begin());
     return pop;

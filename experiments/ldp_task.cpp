@@ -50,10 +50,10 @@ struct LdpErmContext : TaskContext {
   mutable std::vector<std::tuple<std::string, std::size_t, int>> order;
 
   std::shared_ptr<const Instance> instance(const std::string& source, std::size_t n, int p, int threads) const {
-    const auto lock = lock_charging_wait(mutex);
+    const auto lock = lock_charging_wait(mutex, threads);
     const auto key = std::make_tuple(source, n, p);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
-    const SharedWorkTimer made;  // the players, their optimum and loss range: every repetition's
+    const SharedWorkTimer made(threads);  // the players, their optimum and loss range: every repetition's
     auto inst = std::make_shared<Instance>();
     inst->problem = base;
     inst->problem.p = p;
@@ -283,7 +283,7 @@ class LdpErmMethod final : public TypedMethod<LdpErmContext> {
   void run(const LdpErmContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& P = group.params;
     const auto inst = ctx.instance(P.at("source").get<std::string>(), P.at("players").get<std::size_t>(),
-                                   P.at("p").get<int>(), ctx.threads);
+                                   P.at("p").get<int>(), ctx.run_threads);
     for (std::size_t i = 0; i < group.cells.size(); ++i) {
       const PendingCell& cell = group.cells[i];
       ErmResult r;
@@ -533,10 +533,10 @@ struct LdpHighDimContext : TaskContext {
   }
 
   std::shared_ptr<const Population> population(const std::string& set_name, std::size_t n) const {
-    const auto lock = lock_charging_wait(mutex);
+    const auto lock = lock_charging_wait(mutex, run_threads);
     const auto key = std::make_tuple(set_name, n);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
-    const SharedWorkTimer made;
+    const SharedWorkTimer made(run_threads);
     const SparseSet set = parse_sparse_set(set_name);
     auto pop = std::make_shared<Population>();
     // The model (public to the experiment, not to the players): the popular block and w*.
@@ -583,7 +583,7 @@ struct LdpHighDimContext : TaskContext {
       if (auto it = optima.find({set_name, static_cast<std::size_t>(pop.y.size()), r}); it != optima.end())
         return it->second;
     }
-    const SharedWorkTimer made;
+    const SharedWorkTimer made(run_threads);
     auto opt = std::make_shared<Optimum>();
     opt->w = constrained_regression(pop.X, pop.y, parse_sparse_set(set_name), r);  // the non-private ERM over C
     const double n = static_cast<double>(pop.y.size());

@@ -596,6 +596,7 @@ struct CellFacts {
   int threads = 0;
   int jobs = 1;                    // groups running at once beside this one (itself included)
   double shared_work_seconds = 0;  // work this cell made that later repetitions reuse (shared_work.hpp)
+  int shared_work_threads = 0;     // the threads that work ran on (0: none made)
 };
 
 json make_record(const ExperimentConfig& cfg, const TaskContext& context, const CellGroup& g, const PendingCell& cell,
@@ -625,6 +626,7 @@ json make_record(const ExperimentConfig& cfg, const TaskContext& context, const 
           {"wall_seconds", facts.wall_seconds},
           {"first_of_group", facts.first_of_group},
           {"shared_work_seconds", facts.shared_work_seconds},
+          {"shared_work_threads", facts.shared_work_threads},
           {"run_prepare_seconds", facts.prepare_seconds},
           {"git_commit", git_commit()},
           {"quick", cfg.quick},
@@ -659,10 +661,12 @@ bool run_groups(const ExperimentConfig& cfg, const Registry& registry, const Run
         auto last = std::chrono::steady_clock::now();
         CellFacts facts{0, true, prepare_seconds, context.threads, jobs};
         take_shared_work_seconds();  // nothing made outside a group belongs to its cells
+        take_shared_work_threads();
         registry.method(g.method->name)->run_group(context, g, [&](std::size_t i, CellResult result) {
           const auto now = std::chrono::steady_clock::now();
           facts.wall_seconds = std::chrono::duration<double>(now - last).count();
           facts.shared_work_seconds = take_shared_work_seconds();
+          facts.shared_work_threads = take_shared_work_threads();
           last = now;
           json record = make_record(cfg, context, g, g.cells.at(i), result, facts);
           facts.first_of_group = false;
@@ -775,6 +779,7 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
     const auto context = prepare_context(cfg, *task, env, results, report, prepare_seconds);
     data_note = context->data_summary;
     context->threads = report.threads / report.jobs;  // each group's share (the task prepared on all)
+    context->run_threads = report.threads;
     if (!run_groups(cfg, registry, options, groups, *context, prepare_seconds, report.jobs, results, report))
       return report;
   }

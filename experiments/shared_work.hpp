@@ -10,6 +10,9 @@
 // The seconds spent making an object are entered in a ledger that the runner empties after
 // each cell: the record of the cell that carried the making says so ("shared_work_seconds"),
 // and the run-time estimate charges that work once per parameter point, not per repetition.
+#include <omp.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +32,35 @@ inline double& shared_work_ledger() {
   return seconds;
 }
 inline double take_shared_work_seconds() { return std::exchange(shared_work_ledger(), 0.0); }
+// The most OpenMP threads any of that work ran on (0: none made); taken with the seconds, so
+// the estimate prices the making at its own threads, not the group's.
+inline int& shared_work_threads_ledger() {
+  thread_local int threads = 0;
+  return threads;
+}
+inline int take_shared_work_threads() { return std::exchange(shared_work_threads_ledger(), 0); }
+
+// Makes shared work on every thread of the run for its scope, then gives the calling worker
+// back its group's threads. Under --jobs the other workers mostly wait for what is being made
+// (the repetitions after the first need it), and a making left on one group's threads kept
+// their cores idle: the degree-6 Bernstein lattice of kde_covtype_pca took 193 s on one
+// thread while the second job waited 222 s. A worker still busy with a cell of its own
+// shares its core with the making for that while. The made objects do not depend on the
+// thread count (their parallel loops are thread-invariant), so records are unchanged.
+class SharedWorkThreads {
+ public:
+  explicit SharedWorkThreads(int run_threads) : group_threads_(omp_get_max_threads()) {
+    const int threads = std::max(run_threads, group_threads_);
+    omp_set_num_threads(threads);
+    shared_work_threads_ledger() = std::max(shared_work_threads_ledger(), threads);
+  }
+  ~SharedWorkThreads() { omp_set_num_threads(group_threads_); }
+  SharedWorkThreads(const SharedWorkThreads&) = delete;
+  SharedWorkThreads& operator=(const SharedWorkThreads&) = delete;
+
+ private:
+  int group_threads_;
+};
 
 // False under PRIVRACE_SHARE_WORK=0: every group remakes what it would have reused.
 inline bool share_work_enabled() {
@@ -38,22 +70,24 @@ inline bool share_work_enabled() {
 
 // Locks a cache's mutex, charging the wait to this thread's ledger: under --jobs the wait is
 // another worker making shared work, not this cell's (uncharged, a calibration sample priced it
-// once per repetition).
-inline std::unique_lock<std::mutex> lock_charging_wait(std::mutex& m) {
+// once per repetition). That work runs on the run's threads, so the wait is priced at them too.
+inline std::unique_lock<std::mutex> lock_charging_wait(std::mutex& m, int run_threads) {
   std::unique_lock<std::mutex> lock(m, std::try_to_lock);
   if (lock.owns_lock()) return lock;  // free: nothing charged
   const auto t0 = std::chrono::steady_clock::now();
   lock.lock();
   shared_work_ledger() += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  shared_work_threads_ledger() = std::max(shared_work_threads_ledger(), run_threads);
   return lock;
 }
 
 // Charges the seconds from its construction to its destruction to this thread's ledger: for a
 // cache of shared work that does not go through SharedWork (the LDP tasks' populations and
-// optima, made once and reused by every repetition), so that the estimate prices it once.
+// optima, made once and reused by every repetition), so that the estimate prices it once. The
+// making runs on the run's threads (SharedWorkThreads) for the timer's scope.
 class SharedWorkTimer {
  public:
-  SharedWorkTimer() : start_(std::chrono::steady_clock::now()) {}
+  explicit SharedWorkTimer(int run_threads) : threads_(run_threads), start_(std::chrono::steady_clock::now()) {}
   ~SharedWorkTimer() {
     shared_work_ledger() += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   }
@@ -61,6 +95,7 @@ class SharedWorkTimer {
   SharedWorkTimer& operator=(const SharedWorkTimer&) = delete;
 
  private:
+  SharedWorkThreads threads_;
   std::chrono::steady_clock::time_point start_;
 };
 
@@ -72,9 +107,10 @@ class SharedWork {
   template <typename Make>
   std::pair<std::shared_ptr<T>, double> get(const TaskContext& ctx, const json& key, Make&& make) const {
     const std::string k = std::to_string(reinterpret_cast<std::uintptr_t>(&ctx)) + key.dump();
-    const auto lock = lock_charging_wait(mu_);
+    const auto lock = lock_charging_wait(mu_, ctx.run_threads);
     if (k != key_ || !obj_ || !share_work_enabled()) {
       obj_.reset();
+      const SharedWorkThreads on_all(ctx.run_threads);
       const auto t0 = std::chrono::steady_clock::now();
       obj_ = std::make_shared<T>(make());
       seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

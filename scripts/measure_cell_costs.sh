@@ -101,7 +101,9 @@ for path in sorted(glob.glob(os.path.join(scratch, "*.jsonl"))):
             first, later, shared = cells.setdefault(key, ([], [], []))
             made = r.get("shared_work_seconds", 0.0) or 0.0
             if made > 0:
-                shared.append(made)
+                # Stored at the record's threads: work made on all of the run's threads under
+                # --jobs (shared_work_threads) counts as that many times its wall time.
+                shared.append(made * (r.get("shared_work_threads", 0) or r["threads"]) / r["threads"])
             (first if r.get("first_of_group", False) else later).append(r["wall_seconds"] - min(made, r["wall_seconds"]))
             threads, jobs, prepare, commit = r["threads"], r.get("jobs", 1), r["run_prepare_seconds"], r["git_commit"]
     new_cells = [cell_entry(l, p, *c) for (l, p), c in sorted(cells.items())]

@@ -3,6 +3,7 @@
 // Runs use a throw-away repository root whose registry has one small, absent data set, so
 // every run takes the stand-in path and finishes in well under a second.
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -17,6 +18,7 @@
 #include "cost_estimate.hpp"
 #include "experiment.hpp"
 #include "kde_task.hpp"
+#include "shared_work.hpp"
 #include "privrace/core/version.hpp"
 #include "privrace/core/error.hpp"
 #include "test_util.hpp"
@@ -462,6 +464,32 @@ TEST(ExperimentRun, CompressedRegressionRadiiShareOneCollectionWithoutChangingRe
 // across repetitions (Bernstein's lattice, PrivBayes's scores) made once per parameter point
 // whichever worker asks first, and Algorithm 7's collections shared by the radii. Records say
 // the threads their group had and the jobs beside it; more jobs than threads are refused.
+TEST(SharedWork, IsMadeOnTheRunsThreadsAndTheGroupGetsItsOwnBack) {
+  TaskContext ctx;
+  ctx.threads = 1;
+  ctx.run_threads = 3;
+  const int outer = omp_get_max_threads();
+  omp_set_num_threads(1);
+  take_shared_work_seconds();
+  take_shared_work_threads();
+  const SharedWork<int> cache;
+  const auto made = cache.get(ctx, json{{"degree", 4}}, [] { return omp_get_max_threads(); });
+  EXPECT_EQ(*made.first, 3);             // made on every thread of the run
+  EXPECT_EQ(omp_get_max_threads(), 1);   // and the worker's group has its one thread back
+  EXPECT_EQ(take_shared_work_threads(), 3);
+  EXPECT_GE(take_shared_work_seconds(), 0.0);
+  const auto reused = cache.get(ctx, json{{"degree", 4}}, [] { return -1; });
+  EXPECT_EQ(*reused.first, 3);
+  EXPECT_EQ(take_shared_work_threads(), 0);  // nothing made: nothing to price
+  {
+    const SharedWorkTimer timer(2);
+    EXPECT_EQ(omp_get_max_threads(), 2);
+  }
+  EXPECT_EQ(omp_get_max_threads(), 1);
+  EXPECT_EQ(take_shared_work_threads(), 2);
+  omp_set_num_threads(outer);
+}
+
 TEST(ExperimentRun, ConcurrentJobsGiveTheRecordsOfOneJob) {
   Repo repo;
   json kde = base_config();
@@ -474,7 +502,7 @@ TEST(ExperimentRun, ConcurrentJobsGiveTheRecordsOfOneJob) {
   kde["repetitions"] = 3;
   kde.erase("quick");
   const json highdim = compressed_regression_config({"l1_ball"});
-  std::size_t compared = 0;
+  std::size_t compared = 0, made = 0;
   for (const json& j : {kde, highdim}) {
     const auto cfg = write_config(repo, j, j.at("name").get<std::string>() + ".json");
     const std::string name = j.at("name").get<std::string>();
@@ -491,10 +519,19 @@ TEST(ExperimentRun, ConcurrentJobsGiveTheRecordsOfOneJob) {
       EXPECT_EQ(a.at("jobs"), 1) << key;
       EXPECT_EQ(b.at("threads"), 1) << key;
       EXPECT_EQ(b.at("jobs"), 2) << key;
+      // Work the groups share is made on all of the run's threads, whatever the jobs.
+      for (const json* r : {&a, &b})
+        if (r->at("shared_work_seconds").get<double>() > 0) {
+          EXPECT_EQ(r->at("shared_work_threads"), 2) << key;
+          ++made;
+        } else {
+          EXPECT_EQ(r->at("shared_work_threads"), 0) << key;
+        }
       ++compared;
     }
   }
   EXPECT_EQ(compared, 2u * 3 * 3 + 2u * 3 * 3 + 2u * 3 * 3 + 2u * 3 * 3 + 2u * 3 * 2 * 2);
+  EXPECT_GE(made, 8u);  // Bernstein's lattices and PrivBayes's scores, in each run
   {
     // Stopped (as if killed) after 7 records while two groups ran, then resumed with two jobs:
     // no record lost or written twice, and the same records as one job's uninterrupted run.
@@ -692,6 +729,11 @@ TEST(CellCostModel, WorkSharedByTheRepetitionsIsPricedOncePerPoint) {
   EXPECT_DOUBLE_EQ(m.shared_seconds("Bernstein", {{"degree", 9}}, 2), 5.0);
   EXPECT_DOUBLE_EQ(m.shared_seconds("Bernstein", {{"degree", 4}}, 1), 10.0);  // unmeasured: the label's mean
   EXPECT_DOUBLE_EQ(m.shared_seconds("KME", json::object(), 1), 0.0);
+  // A one-thread group of a two-job run that made a lattice in 6 s on both of the run's threads:
+  // 12 thread-seconds once, 6 s of a two-thread run; the cell's own 2 s at its one thread.
+  m.add("Bernstein", {{"degree", 6}}, 8.0, 1, P::first, 6.0, 2);
+  EXPECT_DOUBLE_EQ(m.shared_seconds("Bernstein", {{"degree", 6}}, 2), 6.0);
+  EXPECT_DOUBLE_EQ(m.group_seconds("Bernstein", {{"degree", 6}}, 1, 1), 2.0);
   m.add_table_entry({{"threads", 2},
                      {"cells", {{{"label", "PFDA"}, {"params", json::object()}, {"first_seconds", 1.0},
                                  {"seconds", 0.5}, {"shared_seconds", 30.0}}}}},
