@@ -346,8 +346,6 @@ void grid_losses(const ErmProblem& pr, int k, const double* x, double y, double*
   const double inv_b = 1.0 / pr.loss_bound(), step = k > 0 ? (pr.hi - pr.lo) / k : 0.0;
   std::size_t points = 1;
   for (std::size_t d = 0; d < p; ++d) points *= m;
-  double z_bound = 0;  // |y <x, theta>| over the box
-  for (std::size_t d = 0; d < p; ++d) z_bound += std::abs(y * x[d]) * pr.radius();
   if (pr.kind == Loss::Squared) {
     // z_j = <theta_j, x> built additively over the tensor grid (theta's axis values th[a] as
     // theta_from_unit forms them, the products added in dot()'s order): a few operations a
@@ -368,6 +366,8 @@ void grid_losses(const ErmProblem& pr, int k, const double* x, double y, double*
     for (std::size_t j = 0; j < points; ++j) out[j] = (y - z[j]) * (y - z[j]) * inv_b;
     return;
   }
+  double z_bound = 0;  // |y <x, theta>| over the box
+  for (std::size_t d = 0; d < p; ++d) z_bound += std::abs(y * x[d]) * pr.radius();
   if (z_bound > 600) {  // (600: no factor or product leaves double range)
     std::vector<double> t(p), theta(p);
     for (std::size_t j = 0; j < points; ++j) {
