@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <tuple>
 #include <omp.h>
 
 #include "privrace/baselines/bernstein.hpp"
@@ -103,6 +104,47 @@ TEST(Bernstein, NoiseFreeLimitApproximatesKde) {
     prev = err;
   }
   EXPECT_LT(prev, 0.01);
+}
+
+TEST(Bernstein, BlockedQueriesEqualTheDirectContractionAtAnyThreads) {
+  // B(y) = sum_v F(v) prod_j b_{v_j}(y_j) summed term by term (the definition), against the
+  // blocked evaluation (a matrix product over the last dimensions), for odd and even d, block
+  // counts that do not divide the queries, queries outside the domain (clipped), 1 and 2 threads.
+  for (const auto& [d, k, nq] : {std::tuple{1, 30, 7}, std::tuple{2, 5, 300}, std::tuple{3, 4, 513}, std::tuple{5, 2, 41}}) {
+    const DenseMatrix data = unit_data(20, d, 5);
+    BernsteinRelease r(data, l2(0.5), Domain{-1, 2}, k);
+    SeededRandom rng(static_cast<std::uint64_t>(d * 100 + k));
+    std::vector<double> v(r.lattice_size());
+    for (auto& x : v) x = rng.unit() - 0.3;
+    r.set_values(v);
+    DenseMatrix q(nq, d);
+    for (Eigen::Index i = 0; i < q.size(); ++i) q.data()[i] = static_cast<Real>(-1.2 + 3.4 * rng.unit());
+    const std::size_t K = static_cast<std::size_t>(k + 1);
+    std::vector<double> truth(static_cast<std::size_t>(nq));
+    std::vector<double> b(K * static_cast<std::size_t>(d));
+    for (Eigen::Index i = 0; i < nq; ++i) {
+      for (int j = 0; j < d; ++j) BernsteinRelease::basis(k, Domain{-1, 2}.to_unit(q(i, j)), &b[static_cast<std::size_t>(j) * K]);
+      double s = 0;
+      for (std::size_t idx = 0; idx < v.size(); ++idx) {
+        double term = v[idx];
+        std::size_t rest = idx;
+        for (int j = d; j-- > 0;) {
+          term *= b[static_cast<std::size_t>(j) * K + rest % K];
+          rest /= K;
+        }
+        s += term;
+      }
+      truth[static_cast<std::size_t>(i)] = s;
+    }
+    for (int threads : {1, 2}) {
+      omp_set_num_threads(threads);
+      const auto got = r.evaluate(q);
+      ASSERT_EQ(got.size(), truth.size());
+      for (std::size_t i = 0; i < got.size(); ++i)
+        EXPECT_NEAR(got[i], truth[i], 1e-12 * (1.0 + std::abs(truth[i]))) << "d " << d << " k " << k << " query " << i;
+    }
+  }
+  omp_set_num_threads(omp_get_num_procs());
 }
 
 TEST(Bernstein, LatticeValueSensitivityAndNoiseScale) {
