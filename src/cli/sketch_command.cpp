@@ -237,7 +237,7 @@ int cmd_sketch(int argc, char** argv) {
   // a row is one GEMM over its batch, whose float rounding depends on the batch's size: chunks on
   // the batch grid make every --chunk-rows give the same counts. (mpirun refuses other sizes:
   // its ranks' chunks must start on the grid.)
-  constexpr std::size_t kBatchRows = BuildOptions{}.batch;
+  const std::size_t kBatchRows = BuildOptions{}.batch;  // not constexpr: clang cannot evaluate its std::string member
   job.chunk_rows = (job.chunk_rows + kBatchRows - 1) / kBatchRows * kBatchRows;
   const MasterSeed seed = MasterSeed::resolve(job.params.seed);
   const auto t0 = std::chrono::steady_clock::now();
