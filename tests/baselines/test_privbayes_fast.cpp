@@ -146,6 +146,48 @@ TEST(PrivBayesFast, NoisyConditionalsKeepTheDiscreteLaplaceLaw) {
   }
 }
 
+TEST(PrivBayesFast, ConcurrentFitsOnOneObjectEqualSerialFits) {
+  // The two-job runner shares one PrivBayes (its table and score cache) between jobs, so fits
+  // run concurrently on one object, each filling the cache. Their networks and conditionals
+  // must equal those of fits made one at a time on a fresh object. (Under TSan,
+  // PRIVRACE_SANITIZE=thread scripts/test.sh, this also checks the cache's locking.)
+  const std::size_t n = 3000, d = 6;
+  const DenseMatrix t = correlated_table(n, d, 33);
+  PrivBayesOptions o;
+  o.degree = 2;
+  o.bins = 8;
+  const double eps[] = {0.5, 1.0, 2.0, 4.0};
+  std::vector<PrivBayesModel> serial;
+  {
+    const PrivBayes pb(t, TableBox::uniform(d, 0, 1), o);
+    for (int j = 0; j < 4; ++j) {
+      SeededRandom r(100 + static_cast<std::uint64_t>(j));
+      serial.push_back(pb.fit(eps[j], &r));
+    }
+  }
+  const PrivBayes shared(t, TableBox::uniform(d, 0, 1), o);
+  std::vector<PrivBayesModel> concurrent(4, serial[0]);
+#ifdef _OPENMP
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(1);  // each fit single-threaded, as in a job of a two-job run
+#endif
+#pragma omp parallel for num_threads(4) schedule(static, 1)
+  for (int j = 0; j < 4; ++j) {
+    SeededRandom r(100 + static_cast<std::uint64_t>(j));
+    concurrent[static_cast<std::size_t>(j)] = shared.fit(eps[j], &r);
+  }
+#ifdef _OPENMP
+  omp_set_num_threads(before);
+#endif
+  for (std::size_t j = 0; j < 4; ++j) {
+    EXPECT_EQ(concurrent[j].network().order, serial[j].network().order) << "fit " << j;
+    EXPECT_EQ(concurrent[j].network().parents, serial[j].network().parents) << "fit " << j;
+    for (std::size_t i = serial[j].first(); i < d; ++i)
+      EXPECT_TRUE(std::ranges::equal(concurrent[j].distribution(i), serial[j].distribution(i))) << "fit " << j;
+  }
+  EXPECT_GT(shared.score_evaluations(), 0u);
+}
+
 TEST(PrivBayesFast, SamplingIsDeterministicPerSeedForAnyThreadCount) {
   const std::size_t n = 4000, d = 5;
   const DenseMatrix t = correlated_table(n, d, 21);

@@ -200,10 +200,14 @@ void PrivBayes::cache_store(int x, const std::vector<int>& parents, double mi) c
 
 double PrivBayes::mutual_information(int x, const std::vector<int>& parents) const {
   double mi;
-  if (cache_find(x, parents, mi)) return mi;
-  ++mi_evaluations_;
+  {
+    std::shared_lock lock(cache_mutex_.m);
+    if (cache_find(x, parents, mi)) return mi;
+  }
   Scratch s;
   mi = compute_mi(x, parents, s);
+  std::unique_lock lock(cache_mutex_.m);
+  ++mi_evaluations_;
   cache_store(x, parents, mi);
   return mi;
 }
@@ -211,8 +215,11 @@ double PrivBayes::mutual_information(int x, const std::vector<int>& parents) con
 void PrivBayes::score(const std::vector<std::pair<int, const std::vector<int>*>>& cand, std::vector<double>& out) const {
   out.assign(cand.size(), 0.0);
   std::vector<std::size_t> todo;
-  for (std::size_t c = 0; c < cand.size(); ++c)
-    if (!cache_find(cand[c].first, *cand[c].second, out[c])) todo.push_back(c);
+  {
+    std::shared_lock lock(cache_mutex_.m);  // once for the batch: the greedy search makes millions of lookups
+    for (std::size_t c = 0; c < cand.size(); ++c)
+      if (!cache_find(cand[c].first, *cand[c].second, out[c])) todo.push_back(c);
+  }
   // Each score is a deterministic function of the table: computing them concurrently changes
   // no value. One thread per score (a few ms each on n = 10^5 rows).
 #pragma omp parallel if (todo.size() > 1)
@@ -224,6 +231,8 @@ void PrivBayes::score(const std::vector<std::pair<int, const std::vector<int>*>>
       out[c] = compute_mi(cand[c].first, *cand[c].second, s);
     }
   }
+  if (todo.empty()) return;
+  std::unique_lock lock(cache_mutex_.m);
   for (const std::size_t c : todo) cache_store(cand[c].first, *cand[c].second, out[c]);
   mi_evaluations_ += todo.size();
 }

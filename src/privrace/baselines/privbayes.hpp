@@ -36,9 +36,11 @@
 //   stream derived from one word of the sampler: the rows do not depend on the thread count.
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <shared_mutex>
 #include <span>
 #include <vector>
 
@@ -100,8 +102,15 @@ class PrivBayes {
   double mutual_information(int x, const std::vector<int>& parents) const;
   // Scores are cached across releases of one object (they do not depend on epsilon); a caller
   // that times one release from scratch clears them first.
-  void clear_score_cache() const { mi_cache_.clear(); mi_cache_packed_.clear(); }
-  std::size_t score_evaluations() const { return mi_evaluations_; }
+  void clear_score_cache() const {
+    std::unique_lock lock(cache_mutex_.m);
+    mi_cache_.clear();
+    mi_cache_packed_.clear();
+  }
+  std::size_t score_evaluations() const {
+    std::shared_lock lock(cache_mutex_.m);
+    return mi_evaluations_;
+  }
   // Work of scoring every (X, Pi) pair the greedy network can meet: d C(d-1, k) mutual
   // informations, each k + 1 passes over the n rows plus a count over the bins^(k+1) cells
   // (small joints) or a radix sort of the n cell indices (large ones). One release computes
@@ -128,6 +137,16 @@ class PrivBayes {
   // search looks scores up O(d^(k+2)) times (11M lookups for d = 129, k = 2).
   mutable std::unordered_map<std::uint64_t, double> mi_cache_packed_;
   mutable std::size_t mi_evaluations_ = 0;
+  // One object serves the concurrent jobs of a run (experiments/shared_work.hpp): the caches
+  // and the count are read under a shared lock and written under an exclusive one. A copy
+  // gets its own mutex.
+  struct CacheMutex {
+    mutable std::shared_mutex m;
+    CacheMutex() = default;
+    CacheMutex(const CacheMutex&) {}
+    CacheMutex& operator=(const CacheMutex&) { return *this; }
+  };
+  CacheMutex cache_mutex_;
 };
 
 // PrivBayes behind the generator interface (epsilon-DP; delta must be 0).
