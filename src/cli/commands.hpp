@@ -58,8 +58,14 @@ struct SketchJob {
 SketchJob parse_sketch(int argc, char** argv);
 // --format edgelist|jlg with --undirected, --drop-self-loops and --nodes, as the reader's options.
 EdgeListOptions edge_list_options(const SketchJob& job);
-// The header's "graph" record of a graph read with `eopts`.
+// The "graph" record of a graph read with `eopts`: the summary line's statistics (exact), and the
+// whole record in a file without noise.
 nlohmann::json graph_record(const EdgeListReport& g, const EdgeListOptions& eopts, bool from_cache);
+// Its public part (the options), which is all a private file holds.
+nlohmann::json public_graph_record(const nlohmann::json& graph);
+// Warns on stderr (whatever -q says) when a sketch is not fit for release: seeded noise, or
+// exact counts. Every command that queries, merges or reads a sketch calls it.
+void warn_if_not_for_release(const nlohmann::json& privacy, const std::string& path);
 // The exact sketch of the whole input in this process (sets, graphs or a table).
 ExactSketch build_local(const SketchJob& job, const MasterSeed& seed, nlohmann::json& graph_info, double& read_seconds);
 // The exact sketch of streamed table chunks; a record the family refuses is reported as

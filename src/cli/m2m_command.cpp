@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "inputs.hpp"
 #include "privrace/sketch/feature_sketch.hpp"
 #include "privrace/tasks/m2m.hpp"
 
@@ -65,7 +66,6 @@ std::string format_answer(const M2mAnswer& a) {
 int cmd_m2m(int argc, char** argv) {
   po::options_description desc("options");
   std::string sketch_path, domain, task_name, queries_path;
-  std::size_t samples = 100000;
   std::uint64_t seed = 0x4d324d;
   bool intercept = false;
   std::string lambda_rule = "eq5";
@@ -73,15 +73,17 @@ int cmd_m2m(int argc, char** argv) {
       ("sketch", po::value(&sketch_path)->required(), "feature sketch file: rff, hist, or a RACE sketch (positional)")
       ("task", po::value(&task_name)->required(), "mean | moment2 | cdf | cov | count")
       ("domain", po::value(&domain)->required(), "LO:HI, the box [LO, HI]^d every record lies in (M2M's psi is uniform on it)")
-      ("samples", po::value(&samples)->default_value(100000), "n_s synthetic points")
+      ("samples", po::value<std::string>()->default_value("100000"), "n_s synthetic points")
       ("seed", po::value(&seed)->default_value(0x4d324d), "seed of the synthetic points (public)")
       ("queries", po::value(&queries_path), "count: one query per line, 'i op value; j op value; k op value', op <= or >=, attributes from 0")
       ("intercept", po::bool_switch(&intercept), "fit an unpenalised constant (sketch value 1) beside the features")
       ("lambda", po::value(&lambda_rule)->default_value("eq5"),
-       "ridge term of a private sketch: eq5 (sigma_xi^2 / (n + zeta)) | auto-noise (matched to the release's noise and signal)");
+       "ridge term of a private sketch: eq5 (sigma_xi^2 / (n + zeta)) | auto-noise (matched to the release's noise and signal)")
+      ("threads,t", po::value<std::string>()->default_value("0"),
+       ("OpenMP threads (0 = all, at most " + std::to_string(kMaxThreads) + ")").c_str());
   po::positional_options_description pos;
   pos.add("sketch", 1);
-  parse("usage: privrace m2m SKETCH --task mean|moment2|cdf|cov|count --domain LO:HI [--samples N] [--queries FILE] "
+  const auto vm = parse("usage: privrace m2m SKETCH --task mean|moment2|cdf|cov|count --domain LO:HI [--samples N] [--queries FILE] "
         "[--intercept] [--lambda eq5|auto-noise]",
         desc, argc, argv, &pos);
   const auto [lo, hi] = parse_domain_interval(domain);
@@ -91,8 +93,10 @@ int cmd_m2m(int argc, char** argv) {
   } catch (const UsageError&) {
     throw UsageError("--lambda '" + lambda_rule + "': expected eq5 or auto-noise");
   }
-  if (samples == 0) throw UsageError("--samples must be positive");
+  const auto samples = count_option<std::size_t>(vm, "samples", 1, std::int64_t{1} << 40);
+  const int threads = threads_option(vm);
   const FeatureSketchRelease release = load_feature_release(sketch_path);
+  warn_if_not_for_release(release.header.value("privacy", nlohmann::json::object()), sketch_path);
   const M2mTask task = parse_task(task_name);
   if (!release.map) throw InputError("the sketch has no feature map");
   const std::size_t d = release.map->input_dim();
@@ -109,6 +113,7 @@ int cmd_m2m(int argc, char** argv) {
   M2mOptions options;
   options.domain = BoxDomain::uniform(d, lo, hi);
   options.samples = samples;
+  options.threads = threads;
   options.seed = seed;
   options.intercept = intercept;
   options.lambda_rule = rule;

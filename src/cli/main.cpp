@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "inputs.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/core/version.hpp"
 #include "privrace/io/table_reader.hpp"
@@ -38,29 +39,29 @@ constexpr const char* kTopUsage =
 int cmd_query(int argc, char** argv) {
   po::options_description desc("options");
   std::string sketch_path, queries, estimator, format;
-  std::size_t groups = 5;
-  int threads = 0;
   desc.add_options()("help,h", "show this help")
       ("sketch", po::value(&sketch_path)->required(), "sketch file (positional)")
       ("queries,Q", po::value(&queries)->required(), "query file: same layout as the sketched data (sets for jaccard); - = stdin")
       ("estimator", po::value(&estimator)->default_value("mean"), "mean | mom (median of means)")
-      ("mom-groups", po::value(&groups)->default_value(5), "groups for the median of means")
+      ("mom-groups", po::value<std::string>()->default_value("5"), "groups for the median of means")
       ("debias", "remove the 1/W collisions of the column hash: (E W - N) / (W - 1)")
       ("kernel-sum", "print the kernel-sum estimate instead of dividing by N-hat")
       ("format", po::value(&format)->default_value("auto"), "query file format: auto | csv | whitespace | libsvm | sets")
-      ("threads,t", po::value(&threads)->default_value(0), "OpenMP threads answering batches of queries (0 = all); the output is the same for any count");
+      ("threads,t", po::value<std::string>()->default_value("0"),
+       ("OpenMP threads answering batches of queries (0 = all, at most " + std::to_string(kMaxThreads) +
+        "); the output is the same for any count").c_str());
   po::positional_options_description pos;
   pos.add("sketch", 1);
   const auto vm = parse("usage: privrace query SKETCH.rsk --queries FILE [--estimator mean|mom] [--debias]", desc, argc, argv, &pos);
   QueryOptions opts;
   opts.estimator = parse_estimator(estimator);
-  opts.mom_groups = groups;
+  opts.mom_groups = count_option<std::size_t>(vm, "mom-groups", 1, kMaxSize);
   opts.debias = vm.count("debias") > 0;
-  if (threads < 0) throw UsageError("--threads must be 0 (all) or positive, got " + std::to_string(threads));
+  const int threads = threads_option(vm);
   opts.threads = threads;
   if (threads > 0) omp_set_num_threads(threads);  // the file's decoder too
-  if (groups == 0) throw UsageError("--mom-groups must be at least 1");
   const RaceSketch sketch = load_sketch(sketch_path);
+  warn_if_not_for_release(sketch.privacy(), sketch_path);
   std::vector<double> sums;
   if (sketch.family().input_kind() == InputKind::Sets) {
     const SetCollection sets = read_sets(queries);
@@ -103,6 +104,7 @@ int cmd_info(int argc, char** argv) {
   const auto vm = parse("usage: privrace info SKETCH.rsk [--counts]", desc, argc, argv, &pos);
   nlohmann::json header;
   const RaceSketch sketch = load_sketch(sketch_path, &header);
+  warn_if_not_for_release(sketch.privacy(), sketch_path);
   if (!sketch.family().accumulates_values()) header["n_hat"] = sketch.n_hat();
   std::cout << header.dump(2) << "\n";
   if (vm.count("counts")) {

@@ -1,10 +1,13 @@
 // `privrace sketch` and `privrace merge`: options -> the release API (sketch/release.hpp) -> a file.
 #include <omp.h>
+#include <sys/stat.h>
 
 #include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +44,51 @@ SetCollection read_set_input(const SketchJob& job, nlohmann::json& info) {
   return sets;
 }
 
+// --like FILE: the public parameters of a sketch file (read and checked as any sketch) or of a
+// parameters file (JSON with "family" and "width"). Options given as well must agree with them.
+void apply_like(const po::variables_map& vm, ReleaseParams& params, std::string& kernel_name) {
+  const std::string path = vm["like"].as<std::string>();
+  nlohmann::json header;
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(path + ": cannot open the --like file");
+    char magic[8] = {};
+    in.read(magic, sizeof magic);
+    if (in.gcount() == 8 && std::string_view(magic, 8) == "PRIVRACE") {
+      load_sketch(path, &header);
+    } else {
+      try {
+        in.clear();
+        in.seekg(0);
+        header = nlohmann::json::parse(in);
+      } catch (const nlohmann::json::exception& e) {
+        throw InputError(path + ": --like expects a sketch file or a JSON parameters file (" + e.what() + ")");
+      }
+    }
+  }
+  ReleaseParams like;
+  try {
+    like = like_params(header, params);
+  } catch (const InputError& e) {
+    throw InputError(path + ": " + e.what());
+  }
+  const FamilySpec &a = params.family, &b = like.family;
+  const std::pair<const char*, bool> agree[] = {
+      {"kernel", a.kernel == b.kernel},       {"rows", a.rows == b.rows},
+      {"width", params.width == like.width},  {"bandwidth", a.bandwidth == b.bandwidth},
+      {"power", a.power == b.power},          {"pair-mode", a.pair_mode == b.pair_mode},
+      {"features", a.features == b.features}, {"sigma", a.sigma == b.sigma},
+      {"bins", a.bins == b.bins},             {"domain", a.lo == b.lo && a.hi == b.hi},
+      {"hash-seed", params.hash_seed == like.hash_seed}};
+  for (const auto& [name, same] : agree)
+    if (vm.count(name) && !vm[name].defaulted() && !same)
+      throw UsageError("--" + std::string(name) + " differs from the parameters of --like " + path + " (leave it out to take theirs)");
+  if (vm.count("seed"))
+    throw UsageError("--seed and --like exclude each other: --like takes the hash seed of " + path + ", and a --seed would fix the noise too");
+  params = like;
+  kernel_name = to_string(params.family.kernel);
+}
+
 }  // namespace
 
 SketchJob parse_sketch(int argc, char** argv) {
@@ -48,15 +96,11 @@ SketchJob parse_sketch(int argc, char** argv) {
   std::string& output = job.output;
   std::string& kernel = job.kernel;
   std::string& format = job.format;
-  int& label_column = job.label_column;
-  std::size_t& dim = job.dim;
-  std::size_t& chunk_rows = job.chunk_rows;
   ReleaseParams& params = job.params;
   po::options_description desc("options");
   std::string mechanism, neighbors, pair_mode, strategy, domain;
   double bandwidth = 1.0, delta = 0.0, sigma = 1.0, num_share = 0.98;
-  std::size_t power = 1, rows = 0, width = 0, features = 0, bins = 0;
-  int threads = 0;
+  const std::string threads_help = "OpenMP threads (0 = all, at most " + std::to_string(kMaxThreads) + ")";
   desc.add_options()("help,h", "show this help")
       ("input,i", po::value(&job.inputs)->required()->multitoken(), "data file: CSV (header optional), whitespace, libsvm or sets; .gz allowed; - = stdin. "
                  "Several tables are read as one, their records in order (each file's header line skipped): repeat --input "
@@ -69,12 +113,12 @@ SketchJob parse_sketch(int argc, char** argv) {
       ("output,o", po::value(&output)->required(), "sketch file to write (written atomically)")
       ("kernel,k", po::value(&kernel)->default_value("l2"), "l2 (p-stable) | angular (SRP) | angular_pair (regression surrogate) | jaccard (densified MinHash) | jaccard_classic (independent MinHashes) | rff (random Fourier features, for M2M) | hist (per-attribute histograms, for M2M)")
       ("bandwidth", po::value(&bandwidth)->default_value(1.0), "p-stable bucket width w (l2)")
-      ("power,p", po::value(&power)->default_value(1), "concatenated hashes per row (p)")
-      ("rows,R", po::value(&rows), "sketch rows R (LSH kernels)")
-      ("width,W", po::value(&width), "sketch columns W (LSH kernels)")
-      ("features", po::value(&features)->default_value(0), "rff: number of features m = 2 m' (even)")
+      ("power,p", po::value<std::string>()->default_value("1"), "concatenated hashes per row (p)")
+      ("rows,R", po::value<std::string>(), "sketch rows R (LSH kernels)")
+      ("width,W", po::value<std::string>(), "sketch columns W (LSH kernels)")
+      ("features", po::value<std::string>()->default_value("0"), "rff: number of features m = 2 m' (even)")
       ("sigma", po::value(&sigma)->default_value(1.0), "rff: Gaussian kernel bandwidth sigma")
-      ("bins", po::value(&bins)->default_value(0), "hist: equal bins per attribute")
+      ("bins", po::value<std::string>()->default_value("0"), "hist: equal bins per attribute")
       ("domain", po::value(&domain), "hist: LO:HI for every attribute, or LO1:HI1,LO2:HI2,... one per attribute; records outside are refused")
       ("num-share", po::value(&num_share)->default_value(0.98), "rff/hist: share of epsilon for the feature sums (epsilon_num); the released record count gets the rest (epsilon_den)")
       ("epsilon,e", po::value<std::string>(), "privacy budget epsilon > 0")
@@ -82,18 +126,23 @@ SketchJob parse_sketch(int argc, char** argv) {
       ("mechanism", po::value(&mechanism)->default_value("discrete_laplace"), "discrete_laplace | floored_laplace (the paper's floor(S + Lap(R/eps))) | gaussian")
       ("neighbors", po::value(&neighbors)->default_value("add-remove"), "add-remove (unbounded DP) | replace (doubles the sensitivity)")
       ("seed", po::value<std::uint64_t>(), "fix the LSH seed and the noise (reproducible; the file is marked NOT fit for release)")
-      ("threads,t", po::value(&threads)->default_value(0), "OpenMP threads (0 = all)")
+      ("hash-seed", po::value<std::uint64_t>(), "fix the hash functions only (recorded as family.seed, a public parameter): releases of "
+                    "several owners built with one hash seed merge, while each draws its own noise from the OS and stays fit for release")
+      ("like", po::value<std::string>(), "take every public parameter (kernel, R, W, bandwidth, power, pair mode, features, sigma, bins, "
+               "domain, hash seed) from an existing sketch file or a parameters file (JSON with 'family' and 'width'), so that "
+               "this release merges with it; options given as well must agree")
+      ("threads,t", po::value<std::string>()->default_value("0"), threads_help.c_str())
       ("no-privacy", "write the exact counts without noise (never for release)")
-      ("label-column", po::value(&label_column)->default_value(0), "1-based column to drop from the features (CSV/whitespace)")
+      ("label-column", po::value<std::string>()->default_value("0"), "1-based column to drop from the features (CSV/whitespace)")
       ("format", po::value(&format)->default_value("auto"), "auto | csv | whitespace | libsvm | sets (one set of ids per line) | edgelist (SNAP 'u v' lines, .gz ok: node u's set = its out-neighbours) | jlg")
-      ("dim", po::value(&dim)->default_value(0), "libsvm: number of features (needed when reading stdin)")
+      ("dim", po::value<std::string>()->default_value("0"), "libsvm: number of features (needed when reading stdin)")
       ("pair-mode", po::value(&pair_mode)->default_value("query"), "angular_pair: insert (x and -x, sensitivity 2R) | query (q and -q, sensitivity R)")
       ("strategy", po::value(&strategy)->default_value("auto"), "parallel build: auto | replicate (per-thread sketches) | split_rows | two_phase (sets: the default)")
       ("undirected", "edgelist: add every edge in both directions (an undirected graph listed once or twice)")
       ("drop-self-loops", "edgelist: drop u-u edges (they are counted in the summary either way)")
-      ("nodes", po::value<std::uint64_t>(), "edgelist: declared node count; ids must be below it")
+      ("nodes", po::value<std::string>(), "edgelist: declared node count; ids must be below it")
       ("graph-cache", po::value<std::string>(), "edgelist: binary CSR cache file, reused while the input is unchanged")
-      ("chunk-rows", po::value(&chunk_rows)->default_value(65536), "rows read per chunk (bounds memory), rounded up to a multiple of 4096 (the hashing batch) so that the sketch does not depend on it; under mpirun it must be one")
+      ("chunk-rows", po::value<std::string>()->default_value("65536"), "rows read per chunk (bounds memory), rounded up to a multiple of 4096 (the hashing batch) so that the sketch does not depend on it; under mpirun it must be one")
       ("quiet,q", "no summary on stderr")
       ("timings", "print the stage timings as one JSON line on stderr (read, allocate, fill, merge, noise, encode, write, fsync)");
   job.vm = parse("usage: privrace sketch --input FILE --rows R --width W (--epsilon E | --no-privacy) -o OUT.rsk [options]\n"
@@ -102,6 +151,15 @@ SketchJob parse_sketch(int argc, char** argv) {
                  "       mpirun -np K privrace sketch ... (built with -DPRIVRACE_MPI=ON): the same sketch, byte for byte, from K ranks",
                  desc, argc, argv);
   const po::variables_map& vm = job.vm;
+  // Counts are read as text and range-checked: "-5" must not wrap around (inputs.hpp).
+  const auto power = count_option<std::size_t>(vm, "power", 1, 64);
+  const auto features = count_option<std::size_t>(vm, "features", 0, kMaxSize);
+  const auto bins = count_option<std::size_t>(vm, "bins", 0, kMaxSize);
+  const int threads = threads_option(vm);
+  job.label_column = count_option<int>(vm, "label-column", 0, std::numeric_limits<int>::max());
+  job.dim = count_option<std::size_t>(vm, "dim", 0, kMaxSize);
+  job.chunk_rows = count_option<std::size_t>(vm, "chunk-rows", 1, kMaxSize);
+  count_option<std::uint64_t>(vm, "nodes", 0, kMaxSize);  // checked here, read by edge_list_options
   params.family.kernel = parse_kernel(kernel);
   params.family.bandwidth = bandwidth;
   params.family.power = power;
@@ -112,6 +170,11 @@ SketchJob parse_sketch(int argc, char** argv) {
   params.num_share = num_share;
   params.threads = threads;
   params.strategy = strategy;
+  if (vm.count("rows")) params.family.rows = count_option<std::size_t>(vm, "rows", 1, kMaxSize);
+  if (vm.count("width")) params.width = count_option<std::size_t>(vm, "width", 1, kMaxSize);
+  if (vm.count("domain")) std::tie(params.family.lo, params.family.hi) = parse_box_domain(domain);
+  if (vm.count("hash-seed")) params.hash_seed = vm["hash-seed"].as<std::uint64_t>();
+  if (vm.count("like")) apply_like(vm, params, job.kernel);
   // rff and hist are feature-map sketches (M2M): their shape comes from --features / --bins and
   // the data, and they release the record count with a share of epsilon.
   const Kernel k = params.kernel();
@@ -124,12 +187,9 @@ SketchJob parse_sketch(int argc, char** argv) {
     if (k == Kernel::Rff && vm.count("domain"))
       throw UsageError("--domain does not apply to --kernel rff (its features are bounded for every record); "
                        "declare M2M's domain with privrace m2m --domain");
-    if (k == Kernel::Hist && vm.count("domain")) std::tie(params.family.lo, params.family.hi) = parse_box_domain(domain);
-  } else {
+  } else if (!vm.count("like")) {
     if (!vm.count("rows")) throw UsageError("the option '--rows' is required but missing");
     if (!vm.count("width")) throw UsageError("the option '--width' is required but missing");
-    params.family.rows = rows;
-    params.width = width;
   }
   job.no_privacy = vm.count("no-privacy") > 0;
   job.quiet = vm.count("quiet") > 0;
@@ -149,17 +209,24 @@ SketchJob parse_sketch(int argc, char** argv) {
     params.privacy = spec;
   }
   if (vm.count("seed")) params.seed = vm["seed"].as<std::uint64_t>();
+  if (vm.count("seed") && vm.count("hash-seed"))
+    throw UsageError("--seed and --hash-seed exclude each other: --seed fixes the hash functions and the noise, --hash-seed the hash functions only");
   params.validate();  // every parameter and the memory bound, before any data is read
-  if (chunk_rows == 0) throw UsageError("--chunk-rows must be at least 1");
   if (threads > 0) omp_set_num_threads(threads);  // the noise, the encoder and the checksum too
 
   job.set_kernel = is_set_kernel(k);
   job.inputs = expand_inputs(job.inputs);
+  check_output_target(output, job.inputs);  // not an input, nor a FIFO, link or device
+  if (vm.count("graph-cache")) check_output_target(vm["graph-cache"].as<std::string>(), job.inputs);
   job.input = inputs_label(job.inputs);
   if (job.inputs.size() > 1 && job.set_kernel)
     throw UsageError("--kernel " + kernel + " reads one input file; several (" + job.input + ") are read as one table for the other kernels");
   job.graph_input = format == "edgelist" || format == "snap" || format == "jlg";
   if (job.graph_input && !job.set_kernel) throw UsageError("--format " + format + " needs --kernel jaccard");
+  // An edge list's records are its nodes' out-neighbour sets, but its neighbouring inputs differ
+  // in one edge (one line): the noise is calibrated to the sets that one edge changes.
+  if (job.graph_input && params.privacy)
+    params.privacy->unit = vm.count("undirected") ? NeighborUnit::UndirectedEdge : NeighborUnit::Edge;
   if (!job.graph_input && (vm.count("undirected") || vm.count("drop-self-loops") || vm.count("nodes") || vm.count("graph-cache")))
     throw UsageError("--undirected, --drop-self-loops, --nodes and --graph-cache apply to --format edgelist or jlg");
   if (job.set_kernel) {
@@ -168,8 +235,8 @@ SketchJob parse_sketch(int argc, char** argv) {
   } else {
     if (format == "sets") throw UsageError("--format sets needs --kernel jaccard");
     job.table.format = parse_table_format(format);
-    job.table.label_column = label_column;
-    job.table.dim = dim;
+    job.table.label_column = job.label_column;
+    job.table.dim = job.dim;
   }
   return job;
 }
@@ -179,14 +246,23 @@ EdgeListOptions edge_list_options(const SketchJob& job) {
   eopts.format = parse_edge_list_format(job.format);
   eopts.symmetrise = job.vm.count("undirected") > 0;
   eopts.keep_self_loops = job.vm.count("drop-self-loops") == 0;
-  if (job.vm.count("nodes")) eopts.declared_nodes = job.vm["nodes"].as<std::uint64_t>();
+  eopts.declared_nodes = count_option<std::uint64_t>(job.vm, "nodes", 0, kMaxSize);
   return eopts;
 }
 
 nlohmann::json graph_record(const EdgeListReport& g, const EdgeListOptions& eopts, bool from_cache) {
-  return {{"nodes", g.nodes}, {"edge_lines", g.lines}, {"stored_edges", g.edges}, {"self_loops", g.self_loops},
+  nlohmann::json record = {{"nodes", g.nodes}, {"edge_lines", g.lines}, {"stored_edges", g.edges}, {"self_loops", g.self_loops},
           {"self_loops_kept", eopts.keep_self_loops}, {"duplicates", g.duplicates}, {"max_degree", g.max_degree},
           {"empty_sets", g.empty_sets}, {"symmetrised", g.symmetrised}, {"from_cache", from_cache}};
+  if (eopts.declared_nodes > 0) record["declared_nodes"] = eopts.declared_nodes;
+  return record;
+}
+
+nlohmann::json public_graph_record(const nlohmann::json& graph) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const char* key : {"symmetrised", "self_loops_kept", "declared_nodes"})
+    if (graph.contains(key)) out[key] = graph.at(key);
+  return out;
 }
 
 ExactSketch build_local(const SketchJob& job, const MasterSeed& seed, nlohmann::json& graph_info, double& read_seconds) {
@@ -266,7 +342,9 @@ void write_release(const SketchJob& job, const Release& release, const MasterSee
   const bool no_privacy = job.no_privacy;
   const BuildReport& report = release.build();
   nlohmann::json extra = {{"build", release.build_record(input)}};
-  if (!graph_info.is_null()) extra["graph"] = graph_info;
+  // A private file keeps the graph options only (public); the statistics (nodes, edges, degrees,
+  // duplicates, self-loops) are exact: they go to the summary line below.
+  if (!graph_info.is_null()) extra["graph"] = release.is_private() ? public_graph_record(graph_info) : graph_info;
   const double before_write = seconds_since(t0);
   SketchWriteTimings write_timings;
   save_release(output, release, extra, &write_timings);
@@ -305,6 +383,10 @@ void write_release(const SketchJob& job, const Release& release, const MasterSee
   }
 }
 
+void warn_if_not_for_release(const nlohmann::json& privacy, const std::string& path) {
+  if (const auto warning = release_warning(privacy)) std::fprintf(stderr, "privrace: warning: %s: %s\n", path.c_str(), warning->c_str());
+}
+
 int cmd_merge(int argc, char** argv) {
   po::options_description desc("options");
   std::vector<std::string> inputs;
@@ -317,9 +399,26 @@ int cmd_merge(int argc, char** argv) {
   pos.add("inputs", -1);
   const auto vm = parse("usage: privrace merge A.rsk B.rsk ... -o C.rsk", desc, argc, argv, &pos);
   if (inputs.size() < 2) throw UsageError("merge needs at least two sketch files");
+  check_output_target(output, inputs);  // not an input, nor a FIFO, link or device
+  // One file twice (under any name) is a sketch merged with itself: its noise twice, N-hat doubled.
+  std::vector<std::pair<dev_t, ino_t>> seen;
+  for (const std::string& in : inputs) {
+    struct stat st {};
+    if (in == "-" || ::stat(in.c_str(), &st) != 0) continue;  // the reader names what is wrong with it
+    for (std::size_t j = 0; j < seen.size(); ++j)
+      if (seen[j] == std::pair{st.st_dev, st.st_ino})
+        throw UsageError("cannot merge '" + in + "': it is the same file as an earlier input (a sketch merged with itself would "
+                         "count its records twice and its noise twice)");
+    seen.emplace_back(st.st_dev, st.st_ino);
+  }
   RaceSketch merged = load_sketch(inputs[0]);
+  warn_if_not_for_release(merged.privacy(), inputs[0]);
   ReleaseMerge merge(merged, inputs[0]);
-  for (std::size_t i = 1; i < inputs.size(); ++i) merge.add(load_sketch(inputs[i]), inputs[i]);
+  for (std::size_t i = 1; i < inputs.size(); ++i) {
+    RaceSketch part = load_sketch(inputs[i]);
+    warn_if_not_for_release(part.privacy(), inputs[i]);
+    merge.add(part, inputs[i]);
+  }
   merge.finish();
   save_sketch(output, merged, vm.count("no-privacy") > 0, {{"merged_inputs", inputs}});
   return 0;

@@ -5,7 +5,9 @@
 // (rff, hist) go through the same calls.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -17,6 +19,7 @@
 #include "privrace/core/random.hpp"
 #include "privrace/sketch/feature_sketch.hpp"
 #include "privrace/sketch/release.hpp"
+#include "privrace/sketch/release_record.hpp"
 #include "privrace/sketch/set_builder.hpp"
 #include "privrace/sketch/sketch_io.hpp"
 #include "test_util.hpp"
@@ -371,25 +374,32 @@ TEST(Release, ExactSharesCombineBeforeTheRelease) {
   const Release merged = std::move(first).release();
   const Release whole = build_exact(p, seed, x).release();
   EXPECT_EQ(counts_of(merged.sketch()), counts_of(whole.sketch()));
-  EXPECT_EQ(merged.build_record("dir/in.csv").at("input"), "in.csv");
+  EXPECT_EQ(merged.build().points, 8192u);
+  EXPECT_FALSE(merged.build_record("dir/in.csv").contains("input")) << "a private file names no input";
   EXPECT_THROW(build_exact(p, MasterSeed::resolve(8), x).merge(build_exact(p, seed, x)), InputError);
 }
 
 TEST(Release, MergeChecksParametersAndPrivacy) {
   const DenseMatrix x = privrace::testing::clustered_points(2000, 2, 14);
+  // Two owners: one public hash seed, each its own noise (seeds 7 and 8 stand for the CSPRNG here).
   ReleaseParams p = l2_params(8, 16);
+  p.hash_seed = 1234;
+  ReleaseParams q = p;
+  q.seed = 8;
   const RaceSketch a = build_exact(p, MasterSeed::resolve(p.seed), DenseMatrix(x.topRows(1000))).release().sketch();
-  const RaceSketch b = build_exact(p, MasterSeed::resolve(p.seed), DenseMatrix(x.bottomRows(1000))).release().sketch();
+  const RaceSketch b = build_exact(q, MasterSeed::resolve(q.seed), DenseMatrix(x.bottomRows(1000))).release().sketch();
   ReleaseParams none = p;
   none.privacy.reset();
   const RaceSketch exact = build_exact(none, MasterSeed::resolve(p.seed), x).release().sketch();
-  const RaceSketch other_seed = build_exact(p, MasterSeed::resolve(99), x).release().sketch();
+  ReleaseParams other = p;
+  other.hash_seed.reset();
+  const RaceSketch other_seed = build_exact(other, MasterSeed::resolve(99), x).release().sketch();
 
   RaceSketch target = a;
   {
     ReleaseMerge m(target, "a.rsk");
     EXPECT_EQ(message_of([&] { m.add(exact, "e.rsk"); }),
-              "cannot merge a private sketch with a non-private one: the sum would expose exact counts");
+              "cannot merge 'e.rsk' into 'a.rsk': cannot merge a private sketch with a non-private one: the sum would expose exact counts");
     EXPECT_EQ(counts_of(target), counts_of(a)) << "a refused part leaves the target unchanged";
     const std::string diff = message_of([&] { m.add(other_seed, "s.rsk"); });
     EXPECT_EQ(diff.rfind("cannot merge 's.rsk' into 'a.rsk': different seed", 0), 0u) << diff;
@@ -401,9 +411,206 @@ TEST(Release, MergeChecksParametersAndPrivacy) {
   EXPECT_TRUE(target.is_private());
   EXPECT_EQ(target.privacy().at("merged_from").size(), 2u);
   EXPECT_EQ(target.privacy().at("composition").get<std::string>().rfind("parallel", 0), 0u);
+  EXPECT_EQ(target.privacy().at("neighbors"), "add-remove");
+  EXPECT_DOUBLE_EQ(target.privacy().at("epsilon").get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(target.privacy().at("epsilon_if_overlapping").get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(target.privacy().at("noise_variance").get<double>(),
+                   a.privacy().at("noise_variance").get<double>() + b.privacy().at("noise_variance").get<double>());
   RaceSketch unnamed = a;
   ReleaseMerge m(unnamed);
   EXPECT_EQ(message_of([&] { m.add(other_seed); }).rfind("cannot merge: different seed", 0), 0u);
+}
+
+TEST(Release, MergeRefusesPartsThatShareTheirNoise) {
+  const DenseMatrix x = privrace::testing::clustered_points(2000, 2, 15);
+  ReleaseParams p = l2_params(8, 16);
+  // Two halves of one --seed: the same noise in both (noisy A - noisy B = exact A - exact B).
+  const RaceSketch a = build_exact(p, MasterSeed::resolve(p.seed), DenseMatrix(x.topRows(1000))).release().sketch();
+  const RaceSketch b = build_exact(p, MasterSeed::resolve(p.seed), DenseMatrix(x.bottomRows(1000))).release().sketch();
+  EXPECT_EQ(a.privacy().at("noise_id"), b.privacy().at("noise_id"));
+  EXPECT_FALSE(a.privacy().contains("noise_seed")) << "a fingerprint of the noise seed, never the seed";
+  RaceSketch t = a;
+  ReleaseMerge m(t, "a.rsk");
+  EXPECT_NE(message_of([&] { m.add(b, "b.rsk"); }).find("share their noise"), std::string::npos);
+  EXPECT_NE(message_of([&] { m.add(a, "a2.rsk"); }).find("share their noise"), std::string::npos);
+  EXPECT_EQ(counts_of(t), counts_of(a));
+  // A release (CSPRNG noise) merged with itself, and a merge merged with one of its parts.
+  ReleaseParams r = p;
+  r.seed.reset();
+  r.hash_seed = 5;
+  const RaceSketch c = build_exact(r, MasterSeed::resolve(r.seed), DenseMatrix(x.topRows(1000))).release().sketch();
+  const RaceSketch d = build_exact(r, MasterSeed::resolve(r.seed), DenseMatrix(x.bottomRows(1000))).release().sketch();
+  EXPECT_NE(c.privacy().at("noise_id"), d.privacy().at("noise_id"));
+  EXPECT_TRUE(c.privacy().at("fit_for_release").get<bool>());
+  RaceSketch cc = c;
+  ReleaseMerge self(cc);
+  EXPECT_NE(message_of([&] { self.add(c); }).find("share their noise"), std::string::npos);
+  RaceSketch cd = c;
+  ReleaseMerge both(cd);
+  both.add(d);
+  both.finish();
+  EXPECT_TRUE(cd.privacy().at("fit_for_release").get<bool>());
+  RaceSketch again = cd;
+  ReleaseMerge nested(again);
+  EXPECT_NE(message_of([&] { nested.add(d); }).find("share their noise"), std::string::npos);
+}
+
+// Over 200 merges of two owners' released halves (one public hash seed, CSPRNG noise), the merged
+// noise (merged counts minus the exact counts of the whole) has the variance the record states.
+TEST(Release, MergedNoiseHasTheRecordedVariance) {
+  const DenseMatrix x = privrace::testing::clustered_points(600, 2, 16);
+  ReleaseParams p = l2_params(8, 16);
+  p.seed.reset();
+  p.hash_seed = 77;
+  p.privacy->epsilon = 2.0;
+  ReleaseParams none = p;
+  none.privacy.reset();
+  const MasterSeed any = MasterSeed::resolve(std::nullopt);
+  const ExactSketch whole = build_exact(none, any, x);
+  const ExactSketch top = build_exact(none, any, DenseMatrix(x.topRows(300)));
+  const ExactSketch bottom = build_exact(none, any, DenseMatrix(x.bottomRows(300)));
+  double sum = 0.0, sum2 = 0.0, recorded = 0.0;
+  std::size_t n = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    RaceSketch m = top.release(*p.privacy, any.noise()).sketch();
+    ReleaseMerge merge(m);
+    merge.add(bottom.release(*p.privacy, any.noise()).sketch());
+    merge.finish();
+    recorded = m.privacy().at("noise_variance").get<double>();
+    for (std::size_t i = 0; i < m.counts().size(); ++i) {
+      const double z = static_cast<double>(m.counts()[i] - whole.counts().counts()[i]);
+      sum += z;
+      sum2 += z * z;
+      ++n;
+    }
+  }
+  const double mean = sum / static_cast<double>(n), var = sum2 / static_cast<double>(n) - mean * mean;
+  // 25,600 draws of a sum of two discrete Laplace: relative standard error of the variance ~1.4%.
+  EXPECT_NEAR(var / recorded, 1.0, 0.07) << "measured " << var << ", recorded " << recorded;
+}
+
+TEST(Release, PrivateHeaderHoldsNoExactField) {
+  const DenseMatrix x = privrace::testing::clustered_points(3001, 2, 17);
+  ReleaseParams p = l2_params(8, 16);
+  const Release r = build_exact(p, MasterSeed::resolve(p.seed), x).release();
+  const nlohmann::json build = r.build_record("owner/patients-3001.csv");
+  EXPECT_FALSE(build.contains("points"));
+  EXPECT_FALSE(build.contains("input"));
+  EXPECT_EQ(r.build().points, 3001u) << "the owner's in-memory report keeps the exact count";
+  nlohmann::json header = sketch_header(r.sketch());
+  header["build"] = build;
+  for (const auto& [path, cls] : classify_header(header)) EXPECT_NE(cls, FieldClass::Exact) << path;
+  header["build"]["points"] = 3001;
+  EXPECT_NE(message_of([&] { check_release_header(header); }).find("'build.points' is exact"), std::string::npos);
+  header["build"].erase("points");
+  header["graph"] = {{"edge_lines", 4001}};
+  EXPECT_NE(message_of([&] { check_release_header(header); }).find("'graph.edge_lines' is exact"), std::string::npos);
+  header.erase("graph");
+  header["whatever"] = 1;
+  EXPECT_NE(message_of([&] { check_release_header(header); }).find("no declared class"), std::string::npos);
+  const fs::path dir = privrace::testing::temp_dir("release_header");
+  const std::string path = (dir / "leak.rsk").string();
+  header.erase("whatever");
+  EXPECT_NO_THROW(save_release(path, r, {{"build", build}}));
+  EXPECT_THROW(save_release((dir / "leak2.rsk").string(), r, {{"build", {{"points", 3001}}}}), Error);
+  EXPECT_FALSE(fs::exists(dir / "leak2.rsk")) << "nothing is written when the header is refused";
+  // Exact counts written by request keep their exact fields, and say they are not for release.
+  ReleaseParams none = p;
+  none.privacy.reset();
+  const Release e = build_exact(none, MasterSeed::resolve(p.seed), x).release();
+  EXPECT_EQ(e.build_record("in.csv").at("points"), 3001);
+  EXPECT_FALSE(e.sketch().privacy().at("fit_for_release").get<bool>());
+  EXPECT_TRUE(release_warning(e.sketch().privacy()).has_value());
+  EXPECT_TRUE(release_warning(r.sketch().privacy()).has_value()) << "seeded noise";
+  fs::remove_all(dir);
+}
+
+TEST(Release, ReaderChecksThePrivacyRecordsMeaning) {
+  const DenseMatrix x = privrace::testing::clustered_points(500, 2, 18);
+  const fs::path dir = privrace::testing::temp_dir("release_meaning");
+  ReleaseParams p = l2_params(8, 16);
+  p.seed.reset();
+  const std::string good = (dir / "good.rsk").string();
+  save_release(good, build_exact(p, MasterSeed::resolve(p.seed), x).release());
+  ReleaseParams none = p;
+  none.privacy.reset();
+  const std::string exact = (dir / "exact.rsk").string();
+  save_release(exact, build_exact(none, MasterSeed::resolve(7), x).release());
+  ReleaseParams seeded = p;
+  seeded.seed = 3;
+  const std::string seeded_path = (dir / "seeded.rsk").string();
+  save_release(seeded_path, build_exact(seeded, MasterSeed::resolve(seeded.seed), x).release());
+  EXPECT_NO_THROW(load_sketch(good));
+  EXPECT_NO_THROW(load_sketch(exact));
+  EXPECT_NO_THROW(load_sketch(seeded_path));
+  // A hand-edited privacy record, written with the file's own counts and a valid checksum.
+  auto edited = [&](const std::string& from, const std::function<void(nlohmann::json&)>& edit) {
+    SketchFileContents c = read_sketch_file(from);
+    edit(c.header["privacy"]);
+    const std::string out = (dir / "edited.rsk").string();
+    write_sketch_file(out, c);
+    return message_of([&] { load_sketch(out); });
+  };
+  auto refused = [](const std::string& msg, const std::string& field) {
+    return msg.find("'privacy." + field + "'") != std::string::npos;
+  };
+  EXPECT_PRED2(refused, edited(exact, [](auto& p) { p["private"] = true; }), "epsilon");
+  EXPECT_PRED2(refused, edited(good, [](auto& p) { p["epsilon"] = 0.001; }), "noise_scale");
+  EXPECT_PRED2(refused, edited(good, [](auto& p) { p["epsilon"] = -1; }), "epsilon");
+  EXPECT_PRED2(refused, edited(good, [](auto& p) { p["epsilon"] = "inf"; }), "epsilon");
+  EXPECT_PRED2(refused, edited(good, [](auto& p) { p["sensitivity_l1"] = 1.0; }), "sensitivity_l1");
+  EXPECT_PRED2(refused, edited(good, [](auto& p) { p["neighbors"] = "anything"; }), "neighbors");
+  EXPECT_PRED2(refused, edited(good, [](auto& p) { p["mechanism"] = "none"; }), "mechanism");
+  EXPECT_PRED2(refused, edited(good, [](auto& p) { p["mechanism"] = "gaussian"; }), "delta");
+  EXPECT_PRED2(refused, edited(good, [](auto& p) { p.erase("neighbors"); }), "neighbors");
+  EXPECT_PRED2(refused, edited(seeded_path, [](auto& p) { p["fit_for_release"] = true; }), "fit_for_release");
+  EXPECT_PRED2(refused, edited(exact, [](auto& p) { p["fit_for_release"] = true; }), "fit_for_release");
+  fs::remove_all(dir);
+}
+
+TEST(Release, EdgeNeighboursCalibrateToTheSetsOneEdgeChanges) {
+  // One edge changes one node's set (directed) or two (undirected); a set change is a replacement.
+  for (const std::size_t rows : {1u, 32u}) {
+    const double r = static_cast<double>(rows);
+    const Sensitivity rec = race_sensitivity(rows, 1, NeighborRelation::AddRemove, NeighborUnit::Record);
+    const Sensitivity edge = race_sensitivity(rows, 1, NeighborRelation::AddRemove, NeighborUnit::Edge);
+    const Sensitivity und = race_sensitivity(rows, 1, NeighborRelation::AddRemove, NeighborUnit::UndirectedEdge);
+    const Sensitivity und_rep = race_sensitivity(rows, 1, NeighborRelation::Replace, NeighborUnit::UndirectedEdge);
+    EXPECT_DOUBLE_EQ(rec.l1, r);
+    EXPECT_DOUBLE_EQ(edge.l1, 2 * r);
+    EXPECT_DOUBLE_EQ(edge.l2, std::sqrt(2 * r));
+    EXPECT_DOUBLE_EQ(und.l1, 4 * r);
+    EXPECT_DOUBLE_EQ(und.l2, 2 * std::sqrt(2 * r));
+    EXPECT_DOUBLE_EQ(und_rep.l1, 8 * r);
+  }
+  // The exact change of one edge at a node with one out-neighbour: within the bound, and beyond
+  // the record-level bound R (the new neighbour takes the minimum in about half the rows, and
+  // each such row moves one count from one column to another: 2 per row).
+  ReleaseParams p;
+  p.family.kernel = Kernel::Jaccard;
+  p.family.rows = 32;
+  p.width = 4096;
+  p.seed = 3;
+  p.threads = 1;
+  SetCollection sets = some_sets(200, 9);
+  const std::vector<std::uint32_t> big{7};
+  sets.push_back(big);
+  const Sensitivity bound = race_sensitivity(32, 1, NeighborRelation::AddRemove, NeighborUnit::Edge);
+  const RaceSketch d = build_exact(p, MasterSeed::resolve(p.seed), sets).counts();
+  double worst = 0.0;
+  for (std::uint32_t v = 1000; v < 1040; ++v) {
+    SetCollection more;
+    for (std::size_t i = 0; i + 1 < sets.size(); ++i) more.push_back(sets.set(i));
+    std::vector<std::uint32_t> b = big;
+    b.push_back(v);
+    more.push_back(b);
+    const RaceSketch d2 = build_exact(p, MasterSeed::resolve(p.seed), more).counts();
+    double l1 = 0.0;
+    for (std::size_t i = 0; i < d.counts().size(); ++i) l1 += static_cast<double>(std::abs(d.counts()[i] - d2.counts()[i]));
+    EXPECT_LE(l1, bound.l1);
+    worst = std::max(worst, l1);
+  }
+  EXPECT_GT(worst, race_sensitivity(32, 1, NeighborRelation::AddRemove).l1) << "the record-level bound R is exceeded by one edge";
 }
 
 TEST(Release, FeatureSketchesRoundTrip) {
@@ -454,4 +661,19 @@ TEST(Release, FeatureSketchesRoundTrip) {
   outside(5, 1) = 2.0f;
   EXPECT_THROW(build_exact(hist, MasterSeed::resolve(hist.seed), outside), InputError);
   fs::remove_all(dir);
+}
+
+// A thread count beyond kMaxThreads is refused before anything runs (100000 threads crashed
+// the build: libgomp lays out a start record per thread on the caller's stack), so every front
+// end passing through validate() (the CLI, Python's fit) is bounded.
+TEST(Release, ValidateBoundsTheThreadCount) {
+  ReleaseParams p = l2_params();
+  p.threads = 100000;
+  EXPECT_THROW(p.validate(), UsageError);
+  EXPECT_EQ(message_of([&] { p.validate("--"); }),
+            "--threads must be at most " + std::to_string(kMaxThreads) + " (0 = all cores), got 100000");
+  p.threads = kMaxThreads;
+  EXPECT_NO_THROW(p.validate());
+  p.threads = 0;
+  EXPECT_NO_THROW(p.validate());
 }

@@ -42,10 +42,35 @@ NeighborRelation parse_neighbors(const std::string& name) {
 
 std::string to_string(NeighborRelation n) { return n == NeighborRelation::AddRemove ? "add-remove" : "replace"; }
 
+NeighborUnit parse_neighbor_unit(const std::string& name) {
+  if (name == "record") return NeighborUnit::Record;
+  if (name == "edge") return NeighborUnit::Edge;
+  if (name == "undirected_edge") return NeighborUnit::UndirectedEdge;
+  throw UsageError("unknown neighbouring unit '" + name + "' (expected record, edge or undirected_edge)");
+}
+
+std::string to_string(NeighborUnit u) {
+  switch (u) {
+    case NeighborUnit::Record: return "record";
+    case NeighborUnit::Edge: return "edge";
+    case NeighborUnit::UndirectedEdge: return "undirected_edge";
+  }
+  return "?";
+}
+
+std::size_t records_changed(NeighborUnit unit) { return unit == NeighborUnit::UndirectedEdge ? 2 : 1; }
+
 Sensitivity race_sensitivity(std::size_t rows, std::size_t cells_per_record, NeighborRelation neighbors) {
   const double r = static_cast<double>(rows), c = static_cast<double>(cells_per_record);
   if (neighbors == NeighborRelation::AddRemove) return {c * r, c * std::sqrt(r)};
   return {2.0 * c * r, c * std::sqrt(2.0 * r)};
+}
+
+Sensitivity race_sensitivity(std::size_t rows, std::size_t cells_per_record, NeighborRelation neighbors, NeighborUnit unit) {
+  if (unit == NeighborUnit::Record) return race_sensitivity(rows, cells_per_record, neighbors);
+  const double m = static_cast<double>(records_changed(unit)) * (neighbors == NeighborRelation::AddRemove ? 1.0 : 2.0);
+  const Sensitivity one = race_sensitivity(rows, cells_per_record, NeighborRelation::Replace);
+  return {m * one.l1, m * one.l2};
 }
 
 Sensitivity value_sum_sensitivity(double l1, double l2, NeighborRelation neighbors) {

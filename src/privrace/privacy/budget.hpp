@@ -8,12 +8,18 @@ namespace privrace {
 
 enum class NoiseMechanism { DiscreteLaplace, FlooredLaplace, Gaussian };
 enum class NeighborRelation { AddRemove, Replace };
+// What one neighbouring change is made of. Record: one record (a row of a table, one set).
+// Edge: one edge of a graph whose records are its nodes' out-neighbour sets (an edge list):
+// adding or removing it changes one node's set (Edge) or, when every edge is stored in both
+// directions, two nodes' sets (UndirectedEdge).
+enum class NeighborUnit { Record, Edge, UndirectedEdge };
 
 struct PrivacySpec {
   double epsilon = 1.0;
   double delta = 0.0;  // Gaussian only
   NoiseMechanism mechanism = NoiseMechanism::DiscreteLaplace;
   NeighborRelation neighbors = NeighborRelation::AddRemove;
+  NeighborUnit unit = NeighborUnit::Record;
   // Share of epsilon spent on releasing the record count |D| + zeta (feature sketches: the
   // paper's epsilon_den = 0.02 epsilon); the counts get epsilon_num = (1 - count_share) epsilon.
   // 0: no count is released (RACE for KDE, whose N-hat comes from the counts themselves).
@@ -25,6 +31,10 @@ NoiseMechanism parse_mechanism(const std::string& name);  // discrete_laplace | 
 std::string to_string(NoiseMechanism m);
 NeighborRelation parse_neighbors(const std::string& name);  // add-remove | replace
 std::string to_string(NeighborRelation n);
+NeighborUnit parse_neighbor_unit(const std::string& name);  // record | edge | undirected_edge
+std::string to_string(NeighborUnit u);
+// Records whose contribution one neighbouring change of `unit` can replace (1, 1, 2).
+std::size_t records_changed(NeighborUnit unit);
 
 struct Sensitivity {
   double l1 = 0.0;
@@ -40,6 +50,16 @@ struct Sensitivity {
 //    elementwise, each of L1 norm c, so L1 <= 2c and ||a - r||^2 = ||a||^2 + ||r||^2 - 2 a.r
 //    <= 2c^2: L2 <= sqrt(2) c. Over the sketch L1 = 2 c R and L2 <= c sqrt(2 R).
 Sensitivity race_sensitivity(std::size_t rows, std::size_t cells_per_record, NeighborRelation neighbors);
+
+// The same when the neighbouring change is an edge (NeighborUnit::Edge / UndirectedEdge) and the
+// records are the nodes' out-neighbour sets. Adding or removing one edge changes k = 1 node's
+// set (k = 2 when edges are stored in both directions); replacing an edge by another changes up
+// to 2k sets. A changed set is, for the sketch, the replacement of one record (a node whose set
+// becomes empty, or non-empty, is the removal or addition of one: no more than a replacement),
+// so by the triangle inequality over the changed sets the sensitivity is at most
+// m x race_sensitivity(R, c, Replace), m = k (add/remove) or 2k (replace):
+// L1 = 2 c R m and L2 <= c sqrt(2 R) m.
+Sensitivity race_sensitivity(std::size_t rows, std::size_t cells_per_record, NeighborRelation neighbors, NeighborUnit unit);
 
 // Sensitivity of a sum of per-record vectors v(x) with ||v(x)||_1 <= l1 and ||v(x)||_2 <= l2
 // for every x (RFF on its integer grid: the bounds are derived in lsh/rff.cpp).

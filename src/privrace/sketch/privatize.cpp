@@ -5,23 +5,28 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <set>
 
 #include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/privacy/mechanisms.hpp"
+#include "privrace/sketch/release_record.hpp"
 
 namespace privrace {
 
-Sensitivity sketch_sensitivity(const LshFamily& family, NeighborRelation neighbors) {
-  if (family.accumulates_values()) return value_sum_sensitivity(family.record_l1(), family.record_l2(), neighbors);
-  return race_sensitivity(family.rows(), family.cells_per_record(), neighbors);
+Sensitivity sketch_sensitivity(const LshFamily& family, NeighborRelation neighbors, NeighborUnit unit) {
+  if (family.accumulates_values()) {
+    if (unit != NeighborUnit::Record) throw UsageError("edge neighbours apply to set sketches of graphs, not to " + family.kernel_name());
+    return value_sum_sensitivity(family.record_l1(), family.record_l2(), neighbors);
+  }
+  return race_sensitivity(family.rows(), family.cells_per_record(), neighbors, unit);
 }
 
 NoisePlan::NoisePlan(const RaceSketch& sketch, const PrivacySpec& spec) : spec_(spec), cells_(sketch.counts().size()) {
   const double t_setup = now_seconds();
   spec.validate();
   if (sketch.is_private()) throw UsageError("the sketch already carries noise; it is privatized once, after the merge");
-  sens_ = sketch_sensitivity(sketch.family(), spec.neighbors);
+  sens_ = sketch_sensitivity(sketch.family(), spec.neighbors, spec.unit);
   quantum_ = sketch.family().quantum();
   // Budget split (sequential composition of the counts and the record count): epsilon_num for
   // the counts, epsilon_den for |D|. Under replace the count has sensitivity 0 and is released
@@ -145,6 +150,10 @@ void NoisePlan::mark_private(RaceSketch& sketch, const NoiseSource& source) cons
                            {"noise_source", source.seeded ? "seeded" : CryptoRandom::name()},
                            {"noise_sampler", sampler_},
                            {"fit_for_release", !source.seeded}};
+  if (spec_.unit != NeighborUnit::Record) record["neighbor_unit"] = to_string(spec_.unit);
+  // Which noise this is, so that a merge can refuse parts that share it (a file and itself, two
+  // files of one seed): random for a release, a fingerprint of the seed (never the seed) else.
+  record["noise_id"] = source.seeded ? seeded_noise_id(source.seed) : fresh_noise_id();
   if (quantum_ != 1.0) {
     // Value families: counts are on a grid of `quantum` feature units; so are the noise figures.
     record["quantum"] = quantum_;
@@ -175,8 +184,7 @@ void NoisePlan::mark_private(RaceSketch& sketch, const NoiseSource& source) cons
     record["count"] = count;
   }
   if (source.seeded) {
-    record["noise_seed"] = source.seed;
-    record["noise_streams"] = "block b of " + std::to_string(kNoiseBlockCounts) + " counts (row-major) draws from derive_seed(noise_seed, b)";
+    record["noise_streams"] = "block b of " + std::to_string(kNoiseBlockCounts) + " counts (row-major) draws from derive_seed(noise seed, b)";
     record["warning"] = "noise drawn from a seeded generator for reproducible experiments: NOT fit for release";
   }
   sketch.set_privacy(std::move(record));
@@ -187,6 +195,13 @@ NoiseReport privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSo
   NoiseReport report = plan.perturb(sketch.mutable_counts(), 0, source);
   plan.mark_private(sketch, source);
   return report;
+}
+
+void mark_exact(RaceSketch& sketch) {
+  if (sketch.is_private()) throw UsageError("the sketch carries noise: it is not exact");
+  sketch.set_privacy({{"private", false},
+                      {"fit_for_release", false},
+                      {"warning", "exact counts without noise (written deliberately): NOT fit for release"}});
 }
 
 void record_exact_count(RaceSketch& sketch) {
@@ -202,8 +217,18 @@ namespace privrace {
 nlohmann::json merged_privacy(const std::vector<nlohmann::json>& parts) {
   std::size_t n_private = 0;
   for (const auto& p : parts) n_private += p.value("private", false) ? 1 : 0;
-  // Released counts and noise variances of disjoint parts add up (a part without them leaves
-  // the merged record without them).
+  // Parts that share their noise (a file and itself, two files of one noise seed) do not add
+  // independent noise: their sum would carry less noise than the record states (twice the
+  // same draw has variance 4 sigma^2, not 2 sigma^2), and a file with itself doubles N-hat.
+  std::set<std::string> seen;
+  for (const auto& p : parts)
+    for (const std::string& id : noise_ids(p))
+      if (!seen.insert(id).second)
+        throw UsageError("cannot merge sketches that share their noise (noise_id " + id +
+                         "): a sketch merged with itself, or two sketches of one --seed; build each part with its own noise "
+                         "(--hash-seed S shares the hash functions without sharing the noise)");
+  // Released counts and noise variances of parts with independent noise add up (a part without
+  // them leaves the merged record without them).
   auto sum_of = [&](const char* key) -> nlohmann::json {
     double total = 0.0;
     bool integral = true;
@@ -224,27 +249,47 @@ nlohmann::json merged_privacy(const std::vector<nlohmann::json>& parts) {
       if (const auto v = sum_of(key); !v.is_null()) record[key] = v;
     return record;
   };
-  if (n_private == 0) return add_sums({{"private", false}, {"merged_parts", parts.size()}});
+  if (n_private == 0)
+    return add_sums({{"private", false},
+                     {"fit_for_release", false},
+                     {"warning", "exact counts without noise (written deliberately): NOT fit for release"},
+                     {"merged_parts", parts.size()}});
   if (n_private != parts.size())
     throw UsageError("cannot merge a private sketch with a non-private one: the sum would expose exact counts");
-  double eps = 0.0, delta = 0.0, realised = 0.0;
+  double eps = 0.0, delta = 0.0, realised = 0.0, eps_sum = 0.0, delta_sum = 0.0;
   bool fit = true;
   std::string mechanism = parts.front().value("mechanism", "?");
+  const std::string neighbors = parts.front().value("neighbors", "?");
+  const std::string unit = parts.front().value("neighbor_unit", "record");
   for (const auto& p : parts) {
     eps = std::max(eps, p.value("epsilon", 0.0));
+    eps_sum += p.value("epsilon", 0.0);
     realised = std::max(realised, p.value("realised_epsilon", p.value("epsilon", 0.0)));
     delta = std::max(delta, p.value("delta", 0.0));
+    delta_sum += p.value("delta", 0.0);
     fit = fit && p.value("fit_for_release", false);
     if (p.value("mechanism", "?") != mechanism) mechanism = "mixed";
+    if (p.value("neighbors", "?") != neighbors || p.value("neighbor_unit", "record") != unit)
+      throw UsageError("cannot merge sketches released under different neighbouring relations (" + neighbors + " and " +
+                       p.value("neighbors", "?") + "): their sum has no single privacy guarantee");
   }
+  // Epsilon under the assumption that the parts hold disjoint records (parallel composition:
+  // each record is in one part, so the sum is max-epsilon DP), and without it (a record in
+  // every part: basic sequential composition, the sum of the epsilons and of the deltas).
   nlohmann::json record = {{"private", true},
                            {"epsilon", eps},
                            {"delta", delta},
                            {"realised_epsilon", realised},
+                           {"neighbors", neighbors},
+                           {"epsilon_if_overlapping", eps_sum},
+                           {"delta_if_overlapping", delta_sum},
                            {"mechanism", mechanism},
-                           {"composition", "parallel: the merged sketches are assumed to cover disjoint records"},
+                           {"composition", "parallel: epsilon assumes the merged sketches cover disjoint records; "
+                                           "epsilon_if_overlapping (sequential composition) holds without that assumption"},
+                           {"noise", "independent: every part's noise_id differs, so the noise variances add"},
                            {"fit_for_release", fit},
                            {"merged_from", parts}};
+  if (unit != "record") record["neighbor_unit"] = unit;
   for (const char* key : {"epsilon_num", "epsilon_den"}) {
     if (!parts.front().contains(key)) continue;
     double m = 0.0;

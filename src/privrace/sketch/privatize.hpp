@@ -60,8 +60,12 @@ class NoisePlan {
 
 // L1/L2 sensitivity of the count array: race_sensitivity for hash families (one increment a
 // row per record), value_sum_sensitivity of the family's per-record bounds for value families.
-Sensitivity sketch_sensitivity(const LshFamily& family, NeighborRelation neighbors);
+// Edge units (graphs) are defined for hash families only (UsageError otherwise).
+Sensitivity sketch_sensitivity(const LshFamily& family, NeighborRelation neighbors, NeighborUnit unit = NeighborUnit::Record);
 
+// The privacy record of exact counts released by request (--no-privacy): not private, not fit
+// for release, with a warning.
+void mark_exact(RaceSketch& sketch);
 // A sketch written without noise (--no-privacy) records its exact record count.
 void record_exact_count(RaceSketch& sketch);
 
@@ -71,6 +75,7 @@ namespace privrace {
 // Privacy record of a sum of sketches. Private sketches of DISJOINT data merge under parallel
 // composition (each record is in one part, so the sum is max-epsilon DP); the record keeps
 // every part's settings and says that disjointness was assumed. Mixing a private with a
-// non-private sketch is refused (the result would release exact counts of part of the data).
+// non-private sketch is refused (the result would release exact counts of part of the data), and
+// so are parts that share their noise (one noise_id twice: the record's variance would be wrong).
 nlohmann::json merged_privacy(const std::vector<nlohmann::json>& parts);
 }  // namespace privrace

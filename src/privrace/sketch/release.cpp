@@ -57,7 +57,7 @@ void ReleaseParams::validate(std::string_view option_prefix) const {
     if (k == Kernel::AngularPair && family.pair_mode != "insert" && family.pair_mode != "query")
       throw UsageError("pair mode must be 'insert' or 'query', got '" + family.pair_mode + "'");
   }
-  if (threads < 0) throw UsageError(p + "threads must be 0 (all) or positive, got " + std::to_string(threads));
+  check_threads(threads, p + "threads");  // 0..kMaxThreads (core/limits.hpp)
   // Refuse before reading any data (hist: its rows are the attributes, checked when known).
   if (rows() > 0) check_sketch_fits(rows(), columns(), 1);
 }
@@ -84,8 +84,11 @@ NoiseSource MasterSeed::noise() const { return NoiseSource{fixed_, derive_seed(v
 // Release
 
 nlohmann::json Release::build_record(const std::string& input) const {
-  return {{"points", build_.points}, {"threads", build_.threads}, {"strategy", build_.strategy},
-          {"input", std::filesystem::path(input).filename().string()}};
+  nlohmann::json record = {{"threads", build_.threads}, {"strategy", build_.strategy}};
+  if (is_private()) return record;  // the record count and the input's name are exact
+  record["points"] = build_.points;
+  record["input"] = std::filesystem::path(input).filename().string();
+  return record;
 }
 
 void Release::decode_shares() const {
@@ -147,6 +150,7 @@ Release ExactSketch::release() && {
   if (!params_ || !seed_) throw UsageError("this exact sketch was adopted without release parameters: call release(spec, noise)");
   if (params_->privacy) return privatized(std::move(sketch_), report_, params_->noise_spec(), seed_->noise());
   Release r(std::move(sketch_), report_);
+  mark_exact(r.sketch_);
   if (is_feature_kernel(params_->family.kernel)) record_exact_count(r.sketch_);
   r.exact_by_request_ = true;
   return r;
@@ -193,6 +197,7 @@ std::optional<Release> ExactSketch::release_in_shares(std::size_t first, std::si
     r.noise_ = noise;
     r.noise_seconds_ = noise_seconds;
   } else {
+    mark_exact(r.sketch_);
     if (is_feature_kernel(params_->family.kernel)) record_exact_count(r.sketch_);
     r.exact_by_request_ = true;
   }
@@ -204,7 +209,7 @@ namespace {
 RaceSketch empty_sketch(const ReleaseParams& params, const MasterSeed& seed, std::size_t dim) {
   FamilySpec fam = params.family;
   fam.dim = dim;
-  fam.seed = seed.hash_seed();
+  fam.seed = params.hash_seed ? *params.hash_seed : seed.hash_seed();
   std::shared_ptr<const LshFamily> family(make_family(fam));
   // hist: one row per attribute, known now.
   if (params.family.kernel == Kernel::Hist) check_sketch_fits(family->rows(), params.columns(), 1);
@@ -265,11 +270,72 @@ void ReleaseMerge::add(const RaceSketch& part, const std::string& name) {
     if (name.empty() && name_.empty()) throw InputError("cannot merge: different " + diff);
     throw InputError("cannot merge '" + name + "' into '" + name_ + "': different " + diff);
   }
-  merged_privacy({parts_.front(), part.privacy()});  // refuses private + exact before any count changes
+  // Refuses private + exact, and shared noise, before any count changes.
+  std::vector<nlohmann::json> parts = parts_;
+  parts.push_back(part.privacy());
+  try {
+    merged_privacy(parts);
+  } catch (const UsageError& e) {
+    if (name.empty()) throw;
+    throw UsageError("cannot merge '" + name + "' into '" + name_ + "': " + e.what());
+  }
   target_.merge(part);
-  parts_.push_back(part.privacy());
+  parts_ = std::move(parts);
 }
 
 void ReleaseMerge::finish() { target_.set_privacy(merged_privacy(parts_)); }
+
+}  // namespace privrace
+
+namespace privrace {
+
+// ---------------------------------------------------------------------------------------------
+// Public parameters of an existing sketch
+
+ReleaseParams like_params(const nlohmann::json& header, ReleaseParams base) {
+  if (!header.is_object() || !header.contains("family") || !header.at("family").is_object())
+    throw InputError("parameters: field 'family' is missing (expected a sketch header or a parameters file with 'family' and 'width')");
+  const nlohmann::json& f = header.at("family");
+  auto need = [&](const char* key) -> const nlohmann::json& {
+    if (!f.contains(key)) throw InputError(std::string("parameters: field 'family.") + key + "' is missing");
+    return f.at(key);
+  };
+  try {
+    FamilySpec& fam = base.family;
+    fam.kernel = parse_kernel(need("kernel").get<std::string>());
+    // A header names the classic MinHash "jaccard" without a scheme (lsh/family.cpp).
+    if (fam.kernel == Kernel::Jaccard && f.value("scheme", std::string("classic")) == "classic") fam.kernel = Kernel::JaccardClassic;
+    if (!f.contains("seed") || !f.at("seed").is_number_unsigned())
+      throw InputError("parameters: field 'family.seed' (the public hash seed) must be an unsigned integer");
+    base.hash_seed = f.at("seed").get<std::uint64_t>();
+    const Kernel k = fam.kernel;
+    if (k == Kernel::Rff) {
+      fam.features = need("features").get<std::size_t>();
+      fam.sigma = need("sigma").get<double>();
+    } else if (k == Kernel::Hist) {
+      fam.bins = need("bins").get<std::size_t>();
+      fam.lo = need("lo").get<std::vector<double>>();
+      fam.hi = need("hi").get<std::vector<double>>();
+    } else {
+      fam.rows = need("rows").get<std::size_t>();
+      if (f.contains("power")) fam.power = f.at("power").get<std::size_t>();
+      if (k == Kernel::L2) fam.bandwidth = need("bandwidth").get<double>();
+      if (k == Kernel::AngularPair) fam.pair_mode = need("pair_mode").get<std::string>();
+      if (!header.contains("width")) throw InputError("parameters: field 'width' is missing");
+      base.width = header.at("width").get<std::size_t>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(std::string("parameters: a field of 'family' has the wrong type (") + e.what() + ")");
+  }
+  return base;
+}
+
+std::optional<std::string> release_warning(const nlohmann::json& privacy) {
+  if (!privacy.is_object() || !privacy.value("private", false))
+    return std::string("this sketch holds EXACT counts without noise: it is not differentially private and NOT fit for release");
+  if (!privacy.value("fit_for_release", false))
+    return std::string("this sketch's noise was drawn from a seed (reproducible experiments): NOT fit for release");
+  return std::nullopt;
+}
 
 }  // namespace privrace

@@ -46,6 +46,10 @@ struct ReleaseParams {
   FamilySpec family;
   std::size_t width = 0;               // W (LSH kernels; rff and hist derive theirs)
   std::optional<std::uint64_t> seed;   // master seed: reproducible, NOT fit for release; none = OS randomness
+  // Public hash functions, secret noise: the LSH functions' and column hashes' seed itself
+  // (family.seed in the header), so that owners' releases merge; the noise still comes from the
+  // master seed (the CSPRNG when `seed` is unset). None = derived from the master seed.
+  std::optional<std::uint64_t> hash_seed;
   std::optional<PrivacySpec> privacy;  // none = exact counts, written only deliberately (--no-privacy)
   double num_share = 0.98;             // rff/hist: share of epsilon for the feature sums (the count gets the rest)
   int threads = 0;                     // OpenMP threads (0 = all); the counts do not depend on it
@@ -76,7 +80,7 @@ class MasterSeed {
 
   std::uint64_t value() const { return value_; }
   bool fixed() const { return fixed_; }
-  std::uint64_t hash_seed() const;  // the LSH functions' seed (published in the header)
+  std::uint64_t hash_seed() const;  // the LSH functions' seed derived from the master (published in the header)
   NoiseSource noise() const;        // fixed: the seeded stream; else the OS CSPRNG
 
  private:
@@ -105,7 +109,10 @@ class Release {
   const BuildReport& build() const { return build_; }
   const NoiseReport& noise() const { return noise_; }
   double noise_seconds() const { return noise_seconds_; }
-  // The header's "build" record: {"points", "threads", "strategy", "input"}.
+  // The header's "build" record. A private release holds public parameters only: {"threads",
+  // "strategy"}; an exact release (no privacy, by request) adds the exact "points" and "input".
+  // The exact record count of a private release is for the owner's terminal and in-memory
+  // reports (build().points), never for the file.
   nlohmann::json build_record(const std::string& input) const;
 
  private:
@@ -195,6 +202,17 @@ ExactSketch build_exact(const ReleaseParams& params, const MasterSeed& seed, std
 ExactSketch build_exact(const ReleaseParams& params, const MasterSeed& seed, const DenseRef& data);
 // Sets (jaccard kernels): the two-phase set builder unless the strategy names another.
 ExactSketch build_exact(const ReleaseParams& params, const MasterSeed& seed, const SetCollection& sets);
+
+// The public parameters of an existing sketch's header (or of a parameters file holding the
+// same fields: "family" and "width"), for releases that must merge with it: kernel, R, W,
+// bandwidth, power, pair mode, features, sigma, bins, domain and the hash seed (hash_seed).
+// Privacy, threads and strategy are left as in `base`. InputError naming the field.
+ReleaseParams like_params(const nlohmann::json& header, ReleaseParams base = {});
+
+// A warning for a sketch that is not fit for release (seeded noise or exact counts), or none.
+// Front ends print it on stderr whatever -q says (CLI) or warnings.warn it (Python) whenever
+// such a sketch is queried, merged or loaded.
+std::optional<std::string> release_warning(const nlohmann::json& privacy);
 
 // The sum of released sketches of disjoint data (privrace merge, RaceSketch.merge in Python):
 // the parameters and seeds must agree (InputError "cannot merge 'B' into 'A': different FIELD",

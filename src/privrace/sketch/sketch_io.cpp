@@ -5,6 +5,7 @@
 
 #include "privrace/core/error.hpp"
 #include "privrace/io/sketch_file.hpp"
+#include "privrace/sketch/release_record.hpp"
 
 namespace privrace {
 
@@ -39,8 +40,9 @@ void save_sketch(const std::string& path, const RaceSketch& sketch, bool allow_n
   if (encoded && encoded->counts != sketch.counts().size()) throw Error("save_sketch: the encoded counts are not this sketch's");
   nlohmann::json header = sketch_header(sketch, encoded ? std::optional<std::int64_t>(encoded->total) : std::nullopt);
   for (const auto& [key, value] : extra.items()) header[key] = value;
-  if (!encoded) return write_sketch_file(path, header, sketch.counts(), timings);
-  write_sketch_file(path, header, *encoded, timings);
+  check_release_header(header);  // every field declared; no exact field in a private file
+  if (!encoded) return write_sketch_file(path, header, sketch.counts(), timings, !sketch.is_private());
+  write_sketch_file(path, header, *encoded, timings, !sketch.is_private());
 }
 
 namespace {
@@ -98,6 +100,7 @@ RaceSketch load_sketch(const std::string& path, nlohmann::json* header_out) {
       throw InputError(path + ": header field 'family.rows' differs from 'rows'");
     if (!h.contains("privacy") || !h.at("privacy").is_object()) throw InputError(path + ": header field 'privacy' is missing");
     check_privacy_record(h.at("privacy"), path + ": header field 'privacy");
+    check_privacy_meaning(h.at("privacy"), *family, path + ": header field 'privacy");
     sketch.emplace(family, h.at("width").get<std::size_t>());
     return sketch->mutable_counts();
   });

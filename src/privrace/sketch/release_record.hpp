@@ -1,0 +1,59 @@
+#pragma once
+// The release record: what may leave the owner's machine. Every field of a sketch file's header
+// has a declared class (docs/file-format.md lists them):
+//   Public   chosen by the releaser, independent of the records (kernel, R, W, the family and its
+//            hash seed, epsilon, mechanism, neighbours, sensitivities, noise scale, software, ...)
+//   Noisy    drawn by the mechanism (the counts; a feature sketch's record count; the release's
+//            noise identifier)
+//   Derived  computed from noisy values and public parameters only (N-hat)
+//   Exact    a function of the records (the record count, graph statistics, the input's name):
+//            written only into files without privacy (--no-privacy), never into a private file.
+// The writer classifies every field of a header before anything is written: an unclassified
+// field, or an exact field in a private file, is refused (Error naming the field). The reader
+// checks the privacy record's meaning, not only its types (check_privacy_meaning).
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "privrace/lsh/family.hpp"
+
+namespace privrace {
+
+enum class FieldClass { Public, Noisy, Derived, Exact };
+std::string to_string(FieldClass c);
+
+// The class of a header field given by its dotted path ("privacy.count", "build.points",
+// "family.seed"; array elements take their array's path). `is_private`: the class of the
+// privacy record's counts depends on it (privacy.count and n_hat are exact without noise).
+// Throws Error for a field the release record does not declare.
+FieldClass classify_header_field(std::string_view path, bool is_private);
+
+// Every leaf of `header` with its class (dotted paths, in document order).
+std::vector<std::pair<std::string, FieldClass>> classify_header(const nlohmann::json& header);
+
+// The writer's check: every field declared, and no exact field when the privacy record says
+// "private": true. Error naming the field ("header field 'build.points' is exact ...").
+void check_release_header(const nlohmann::json& header);
+
+// The reader's check of a privacy record's meaning for a sketch of `family` (InputError naming
+// `where` + the field): a private record names a known mechanism and neighbouring relation, has
+// a finite epsilon > 0 (delta in (0, 1) for the Gaussian mechanism), sensitivities equal to the
+// family's under that relation, and a noise scale that sensitivity / epsilon calls for;
+// "fit_for_release": true requires noise from the CSPRNG (no seed); a record without noise is
+// never fit for release; a merged record's parts are checked the same way and its epsilon is
+// their largest.
+void check_privacy_meaning(const nlohmann::json& privacy, const LshFamily& family, const std::string& where);
+
+// The identifier of a release's noise stream, recorded as privacy.noise_id: 128 bits from the
+// CSPRNG for a release (so two files with one noise_id share their noise: a file and itself),
+// or a fingerprint of the noise seed for seeded noise (SHA-256, never the seed itself), so two
+// files of one noise seed are recognised as sharing their noise.
+std::string fresh_noise_id();
+std::string seeded_noise_id(std::uint64_t noise_seed);
+
+// Every noise identifier a privacy record holds (its own, or those of its merged parts).
+std::vector<std::string> noise_ids(const nlohmann::json& privacy);
+
+}  // namespace privrace
