@@ -5,6 +5,7 @@
 
 #include <numeric>
 #include <zlib.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <fstream>
@@ -224,4 +225,155 @@ TEST(ZeroedPageAllocator, HandsOutZeroedMemoryAtEverySize) {
     v[n / 2] = 7;  // writable
     EXPECT_EQ(v[n / 2], 7);
   }
+}
+
+// The writer replaces only regular files: a FIFO, a symbolic link (to anything) or a folder at
+// the target is refused, naming the path and what it is, and is left as it was.
+TEST(SketchFileWriter, RefusesTargetsThatAreNotRegularFiles) {
+  privrace::testing::TempDir dir;
+  const std::vector<std::int64_t> counts = {1, 2, 3, 4};
+  const nlohmann::json header = {{"rows", 2}, {"width", 2}};
+  const std::string fifo = (dir.path / "out.fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const std::string real = (dir.path / "real.rsk").string(), link = (dir.path / "link.rsk").string();
+  spit(real, "keep me");
+  std::filesystem::create_symlink(real, link);
+  const std::string dangling = (dir.path / "dangling.rsk").string();
+  std::filesystem::create_symlink(dir.path / "nowhere.rsk", dangling);
+  const std::string folder = (dir.path / "folder.rsk").string();
+  std::filesystem::create_directory(folder);
+  const auto refusal = [&](const std::string& path) {
+    return privrace::testing::message_of([&] { write_sketch_file(path, header, counts); });
+  };
+  EXPECT_NE(refusal(fifo).find(fifo + "' is a FIFO"), std::string::npos) << refusal(fifo);
+  EXPECT_NE(refusal(link).find(link + "' is a symbolic link"), std::string::npos) << refusal(link);
+  EXPECT_NE(refusal(dangling).find(dangling + "' is a symbolic link"), std::string::npos) << refusal(dangling);
+  EXPECT_NE(refusal(folder).find(folder + "' is a directory"), std::string::npos) << refusal(folder);
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  ASSERT_EQ(::lstat(dangling.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_FALSE(std::filesystem::exists(dir.path / "nowhere.rsk"));
+  EXPECT_EQ(slurp(real), "keep me");
+  // No temporary is left beside any of them.
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path)) ++entries;
+  EXPECT_EQ(entries, 5u);
+}
+
+namespace {
+mode_t mode_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return 07777;
+  return st.st_mode & 07777;
+}
+// Sets the process's umask for a scope (the tests of a binary run on one thread).
+struct ScopedUmask {
+  mode_t old;
+  explicit ScopedUmask(mode_t m) : old(::umask(m)) {}
+  ~ScopedUmask() { ::umask(old); }
+};
+}  // namespace
+
+// A new file gets 0666 less the umask; a replaced regular file keeps its mode.
+TEST(SketchFileWriter, ModeFollowsTheUmaskAndTheReplacedFile) {
+  privrace::testing::TempDir dir;
+  const std::vector<std::int64_t> counts = {1, 2, 3, 4};
+  const nlohmann::json header = {{"rows", 2}, {"width", 2}};
+  const std::string a = (dir.path / "a.rsk").string(), b = (dir.path / "b.rsk").string(), c = (dir.path / "c.rsk").string();
+  {
+    ScopedUmask u(022);
+    write_sketch_file(a, header, counts);
+  }
+  EXPECT_EQ(mode_of(a), 0644u);
+  {
+    ScopedUmask u(077);
+    write_sketch_file(b, header, counts);
+  }
+  EXPECT_EQ(mode_of(b), 0600u);
+  {
+    ScopedUmask u(002);
+    write_sketch_file(c, header, counts);
+  }
+  EXPECT_EQ(mode_of(c), 0664u);
+  // Replacing: the former file's mode, whatever the umask.
+  ASSERT_EQ(::chmod(a.c_str(), 0640), 0);
+  {
+    ScopedUmask u(077);
+    write_sketch_file(a, header, counts);
+  }
+  EXPECT_EQ(mode_of(a), 0640u);
+  ASSERT_EQ(::chmod(b.c_str(), 0664), 0);
+  {
+    ScopedUmask u(022);
+    write_sketch_file(b, header, counts);
+  }
+  EXPECT_EQ(mode_of(b), 0664u);
+  EXPECT_EQ(read_sketch_file(b).counts, counts);
+}
+
+// A file cut short between the reader's open and its reading of the bytes (another process
+// truncating it) is an InputError naming the file, not a signal.
+TEST(SketchFileReader, FileTruncatedWhileReadIsAnInputError) {
+  privrace::testing::TempDir dir;
+  const std::size_t n = 3 * kSketchBlockCounts;
+  std::vector<std::int64_t> counts(n);
+  SeededRandom rng(11);
+  for (auto& c : counts) c = static_cast<std::int64_t>(rng.below(40001)) - 20000;
+  const std::string path = (dir.path / "shrinking.rsk").string();
+  write_sketch_file(path, {{"rows", 3}, {"width", kSketchBlockCounts}}, counts);
+  static std::string truncated;  // the hook is a plain function pointer
+  truncated = path;
+  sketch_file_read_hook = [](const std::string& p) {
+    if (p == truncated) std::filesystem::resize_file(p, 4096);
+  };
+  const std::string message = privrace::testing::message_of([&] { read_sketch_file(path); });
+  sketch_file_read_hook = nullptr;
+  EXPECT_NE(message.find(path + ": the file shrank while it was read"), std::string::npos) << message;
+  EXPECT_THROW(read_sketch_file(path), InputError);  // and the short file itself, read afresh
+}
+
+// A sketch without noise (exact counts) is 0600 whatever the umask or the file it replaces.
+TEST(SketchFileWriter, ExactCountsAreOwnerOnly) {
+  privrace::testing::TempDir dir;
+  const std::vector<std::int64_t> counts = {1, 2, 3, 4};
+  const nlohmann::json header = {{"rows", 2}, {"width", 2}};
+  const std::string a = (dir.path / "a.rsk").string();
+  {
+    ScopedUmask u(0);
+    write_sketch_file(a, header, counts, nullptr, /*exact_counts=*/true);
+    EXPECT_EQ(mode_of(a), 0600u);
+    ASSERT_EQ(::chmod(a.c_str(), 0644), 0);
+    write_sketch_file(a, header, encode_count_blocks(counts), nullptr, /*exact_counts=*/true);
+    EXPECT_EQ(mode_of(a), 0600u);
+  }
+}
+
+// The commands' check of -o: not one of the inputs (by any name), not a FIFO, link or device;
+// it only looks (stat), so /dev/null itself can be asked about.
+TEST(SketchFileWriter, CheckOutputTarget) {
+  privrace::testing::TempDir dir;
+  const std::string in = (dir.path / "in.csv").string(), hard = (dir.path / "hard.csv").string();
+  spit(in, "1,2\n");
+  ASSERT_EQ(::link(in.c_str(), hard.c_str()), 0);
+  const std::string dotted = (dir.path / "." / "in.csv").string();
+  const auto message = [](const std::string& out, const std::vector<std::string>& inputs) {
+    return privrace::testing::message_of([&] { check_output_target(out, inputs); });
+  };
+  EXPECT_THROW(check_output_target(in, {"-", in}), UsageError);
+  EXPECT_NE(message(dotted, {in}).find("the output '" + dotted + "' is the same file as the input '" + in + "'"), std::string::npos);
+  EXPECT_NE(message(hard, {"-", (dir.path / "missing.csv").string(), in}).find("is the same file as the input '" + in + "'"),
+            std::string::npos);
+  EXPECT_NE(message("/dev/null", {}).find("'/dev/null' is a character device"), std::string::npos);
+  const std::string fifo = (dir.path / "f").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THROW(check_output_target(fifo, {in}), UsageError);
+  EXPECT_NO_THROW(check_output_target("-", {in, "-"}));
+  EXPECT_NO_THROW(check_output_target((dir.path / "new.rsk").string(), {in}));
+  EXPECT_NO_THROW(check_output_target((dir.path / "other.csv").string(), {in}));
+  spit((dir.path / "other.csv").string(), "3\n");
+  EXPECT_NO_THROW(check_output_target((dir.path / "other.csv").string(), {in, hard}));
 }

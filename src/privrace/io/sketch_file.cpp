@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <climits>
@@ -21,13 +20,17 @@
 #include <iterator>
 #include <memory>
 #include <algorithm>
+#include <mutex>
 #include <numeric>
 
 #include "privrace/core/memory.hpp"
 #include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
+#include "privrace/core/zeroed_pages.hpp"
 
 namespace privrace {
+
+void (*sketch_file_read_hook)(const std::string& path) = nullptr;
 
 namespace {
 
@@ -46,15 +49,13 @@ T get_le(std::string_view in, std::size_t& pos) {
   return static_cast<T>(v);
 }
 
-// A read-only mapping of a whole file, unmapped on destruction.
-class MappedFile {
+// A whole file read into memory with pread. Read, not mapped: a mapped file that another
+// process cuts short raises SIGBUS at the first access past its new end, where a read comes
+// back short and is reported. The buffer's pages are populated up front (ZeroedPageAllocator:
+// on the 2-core VM a page faulted in by the copy costs more than the copy) and the chunks are
+// read across the OpenMP threads.
+class FileBytes {
  public:
-  MappedFile() = default;
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  ~MappedFile() {
-    if (data_ && size_ > 0) ::munmap(data_, size_);
-  }
   void open(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw InputError("cannot open '" + path + "': " + std::strerror(errno));
@@ -63,24 +64,68 @@ class MappedFile {
       ::close(fd);
       throw InputError("cannot read '" + path + "': not a regular file");
     }
-    size_ = static_cast<std::size_t>(st.st_size);
-    if (size_ > 0) {
-      void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-      if (p == MAP_FAILED) {
-        const int err = errno;
-        ::close(fd);
-        throw InputError("cannot read '" + path + "': " + std::strerror(err));
+    const auto size = static_cast<std::size_t>(st.st_size);
+    try {
+      data_.resize(size);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    if (sketch_file_read_hook) sketch_file_read_hook(path);
+    constexpr std::size_t kChunk = std::size_t{8} << 20;
+    const std::size_t chunks = (size + kChunk - 1) / kChunk;
+    int failure = 0;  // errno of a failed read, or -1: the file ended before its size
+#pragma omp parallel for schedule(static)
+    for (std::size_t c = 0; c < chunks; ++c) {
+      std::size_t at = c * kChunk;
+      const std::size_t end = std::min(size, at + kChunk);
+      while (at < end) {
+        const ssize_t r = ::pread(fd, data_.data() + at, end - at, static_cast<off_t>(at));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+          const int err = r == 0 ? -1 : errno;
+#pragma omp critical(privrace_file_read_error)
+          if (failure == 0 || err == -1) failure = err;
+          break;
+        }
+        at += static_cast<std::size_t>(r);
       }
-      data_ = static_cast<char*>(p);
     }
     ::close(fd);
+    if (failure == -1) throw InputError(path + ": the file shrank while it was read (truncated by another process?)");
+    if (failure != 0) throw InputError("cannot read '" + path + "': " + std::strerror(failure));
   }
-  std::string_view view() const { return {data_, size_}; }
+  std::string_view view() const { return {data_.data(), data_.size()}; }
 
  private:
-  char* data_ = nullptr;
-  std::size_t size_ = 0;
+  std::vector<char, ZeroedPageAllocator<char>> data_;
 };
+
+// What a path that is not a regular file is, for the refusals of the writers.
+std::string refused_target(const std::string& path, mode_t mode) {
+  const char* what = S_ISLNK(mode)    ? "is a symbolic link"
+                     : S_ISFIFO(mode) ? "is a FIFO"
+                     : S_ISCHR(mode)  ? "is a character device"
+                     : S_ISBLK(mode)  ? "is a block device"
+                     : S_ISSOCK(mode) ? "is a socket"
+                     : S_ISDIR(mode)  ? "is a directory"
+                                      : "is not a regular file";
+  return "'" + path + "' " + what + ": only a regular file or a new path is written (- writes to standard output)";
+}
+
+// The process's umask, read without changing it (umask(2) sets it for every thread): the
+// kernel reports it in /proc/self/status; where it does not, it is set and restored under a lock.
+mode_t current_umask() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("Umask:", 0) == 0) return static_cast<mode_t>(std::stoul(line.substr(6), nullptr, 8) & 0777);
+  static std::mutex lock;
+  const std::lock_guard<std::mutex> held(lock);
+  const mode_t old = ::umask(077);
+  ::umask(old);
+  return old;
+}
 
 constexpr std::size_t kBlockCounts = kSketchBlockCounts;
 constexpr std::size_t kCrcChunk = std::size_t{8} << 20;
@@ -297,13 +342,24 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
   write_file_atomically(path, std::span<const std::string_view>(&piece, 1));
 }
 
-void write_file_atomically(const std::string& path, std::span<const std::string_view> pieces, double* sync_seconds) {
+void write_file_atomically(const std::string& path, std::span<const std::string_view> pieces, double* sync_seconds,
+                           bool owner_only) {
   if (path == "-") {
     for (const std::string_view p : pieces)
       if (std::fwrite(p.data(), 1, p.size(), stdout) != p.size()) throw Error("cannot write to standard output");
     if (std::fflush(stdout) != 0) throw Error("cannot write to standard output");
     return;
   }
+  // Only a regular file is replaced (a rename onto a FIFO, a link or a device would replace
+  // the node itself), and its permission bits are kept; a new file gets 0666 & ~umask.
+  mode_t mode = 0;
+  if (struct stat existing {}; ::lstat(path.c_str(), &existing) == 0) {
+    if (!S_ISREG(existing.st_mode)) throw Error(refused_target(path, existing.st_mode));
+    mode = existing.st_mode & 0777;
+  } else {
+    mode = 0666 & ~current_umask();
+  }
+  if (owner_only) mode = 0600;
   const std::filesystem::path target(path);
   const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
   const std::string prefix = "." + target.filename().string() + ".tmp";
@@ -358,7 +414,7 @@ void write_file_atomically(const std::string& path, std::span<const std::string_
   const double t_sync = now_seconds();
   if (::fsync(fd) != 0) fail("fsync");
   if (sync_seconds) *sync_seconds = now_seconds() - t_sync;
-  if (::fchmod(fd, 0644) != 0) fail("chmod");
+  if (::fchmod(fd, mode) != 0) fail("chmod");
   if (std::rename(tmpl.c_str(), path.c_str()) != 0) fail("rename");
   // Closed (and unlocked) only after the rename; the bytes are already durable (fsync above).
   ::close(fd);
@@ -487,16 +543,18 @@ void decode_count_blocks(const EncodedCountBlocks& blocks, std::span<std::int64_
 }
 
 void write_sketch_file(const std::string& path, const nlohmann::json& header, std::span<const std::int64_t> counts,
-                       SketchWriteTimings* timings) {
+                       SketchWriteTimings* timings, bool exact_counts) {
+  if (struct stat st {}; path != "-" && ::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw Error(refused_target(path, st.st_mode));  // before the encoding (the writer checks again)
   const double t_encode = now_seconds();
   const EncodedCountBlocks blocks = encode_count_blocks(counts);
   const double encode_seconds = now_seconds() - t_encode;
-  write_sketch_file(path, header, blocks, timings);
+  write_sketch_file(path, header, blocks, timings, exact_counts);
   if (timings) timings->encode_seconds = encode_seconds;
 }
 
 void write_sketch_file(const std::string& path, const nlohmann::json& header, const EncodedCountBlocks& blocks,
-                       SketchWriteTimings* timings) {
+                       SketchWriteTimings* timings, bool exact_counts) {
   const std::string header_text = header.dump();
   const std::size_t n = blocks.frames.size();
   if (n != (blocks.counts + kBlockCounts - 1) / kBlockCounts || blocks.planes.size() != n || blocks.crcs.size() != n)
@@ -527,7 +585,7 @@ void write_sketch_file(const std::string& path, const nlohmann::json& header, co
   pieces.emplace_back(tail);
   const double t_write = now_seconds();
   double sync_seconds = 0.0;
-  write_file_atomically(path, pieces, &sync_seconds);
+  write_file_atomically(path, pieces, &sync_seconds, exact_counts);
   if (timings) {
     timings->encode_seconds = 0.0;
     timings->write_seconds = now_seconds() - t_write - sync_seconds;
@@ -538,17 +596,17 @@ void write_sketch_file(const std::string& path, const nlohmann::json& header, co
 
 void read_sketch_file(const std::string& path,
                       const std::function<std::span<std::int64_t>(const nlohmann::json& header)>& allocate) {
-  // A file is mapped read-only (no copy, no zero-filled buffer: a Slashdot sketch is 337 MB);
-  // standard input is read into memory.
+  // A file is read into memory with pread (a mapping would die of SIGBUS when another process
+  // truncates the file under it), standard input with the stream.
   std::string stdin_bytes;
-  MappedFile mapped;
+  FileBytes file;
   std::string_view bytes;
   if (path == "-") {
     stdin_bytes.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
     bytes = stdin_bytes;
   } else {
-    mapped.open(path);
-    bytes = mapped.view();
+    file.open(path);
+    bytes = file.view();
   }
   const std::size_t min_size = sizeof(kMagic) + 4 + 8 + 8 + 4;
   if (bytes.size() < sizeof(kMagic) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
@@ -590,6 +648,19 @@ void read_sketch_file(const std::string& path,
   if (counts.size() != rows * width) throw Error("read_sketch_file: the allocated span does not hold rows x width counts");
   if (version == 1) decode_counts_v1(path, payload, counts);
   else decode_counts_v2(path, payload, counts);
+}
+
+void check_output_target(const std::string& output, const std::vector<std::string>& inputs) {
+  if (output == "-") return;
+  struct stat out {};
+  if (::stat(output.c_str(), &out) == 0)
+    for (const std::string& input : inputs) {
+      struct stat in {};
+      if (input != "-" && ::stat(input.c_str(), &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+        throw UsageError("the output '" + output + "' is the same file as the input '" + input +
+                         "': writing it would replace the input; choose another output path");
+    }
+  if (::lstat(output.c_str(), &out) == 0 && !S_ISREG(out.st_mode)) throw UsageError(refused_target(output, out.st_mode));
 }
 
 SketchFileContents read_sketch_file(const std::string& path) {

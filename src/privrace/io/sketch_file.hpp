@@ -31,7 +31,10 @@ struct SketchFileContents {
 
 // Writes atomically: a temporary file beside `path`, fsync, rename. On any error the
 // temporary is removed and nothing is left at `path`. "-" writes to stdout. `counts` has
-// rows x width entries.
+// rows x width entries. Only a regular file is replaced: a `path` that exists as anything else
+// (a symbolic link, FIFO, device, socket or folder; lstat) is refused, naming what it is. A new
+// file gets mode 0666 & ~umask, a replaced one keeps its permission bits, and `exact_counts`
+// (a sketch without noise) makes it 0600 in every case.
 struct SketchWriteTimings {
   double encode_seconds = 0.0;  // parallel zigzag + byte planes + zstd, and the CRC
   double write_seconds = 0.0;   // the gathering pwritev into the page cache (and rename)
@@ -39,7 +42,7 @@ struct SketchWriteTimings {
   std::uint64_t bytes = 0;      // the file's size
 };
 void write_sketch_file(const std::string& path, const nlohmann::json& header, std::span<const std::int64_t> counts,
-                       SketchWriteTimings* timings = nullptr);
+                       SketchWriteTimings* timings = nullptr, bool exact_counts = false);
 
 // The payload's blocks, encoded where the counts lie: each block (kSketchBlockCounts counts,
 // the array's last one shorter) is encoded on its own, so the blocks of consecutive parts of an
@@ -70,22 +73,33 @@ void decode_count_blocks(const EncodedCountBlocks& blocks, std::span<std::int64_
                          std::size_t held_begin = 0, std::size_t held_end = 0);
 // write_sketch_file of counts already encoded (all of the array's blocks, in order).
 void write_sketch_file(const std::string& path, const nlohmann::json& header, const EncodedCountBlocks& blocks,
-                       SketchWriteTimings* timings = nullptr);
+                       SketchWriteTimings* timings = nullptr, bool exact_counts = false);
 inline void write_sketch_file(const std::string& path, const SketchFileContents& contents) {
   write_sketch_file(path, contents.header, contents.counts);
 }
 // Throws InputError naming the file and what is wrong (truncated, bad magic, version,
-// checksum, header field, count of counters). The counts are decoded straight into the
-// rows x width span that `allocate` returns for the validated header.
+// checksum, header field, count of counters, a file cut short while it is read). The file is
+// read into memory (pread); the counts are decoded straight into the rows x width span that
+// `allocate` returns for the validated header.
 void read_sketch_file(const std::string& path,
                       const std::function<std::span<std::int64_t>(const nlohmann::json& header)>& allocate);
 SketchFileContents read_sketch_file(const std::string& path);
+// Test hook: when set, read_sketch_file calls it with the path once the file is open and its
+// size taken, before its bytes are read (a test truncates the file there).
+extern void (*sketch_file_read_hook)(const std::string& path);
 
-// Atomic write of arbitrary bytes (shared by every writer of results).
+// Atomic write of arbitrary bytes (shared by every writer of results): the targets and modes
+// of write_sketch_file, `owner_only` its `exact_counts`.
 void write_file_atomically(const std::string& path, const std::string& bytes);
 // The same for bytes given as consecutive pieces (no concatenated copy).
 // fsync's share of the time goes to *sync_seconds when given.
 void write_file_atomically(const std::string& path, std::span<const std::string_view> pieces,
-                           double* sync_seconds = nullptr);
+                           double* sync_seconds = nullptr, bool owner_only = false);
+
+// A command's check of its output path before it reads anything: UsageError when `output`
+// exists and is not a regular file (lstat: a symbolic link, FIFO, device, socket or folder),
+// or is the same file (device and inode, so another name or a hard link) as one of `inputs`,
+// naming both. "-" (standard output) passes; inputs that are "-" or do not exist are skipped.
+void check_output_target(const std::string& output, const std::vector<std::string>& inputs);
 
 }  // namespace privrace
