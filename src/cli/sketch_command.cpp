@@ -83,8 +83,6 @@ void apply_like(const po::variables_map& vm, ReleaseParams& params, std::string&
   for (const auto& [name, same] : agree)
     if (vm.count(name) && !vm[name].defaulted() && !same)
       throw UsageError("--" + std::string(name) + " differs from the parameters of --like " + path + " (leave it out to take theirs)");
-  if (vm.count("seed"))
-    throw UsageError("--seed and --like exclude each other: --like takes the hash seed of " + path + ", and a --seed would fix the noise too");
   params = like;
   kernel_name = to_string(params.family.kernel);
 }
@@ -125,7 +123,8 @@ SketchJob parse_sketch(int argc, char** argv) {
       ("delta", po::value(&delta)->default_value(0.0), "delta for --mechanism gaussian")
       ("mechanism", po::value(&mechanism)->default_value("discrete_laplace"), "discrete_laplace | floored_laplace (the paper's floor(S + Lap(R/eps))) | gaussian")
       ("neighbors", po::value(&neighbors)->default_value("add-remove"), "add-remove (unbounded DP) | replace (doubles the sensitivity)")
-      ("seed", po::value<std::uint64_t>(), "fix the LSH seed and the noise (reproducible; the file is marked NOT fit for release)")
+      ("seed", po::value<std::uint64_t>(), "fix the LSH seed and the noise (reproducible; the file is marked NOT fit for release); "
+               "with --hash-seed, the noise only")
       ("hash-seed", po::value<std::uint64_t>(), "fix the hash functions only (recorded as family.seed, a public parameter): releases of "
                     "several owners built with one hash seed merge, while each draws its own noise from the OS and stays fit for release")
       ("like", po::value<std::string>(), "take every public parameter (kernel, R, W, bandwidth, power, pair mode, features, sigma, bins, "
@@ -209,8 +208,6 @@ SketchJob parse_sketch(int argc, char** argv) {
     params.privacy = spec;
   }
   if (vm.count("seed")) params.seed = vm["seed"].as<std::uint64_t>();
-  if (vm.count("seed") && vm.count("hash-seed"))
-    throw UsageError("--seed and --hash-seed exclude each other: --seed fixes the hash functions and the noise, --hash-seed the hash functions only");
   params.validate();  // every parameter and the memory bound, before any data is read
   if (threads > 0) omp_set_num_threads(threads);  // the noise, the encoder and the checksum too
 
