@@ -230,6 +230,12 @@ def draw_privacy(rng):
     return cli, py, True
 
 
+def halves(kflags, seed_flags):
+    """kflags with its --seed replaced by one half's --seed S --hash-seed H."""
+    i = kflags.index("--seed")
+    return kflags[:i] + seed_flags + kflags[i + 2:]
+
+
 def draw_seed(rng):
     r = rng.random()
     if r < 0.05:
@@ -311,7 +317,7 @@ class Soak:
 
     def same_race_file(self, cli_path, sk, private, n_points):
         """The CLI's sketch file against the Python sketch: same container version, payload bytes,
-        header but for `build`; build.points = n_points; the loaded counts equal."""
+        header but for `build`; build.points = n_points in a file without noise only; the loaded counts equal."""
         with open(cli_path, "rb") as f:
             cblob = f.read()
         cv, ch, cp = split_container(cblob, cli_path)
@@ -322,8 +328,11 @@ class Soak:
             diff = sorted(k for k in set(ch) | set(ph) if ch.get(k) != ph.get(k))
             fail(f"{cli_path}: header differs from Python's in {diff}: "
                  f"{ {k: (ch.get(k), ph.get(k)) for k in diff if k != 'build'} }")
-        if ch["build"]["points"] != n_points:
-            fail(f"{cli_path}: build.points {ch['build']['points']}, expected {n_points}")
+        # A private file holds no exact field: the record count only in a file without noise.
+        if private and "points" in ch["build"]:
+            fail(f"{cli_path}: a private file states its exact record count (build.points)")
+        if not private and ch["build"].get("points") != n_points:
+            fail(f"{cli_path}: build.points {ch['build'].get('points')}, expected {n_points}")
         loaded = self.pr.RaceSketch.load(cli_path)
         if not np.array_equal(loaded.counts, sk.counts):
             fail(f"{cli_path}: counts differ from Python's fit")
@@ -419,8 +428,14 @@ class Soak:
         kflags = ["--kernel", kernel, "--rows", rows, "--width", width, "--bandwidth", bw, "--power", power,
                   "--seed", seed, "--threads", threads, "-q"] + (["--label-column", label] if label else [])
 
-        def py_fit(lo, hi):
-            sk = self.pr.RaceSketch(kernel, rows=rows, width=width, bandwidth=bw, power=power, seed=seed)
+        # The halves are two owners' releases: one public hash seed, each its own noise seed (one
+        # noise seed twice is refused by merge: the parts would share their noise).
+        hash_seed = draw_seed(r)
+        half_flags = [["--seed", seed, "--hash-seed", hash_seed], ["--seed", (int(seed) + 1) % 2**64, "--hash-seed", hash_seed]]
+
+        def py_fit(lo, hi, half=None):
+            hkw = {} if half is None else {"seed": int(half_flags[half][1]), "hash_seed": int(hash_seed)}
+            sk = self.pr.RaceSketch(kernel, rows=rows, width=width, bandwidth=bw, power=power, **({"seed": seed} | hkw))
             return sk.fit(vals[lo:hi], threads=threads, **pkw)
 
         k = int(r.integers(1, n))
@@ -433,11 +448,11 @@ class Soak:
         self.ok(["sketch", "--input", full_in, "-o", self.o("full.rsk")] + kflags + pflags, stdin, "full.rsk")
         sk_full = py_fit(0, n)
         h_full = self.same_race_file(self.o("full.rsk"), sk_full, private, n)
-        self.ok(["sketch", "--input", a_in, "-o", self.o("a.rsk")] + kflags + pflags, None, "a.rsk")
-        sk_a = py_fit(0, k)
+        self.ok(["sketch", "--input", a_in, "-o", self.o("a.rsk")] + halves(kflags, half_flags[0]) + pflags, None, "a.rsk")
+        sk_a = py_fit(0, k, 0)
         self.same_race_file(self.o("a.rsk"), sk_a, private, k)
-        self.ok(["sketch", "--input", b_in, "-o", self.o("b.rsk")] + kflags + pflags, None, "b.rsk")
-        sk_b = py_fit(k, n)
+        self.ok(["sketch", "--input", b_in, "-o", self.o("b.rsk")] + halves(kflags, half_flags[1]) + pflags, None, "b.rsk")
+        sk_b = py_fit(k, n, 1)
         self.same_race_file(self.o("b.rsk"), sk_b, private, n - k)
         self.check_merge(sk_a, sk_b, private)
         qn = int(r.integers(1, 40))
@@ -463,8 +478,12 @@ class Soak:
         if r.random() < 0.5:
             kflags += ["--format", "sets"]
 
-        def py_fit(part):
-            return self.pr.RaceSketch(kernel, rows=rows, width=width, seed=seed).fit_sets(part, threads=1, **pkw)
+        hash_seed = draw_seed(r)
+        half_flags = [["--seed", seed, "--hash-seed", hash_seed], ["--seed", (int(seed) + 1) % 2**64, "--hash-seed", hash_seed]]
+
+        def py_fit(part, half=None):
+            hkw = {"seed": seed} if half is None else {"seed": int(half_flags[half][1]), "hash_seed": int(hash_seed)}
+            return self.pr.RaceSketch(kernel, rows=rows, width=width, **hkw).fit_sets(part, threads=1, **pkw)
 
         k = int(r.integers(1, n))
         full_in = write_sets(self.i("s.txt"), sets)
@@ -472,11 +491,11 @@ class Soak:
         self.ok(["sketch", "--input", full_in, "-o", self.o("full.rsk")] + kflags + pflags, None, "full.rsk")
         sk_full = py_fit(sets)
         self.same_race_file(self.o("full.rsk"), sk_full, private, n)
-        self.ok(["sketch", "--input", a_in, "-o", self.o("a.rsk")] + kflags + pflags, None, "a.rsk")
-        sk_a = py_fit(sets[:k])
+        self.ok(["sketch", "--input", a_in, "-o", self.o("a.rsk")] + halves(kflags, half_flags[0]) + pflags, None, "a.rsk")
+        sk_a = py_fit(sets[:k], 0)
         self.same_race_file(self.o("a.rsk"), sk_a, private, k)
-        self.ok(["sketch", "--input", b_in, "-o", self.o("b.rsk")] + kflags + pflags, None, "b.rsk")
-        sk_b = py_fit(sets[k:])
+        self.ok(["sketch", "--input", b_in, "-o", self.o("b.rsk")] + halves(kflags, half_flags[1]) + pflags, None, "b.rsk")
+        sk_b = py_fit(sets[k:], 1)
         self.same_race_file(self.o("b.rsk"), sk_b, private, n - k)
         self.check_merge(sk_a, sk_b, private)
         queries = [np.unique(r.integers(0, universe, size=int(r.integers(1, 30)))) for _ in range(int(r.integers(1, 30)))]
@@ -576,8 +595,10 @@ class Soak:
             _, h2, p2 = split_container(f.read(), "again.rsk")
         if p1 != p2 or without(h1, "build") != without(h2, "build"):
             fail("the same seeded feature sketch built another way (stdin / threads / chunks) differs")
-        if h1["build"]["points"] != n:
-            fail(f"build.points {h1['build']['points']}, expected {n}")
+        if private and "points" in h1["build"]:
+            fail("a private feature sketch states its exact record count (build.points)")
+        if not private and h1["build"].get("points") != n:
+            fail(f"build.points {h1['build'].get('points')}, expected {n}")
         if kernel == "hist" and not private:
             counts = self.info_counts(self.o("full.rsk"))
             want = np.stack([np.bincount(np.minimum(((vals[:, j] - lo) / (hi - lo) * bins).astype(int), bins - 1),
@@ -589,8 +610,11 @@ class Soak:
             k = int(r.integers(1, n))
             a_in = write_table(r, self.i("a.csv"), text[:k])
             b_in = write_table(r, self.i("b.csv"), text[k:])
-            self.ok(["sketch", "--input", a_in, "-o", self.o("a.rsk"), "--threads", 1] + kflags + pflags, None, "a.rsk")
-            self.ok(["sketch", "--input", b_in, "-o", self.o("b.rsk"), "--threads", 1] + kflags + pflags, None, "b.rsk")
+            # Two owners' halves: one hash seed, each its own noise seed.
+            hash_seed = draw_seed(r)
+            for name, src, s_ in (("a.rsk", a_in, seed), ("b.rsk", b_in, (int(seed) + 1) % 2**64)):
+                self.ok(["sketch", "--input", src, "-o", self.o(name), "--threads", 1]
+                        + halves(kflags, ["--seed", s_, "--hash-seed", hash_seed]) + pflags, None, name)
             self.ok(["merge", self.o("a.rsk"), self.o("b.rsk"), "-o", self.o("ab.rsk")] + ([] if private else ["--no-privacy"]),
                     None, "ab.rsk")
             ca, cb, cab = (self.info_counts(self.o(f)) for f in ("a.rsk", "b.rsk", "ab.rsk"))
