@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "experiment.hpp"
+#include "privrace/core/limits.hpp"
 
 namespace privrace::experiments {
 namespace {
@@ -415,7 +416,8 @@ ExperimentConfig parse_config(const json& input, const std::string& file, bool q
     cfg.seed = j.at("seed").get<std::uint64_t>();
   }
   if (j.contains("threads")) {
-    if (!is_count(j.at("threads"), 0)) c.fail(root / "threads", "expected a non-negative integer (0 = all cores)");
+    if (!is_count(j.at("threads"), 0) || j.at("threads").get<std::int64_t>() > kMaxThreads)
+      c.fail(root / "threads", "expected an integer in 0.." + std::to_string(kMaxThreads) + " (0 = all cores)");
     cfg.threads = j.at("threads").get<int>();
   }
   cfg.raw = j;

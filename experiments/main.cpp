@@ -5,8 +5,10 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 
 #include "experiment.hpp"
+#include "privrace/core/limits.hpp"
 #include "privrace/core/version.hpp"
 #include "data/home.hpp"
 
@@ -39,17 +41,18 @@ int main(int argc, char** argv) {
   try {
     experiments::RunOptions opts;
     std::string repo;
-    int sample = 0;  // parsed as int: an unsigned option would wrap "-1" around
     po::options_description desc("options");
+    const std::string threads_help =
+        "OpenMP threads (default: the config's 'threads'; 0 = all cores; at most " + std::to_string(kMaxThreads) + ")";
     desc.add_options()("help,h", "show this help")("version", "print the version and exit")
         ("quick", po::bool_switch(&opts.quick), "apply the config's 'quick' section (small grid, few repetitions)")
         ("out", po::value(&opts.out_dir), "results directory (default: <repo>/results; ./results when the registry comes from an install)")
-        ("threads", po::value(&opts.threads), "OpenMP threads (default: the config's 'threads'; 0 = all cores)")
-        ("jobs", po::value(&opts.jobs), "groups run at once, each on threads / jobs threads (default 1): for methods that leave cores idle; the same records")
+        ("threads", po::value<std::string>(), threads_help.c_str())
+        ("jobs", po::value<std::string>(), "groups run at once, each on threads / jobs threads (default 1): for methods that leave cores idle; the same records")
         ("data-dir", po::value(&opts.data_dir), "look for data sets here first")
         ("repo", po::value(&repo), "directory holding datasets/registry.json (default: $PRIVRACE_HOME, the checkout, the install)")
         ("plan", po::bool_switch(&opts.plan_only), "count the cells and estimate the time; run nothing, write nothing")
-        ("sample", po::value(&sample), "calibration: repetition 0, at most K evenly spread grid points per method and K epsilons")
+        ("sample", po::value<std::string>(), "calibration: repetition 0, at most K evenly spread grid points per method and K epsilons")
         ("method", po::value(&opts.only_labels)->composing(), "run only the cells of this method label (repeatable): part of the full profile")
         ("epsilon", po::value(&opts.only_epsilons)->composing(), "run only the cells at this epsilon of the config (repeatable)")
         ("which-registry", "print the registry file that would be used, and how it was found, and exit")
@@ -78,12 +81,17 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (opts.config_path.empty()) throw UsageError("missing CONFIG");
-    if (vm.count("threads") && opts.threads < 0) throw UsageError("--threads must be >= 0");
+    // Counts are read as text and range-checked (core/limits.hpp): "-1" must not wrap around.
+    auto count = [&](const char* name, std::int64_t min, std::int64_t max, std::int64_t fallback) {
+      return vm.count(name) ? parse_count(std::string("--") + name, vm[name].as<std::string>(), min, max) : fallback;
+    };
+    if (vm.count("threads")) opts.threads = parse_threads("--threads", vm["threads"].as<std::string>());
+    opts.jobs = static_cast<int>(count("jobs", 1, kMaxThreads, opts.jobs));
+    const auto sample = count("sample", 1, std::numeric_limits<int>::max(), 0);
     const HomeLocation home = find_home(repo, executable_path(), PRIVRACE_SOURCE_DIR);
     opts.repo_root = home.root;
     // An install's share/privrace is read-only data: results go to the working directory.
     if (opts.out_dir.empty() && home.installed()) opts.out_dir = "results";
-    if (vm.count("sample") && sample < 1) throw UsageError("--sample must be >= 1");
     opts.sample_grid_points = static_cast<std::size_t>(sample);
     if (vm.count("sample") && opts.out_dir.empty())
       throw UsageError("--sample needs --out DIR (a calibration run must not mix with the real results)");

@@ -11,6 +11,7 @@
 
 #include "privrace/audit/paths.hpp"
 #include "privrace/core/error.hpp"
+#include "privrace/core/limits.hpp"
 #include "privrace/core/version.hpp"
 
 namespace po = boost::program_options;
@@ -19,22 +20,27 @@ using namespace privrace;
 int main(int argc, char** argv) {
   try {
     po::options_description opts("privrace-audit options");
+    const std::string threads_help = "threads (0 = all cores, at most " + std::to_string(kMaxThreads) + ")";
     opts.add_options()("help,h", "this help")("version", "print the version and exit")("list", "list the release paths")(
         "path", po::value<std::vector<std::string>>(), "a release path to audit (repeatable)")(
         "all", "audit every path")(
         "thorough", "release check: every path at epsilon 0.25, 1 and 4 with more runs and a higher confidence "
         "(overrides --all, --path, --epsilon, --runs and --confidence)")("epsilon", po::value<double>()->default_value(1.0), "claimed epsilon")(
         "delta", po::value<double>()->default_value(1e-5), "claimed delta (Gaussian paths)")(
-        "runs", po::value<std::size_t>()->default_value(1000000), "releases on each of D and D'")(
+        "runs", po::value<std::string>()->default_value("1000000"), "releases on each of D and D'")(
         "confidence", po::value<double>()->default_value(0.99), "probability that a correct release passes")(
         "seed", po::value<std::uint64_t>()->default_value(1), "base seed of the noise streams")(
         "fresh-noise", "draw the noise from the release CSPRNG (not reproducible) instead of seeded streams")(
-        "rows", po::value<std::size_t>()->default_value(4), "sketch rows R")(
-        "width", po::value<std::size_t>()->default_value(8), "sketch width W")(
-        "threads", po::value<int>()->default_value(0), "threads (0 = all cores)");
+        "rows", po::value<std::string>()->default_value("4"), "sketch rows R")(
+        "width", po::value<std::string>()->default_value("8"), "sketch width W")(
+        "threads", po::value<std::string>()->default_value("0"), threads_help.c_str());
     po::variables_map vm;
     po::store(po::parse_command_line(argc, argv, opts), vm);
     po::notify(vm);
+    // Counts are read as text and range-checked (core/limits.hpp): "-1" must not wrap around.
+    auto count = [&](const char* name, std::int64_t min, std::int64_t max) {
+      return parse_count(std::string("--") + name, vm[name].as<std::string>(), min, max);
+    };
     if (vm.count("help")) {
       std::cout << opts << "\n";
       return 0;
@@ -57,15 +63,15 @@ int main(int argc, char** argv) {
     audit::PathOptions po_;
     po_.epsilon = vm["epsilon"].as<double>();
     po_.delta = vm["delta"].as<double>();
-    po_.rows = vm["rows"].as<std::size_t>();
-    po_.width = vm["width"].as<std::size_t>();
+    po_.rows = static_cast<std::size_t>(count("rows", 1, std::int64_t{1} << 32));
+    po_.width = static_cast<std::size_t>(count("width", 1, std::int64_t{1} << 32));
     if (!(po_.epsilon > 0.0)) throw UsageError("--epsilon must be positive, got " + std::to_string(po_.epsilon));
     audit::AuditOptions ao;
-    ao.runs = vm["runs"].as<std::size_t>();
+    ao.runs = static_cast<std::size_t>(count("runs", 1, std::int64_t{1} << 40));
     ao.confidence = vm["confidence"].as<double>();
     ao.seed = vm["seed"].as<std::uint64_t>();
     ao.fresh_noise = vm.count("fresh-noise") > 0;
-    ao.threads = vm["threads"].as<int>();
+    ao.threads = parse_threads("--threads", vm["threads"].as<std::string>());
     // The default run: the named paths at --epsilon. The thorough run: three epsilons, and runs
     // enough for bounds within a few percent of the claim on the Laplace paths; the mechanism
     // paths cost nanoseconds a release and get ten times more.

@@ -2,16 +2,36 @@
 // `privrace sketch --input`: one table, or several read as one (the records of each file in
 // turn). Used by the single-process command (sketch_command.cpp) and under mpirun
 // (distributed.cpp), which assigns whole files to ranks.
+#include <boost/program_options/variables_map.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "privrace/core/limits.hpp"
 #include "privrace/core/types.hpp"
 #include "privrace/io/table_reader.hpp"
 
 namespace privrace::cli {
+
+// Count options (rows, width, threads, ...) are declared as text, po::value<std::string>(),
+// and read here: Boost.Program_options would wrap "-5" into a size_t as 2^64 - 5. The value of
+// option `name` as T, or UsageError "--NAME must be an integer in MIN..MAX, got 'TEXT'";
+// `fallback` when the option is absent and has no default.
+template <class T>
+T count_option(const boost::program_options::variables_map& vm, const std::string& name, std::int64_t min,
+               std::int64_t max, T fallback = T{}) {
+  if (!vm.count(name)) return fallback;
+  return static_cast<T>(parse_count("--" + name, vm[name].as<std::string>(), min, max));
+}
+// --NAME's thread count (parse_threads: 0..kMaxThreads); 0 (all cores) when absent.
+inline int threads_option(const boost::program_options::variables_map& vm, const std::string& name = "threads") {
+  return vm.count(name) ? parse_threads("--" + name, vm[name].as<std::string>()) : 0;
+}
+// Largest value of a size option (rows, width, features, bins, dim, ...): 2^32, the bound of
+// a sketch's width and of a sketch file's header fields.
+inline constexpr std::int64_t kMaxSize = std::int64_t{1} << 32;
 
 // The files the --input values name, in order. Each value is
 //  - a path, taken as it is ("-" = stdin, allowed only alone);

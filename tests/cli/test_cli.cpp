@@ -131,8 +131,8 @@ TEST_F(Cli, BadInputsGetClearErrorsAndNoOutput) {
   expect_error(ok + " --rows 5 --width 5 --epsilon 0", 2, "--epsilon must be a positive number", "o.rsk");
   expect_error(ok + " --rows 5 --width 5 --epsilon -1", 2, "--epsilon", "o.rsk");
   expect_error(ok + " --rows 5 --width 5 --epsilon abc", 2, "--epsilon must be a positive number, got 'abc'", "o.rsk");
-  expect_error(ok + " --rows 0 --width 5 --epsilon 1", 2, "--rows must be at least 1", "o.rsk");
-  expect_error(ok + " --rows 5 --width 0 --epsilon 1", 2, "--width must be at least 1", "o.rsk");
+  expect_error(ok + " --rows 0 --width 5 --epsilon 1", 2, "--rows must be an integer in 1..", "o.rsk");
+  expect_error(ok + " --rows 5 --width 0 --epsilon 1", 2, "--width must be an integer in 1..", "o.rsk");
   expect_error(ok + " --rows 1000000 --width 4000000000 --epsilon 1", 1, "MiB", "o.rsk");  // refused before allocating
   expect_error(ok + " --rows 5 --width 5 --epsilon 1 --kernel gaussian", 2, "unknown kernel 'gaussian'", "o.rsk");
   expect_error("sketch --input " + p("missing.csv") + " --rows 5 --width 5 --epsilon 1 -o " + p("o.rsk"), 1, "cannot open", "o.rsk");
@@ -227,8 +227,9 @@ TEST_F(Cli, SeveralInputsAreReadAsTheirRecordsInOneFile) {
   // The records of all.csv: the same counts and header, but for the input's name.
   auto several = nlohmann::json::parse(run("info " + p("rep.rsk"), dir).out);
   auto one = nlohmann::json::parse(run("info " + p("all.rsk"), dir).out);
-  EXPECT_EQ(several["build"]["input"], "p1.csv .. p4.csv (4 files)");
-  EXPECT_EQ(several["build"]["points"], 10);
+  // A private file names neither its input nor its exact record count (both exact: the summary line has them).
+  EXPECT_FALSE(several["build"].contains("input")) << several.dump();
+  EXPECT_FALSE(several["build"].contains("points")) << several.dump();
   several["build"].erase("input");
   one["build"].erase("input");
   EXPECT_EQ(several, one);

@@ -4,6 +4,7 @@
 #include <numbers>
 
 #include "privrace/core/error.hpp"
+#include "privrace/core/memory.hpp"
 #include "privrace/lsh/families.hpp"
 
 namespace privrace {
@@ -53,7 +54,35 @@ std::string to_string(Kernel kernel) {
   return "?";
 }
 
+double family_parameter_bytes(const FamilySpec& spec) {
+  const double rows = static_cast<double>(spec.rows), dim = static_cast<double>(spec.dim),
+               power = static_cast<double>(spec.power);
+  switch (spec.kernel) {
+    case Kernel::Rff:  // m' x d frequencies: drawn in double, stored as Real
+      return static_cast<double>(spec.features / 2) * dim * static_cast<double>(sizeof(double) + sizeof(Real));
+    case Kernel::Hist:  // lo, hi and a scale per attribute
+      return 3.0 * dim * sizeof(double);
+    case Kernel::L2:  // R p x d projections and R p offsets
+      return rows * power * (dim + 1.0) * sizeof(Real);
+    case Kernel::Angular:
+    case Kernel::AngularPair:
+      return rows * power * dim * sizeof(Real);
+    default:  // MinHash salts (the densified family holds less)
+      return rows * power * sizeof(std::uint64_t);
+  }
+}
+
+void check_family_fits(const FamilySpec& spec) {
+  const std::string shape =
+      spec.kernel == Kernel::Rff ? "'s " + std::to_string(spec.features / 2) + " x " + std::to_string(spec.dim) + " frequency matrix (features / 2 x dim)"
+      : spec.kernel == Kernel::Hist ? " for " + std::to_string(spec.dim) + " attributes"
+                                    : "'s " + std::to_string(spec.rows) + " x " + std::to_string(spec.power) + " hash functions of " +
+                                          std::to_string(spec.dim) + " dimensions (rows x power x dim)";
+  check_fits_in_memory(family_parameter_bytes(spec), "the " + to_string(spec.kernel) + " family" + shape);
+}
+
 std::unique_ptr<LshFamily> make_family(const FamilySpec& spec) {
+  check_family_fits(spec);  // before any of its parameters are allocated
   // Feature maps: their rows are fixed by the map (rff: cos and sin; hist: one per attribute).
   if (spec.kernel == Kernel::Rff) {
     if (spec.features == 0 || spec.features % 2 != 0)

@@ -116,6 +116,10 @@ struct FamilySpec {
   std::vector<double> lo{}, hi{};   // hist: declared box domain, one interval per attribute
 };
 
+// Bytes the family `spec` describes holds for its parameters (projections, frequencies, salts),
+// and ResourceError (core/memory.hpp's bound) when they would not fit. make_family checks first.
+double family_parameter_bytes(const FamilySpec& spec);
+void check_family_fits(const FamilySpec& spec);
 std::unique_ptr<LshFamily> make_family(const FamilySpec& spec);
 // Rebuild from params() (a sketch file header); throws InputError naming the bad field.
 std::unique_ptr<LshFamily> make_family(const nlohmann::json& params);

@@ -23,7 +23,7 @@ void check_sketch_fits(std::size_t rows, std::size_t width, std::size_t copies) 
   if (width > (std::size_t{1} << 32)) throw UsageError("width (W) must be at most 2^32");
   const double memory = physical_memory_bytes();
   const double need = static_cast<double>(rows) * static_cast<double>(width) * 8.0 * static_cast<double>(copies);
-  if (need > 0.8 * memory)
+  if (!fits_in_memory(need))
     throw ResourceError("a " + std::to_string(rows) + " x " + std::to_string(width) + " sketch" +
                         (copies > 1 ? " (x" + std::to_string(copies) + " copies)" : std::string()) + " needs " +
                         std::to_string(static_cast<long long>(need / 1048576.0)) + " MiB, more than 80% of the " +
@@ -233,6 +233,7 @@ double RaceSketch::debiased(double estimate, double n) const {
 }
 
 std::vector<double> RaceSketch::query_dense(const DenseRef& queries, const QueryOptions& opts) const {
+  check_threads(opts.threads, "query threads");
   if (static_cast<std::size_t>(queries.cols()) != family_->dim())
     throw InputError("queries have " + std::to_string(queries.cols()) + " columns but the sketch was built on " +
                      std::to_string(family_->dim()) + "-dimensional data");
@@ -316,6 +317,7 @@ std::vector<double> RaceSketch::query_dense(const DenseRef& queries, const Query
 }
 
 std::vector<double> RaceSketch::query_sets(const SetBatch& queries, const QueryOptions& opts) const {
+  check_threads(opts.threads, "query threads");
   std::vector<double> out(queries.size());
   const double nh = opts.debias ? n_hat() : 0.0;
   constexpr std::size_t kBatch = 64;

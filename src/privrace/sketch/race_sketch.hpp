@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "privrace/core/limits.hpp"
 #include "privrace/core/zeroed_pages.hpp"
 #include "privrace/core/types.hpp"
 #include "privrace/lsh/column_hash.hpp"

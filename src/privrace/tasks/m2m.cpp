@@ -10,6 +10,7 @@
 #include <nlopt.hpp>
 #include <sstream>
 
+#include "privrace/core/limits.hpp"
 #include "privrace/core/memory.hpp"
 #include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
@@ -136,6 +137,7 @@ M2mDesign::M2mDesign(std::shared_ptr<const FeatureMap> map, const M2mOptions& op
     throw UsageError("m2m: the domain has " + std::to_string(options_.domain.dim()) + " attributes but the sketch's " +
                      map_->kind() + " map reads " + std::to_string(map_->input_dim()));
   if (options_.samples == 0) throw UsageError("m2m: the number of synthetic samples must be positive");
+  check_threads(options_.threads, "m2m threads");
   if (options_.threads > 0) omp_set_num_threads(options_.threads);
   m_ = map_->size();
   {
