@@ -3,12 +3,15 @@
 // and scratch directories and files.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <span>
 #include <string>
@@ -125,6 +128,25 @@ inline std::string message_of(const std::function<void()>& f) {
     return e.what();
   }
   return "(no exception)";
+}
+
+// A command line run through the shell from `dir` (relative paths are relative to it): its exit
+// code (-1 when a signal ended it), stdout and stderr.
+struct CommandResult {
+  int code;
+  std::string out, err;
+};
+inline CommandResult run_command(const std::string& command, const std::filesystem::path& dir) {
+  const std::filesystem::path err_file = dir / ".stderr";
+  const std::string cmd = "cd '" + dir.string() + "' && " + command + " 2>'" + err_file.string() + "'";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (const std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  const int status = ::pclose(pipe);
+  std::ifstream e(err_file);
+  std::string err((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, err};
 }
 
 }  // namespace privrace::testing

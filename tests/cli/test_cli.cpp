@@ -80,6 +80,11 @@ TEST_F(Cli, SketchQueryInfoMergeRoundTrip) {
   sa << fa.rdbuf();
   sb << fb.rdbuf();
   EXPECT_EQ(sa.str(), sb.str());
+  // Equal seeds share their noise: a merge refuses them. Another noise seed under the same hash seed merges.
+  EXPECT_EQ(run("merge " + p("a.rsk") + " " + p("b.rsk") + " -o " + p("c.rsk"), dir).code, 2);
+  const std::string hash_seed = " --hash-seed " + header["family"]["seed"].dump() + " ";
+  ASSERT_EQ(run(sketch_args("data.csv", "b.rsk") + hash_seed + " --seed 8", dir).code, 2) << "--seed given twice";
+  ASSERT_EQ(run("sketch --input " + p("data.csv") + " --like " + p("a.rsk") + " --label-column 3 --epsilon 1 --seed 8 -q -o " + p("b.rsk"), dir).code, 0);
   ASSERT_EQ(run("merge " + p("a.rsk") + " " + p("b.rsk") + " -o " + p("c.rsk"), dir).code, 0);
   const auto merged = nlohmann::json::parse(run("info " + p("c.rsk"), dir).out);
   EXPECT_EQ(merged["privacy"]["merged_from"].size(), 2u);
