@@ -231,8 +231,7 @@ void decode_counts_v1(const std::string& path, std::string_view payload, std::sp
 void check_declared_size(const std::string& path, const nlohmann::json& header, std::uint64_t rows,
                          std::uint64_t width, std::uint32_t version, std::string_view payload) {
   const unsigned __int128 cells = static_cast<unsigned __int128>(rows) * width;
-  const double memory = physical_memory_bytes();
-  if (static_cast<double>(cells) * 8.0 > 0.8 * memory)
+  if (!fits_in_memory(static_cast<double>(cells) * 8.0))  // the bound every memory check uses
     throw InputError(path + ": header fields 'rows' x 'width' = " + std::to_string(rows) + " x " + std::to_string(width) +
                      " counters need " + std::to_string(static_cast<double>(cells) * 8.0 / 1048576.0) +
                      " MiB, more than 80% of this machine's memory");
@@ -272,7 +271,7 @@ void check_declared_size(const std::string& path, const nlohmann::json& header, 
     if (f.contains("rows") && f.at("rows").get<std::uint64_t>() != rows)
       throw InputError(path + ": header field 'family.rows' = " + f.at("rows").dump() + " differs from 'rows' = " +
                        std::to_string(rows));
-    if (product * 8.0 > 0.8 * memory)
+    if (!fits_in_memory(product * 8.0))
       throw InputError(path + ": header fields 'family.rows' x 'family.dim' x 'family.power' (x 'features', 'bins') = " +
                        std::to_string(product) + " hash parameters would not fit in memory");
   }
