@@ -9,11 +9,15 @@
 privrace.results.load("results/kde_skin.jsonl") reads an experiment's records (a pandas
 DataFrame when pandas is installed). The sketch classes live in the compiled module
 privrace._core (the C++ engine); privrace.results works without it.
+
+Owners whose sketches must merge share a public hash seed: RaceSketch(..., hash_seed=S), or
+RaceSketch.like(other_sketch_or_file). A sketch that is not fit for release (seeded noise, exact
+counts) warns with privrace.NotFitForReleaseWarning when loaded, merged or queried.
 """
 from . import results  # noqa: F401
 
 try:
-    from ._core import M2M, RaceSketch, __version__, git_commit  # noqa: F401
+    from ._core import M2M, NotFitForReleaseWarning, RaceSketch, __version__, git_commit  # noqa: F401
 except ImportError as _error:  # a source checkout without the compiled module
     _core_error = _error
 
@@ -21,4 +25,4 @@ except ImportError as _error:  # a source checkout without the compiled module
         raise ImportError(f"privrace.{name} needs the compiled module privrace._core ({_core_error}); "
                           "build it (cmake option PRIVRACE_PYTHON=ON) and put BUILD/python on PYTHONPATH")
 
-__all__ = ["M2M", "RaceSketch", "results", "__version__"]
+__all__ = ["M2M", "NotFitForReleaseWarning", "RaceSketch", "results", "__version__"]

@@ -11,7 +11,8 @@ partition builds its EXACT counts with the engine on a worker (the GIL released)
 partial counts are summed by a tree reduction (`split_every` parts at a time), and noise is added
 ONCE, to the sum, on the calling process, exactly as RaceSketch.fit adds it. A seeded sketch
 (seed=S) is therefore the one-process sketch count for count, noise draw for noise draw, and
-its saved file is the same bytes.
+its saved file is the same bytes. As with fit, a private release's header holds no exact field:
+the record count is in the returned sketch's fit_report (in memory) only.
 
 Dense rows are hashed in batches of 4096 rows on a grid of global row indices (one GEMM per
 batch, as one process does): partitions whose first rows are not on that grid are re-chunked so
@@ -34,12 +35,12 @@ BATCH_ROWS = 4096
 
 
 def sketch(collection, kernel="l2", *, rows, width, bandwidth=1.0, power=1, seed=None, pair_mode="query",
-           epsilon, mechanism="discrete_laplace", delta=0.0, neighbors="add-remove", allow_non_private=False,
+           hash_seed=None, epsilon, mechanism="discrete_laplace", delta=0.0, neighbors="add-remove", allow_non_private=False,
            threads=1, strategy="auto", split_every=8, path=None, scheduler=None):
     """A released RaceSketch of a Dask collection, equal to RaceSketch(...).fit(...) of its rows.
 
     The parameters are those of privrace.RaceSketch (kernel, rows, width, bandwidth, power, seed,
-    pair_mode) and of its fit / fit_sets (epsilon, mechanism, delta, neighbors,
+    pair_mode, hash_seed) and of its fit / fit_sets (epsilon, mechanism, delta, neighbors,
     allow_non_private, strategy). threads: OpenMP threads per partition build (default 1: the
     Dask workers are the parallelism; the counts do not depend on it). split_every: exact
     partials summed per task of the tree reduction. path: also save the release there (nothing
@@ -51,11 +52,11 @@ def sketch(collection, kernel="l2", *, rows, width, bandwidth=1.0, power=1, seed
     if not isinstance(split_every, int) or split_every < 2:
         raise ValueError(f"split_every must be an integer of at least 2, got {split_every!r}")
     sketch_args = dict(kernel=kernel, rows=rows, width=width, bandwidth=bandwidth, power=power, seed=seed,
-                       pair_mode=pair_mode)
+                       pair_mode=pair_mode, hash_seed=hash_seed)
     fit_args = dict(epsilon=epsilon, mechanism=mechanism, delta=delta, neighbors=neighbors, threads=threads,
                     allow_non_private=allow_non_private, strategy=strategy)
     base = _core.RaceSketch(**sketch_args)  # checks R, W, the kernel, ... before any data is read
-    master, fixed = _core._resolve_master(seed)  # once for the whole collection: the same hash seeds everywhere
+    master, fixed = _core._resolve_master(seed)  # once for the whole collection: the same seeds everywhere
     sets = _is_bag(collection)
 
     # The parameters and the kind of collection, checked on an empty input before any task runs.

@@ -8,18 +8,34 @@
 // Data: the engine stores records as float32 rows (core/types.hpp). A float32 array whose
 // rows are contiguous (C order, or a row slice of one) is read in place, without a copy; any
 // other layout or float64 is converted to float32 a block of rows at a time (bounded memory,
-// the same double -> float rounding as the CLI's parser).
+// the same double -> float rounding as the CLI's parser). Arrays of non-native byte order are
+// converted to native order first (numpy's astype).
+//
+// Threads: a RaceSketch has a reader/writer lock. fit, fit_sets and merge (the target) hold it
+// exclusively; query, kernel_sums, save, header, counts, like and merge (the part) share it. It is
+// always taken with the GIL released (never waited for while the GIL is held); the GIL may be
+// taken again while the lock is held.
+//
+// Signals: a fit runs Python's signal handlers (PyErr_CheckSignals, with the GIL) between blocks
+// of rows, so Ctrl-C raises KeyboardInterrupt within a block's time.
+//
+// Sketches that are not fit for release (seeded noise, exact counts) warn on load, merge and
+// query: privrace.NotFitForReleaseWarning (a UserWarning), with the library's release_warning.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/eigen.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <optional>
+#include <shared_mutex>
+#include <condition_variable>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -42,6 +58,103 @@ namespace {
 
 // Rows converted per block when the array cannot be read in place (the CLI's chunk size).
 constexpr std::size_t kBlockRows = 65536;
+// Rows built per step of an in-place fit (signals are checked between steps): a multiple of
+// the builder's 4096-row batch, so the batches are those of one build.
+constexpr std::size_t kInPlaceStepRows = 4 * kBlockRows;
+
+// A reader/writer lock that prefers writers: once a fit or merge waits, new queries wait behind
+// it (glibc's std::shared_mutex prefers readers, so a stream of queries could starve a fit).
+// Meets SharedMutex for std::shared_lock and std::unique_lock.
+class WriterFirstMutex {
+ public:
+  void lock() {
+    std::unique_lock l(m_);
+    ++writers_waiting_;
+    cv_.wait(l, [&] { return !writer_ && readers_ == 0; });
+    --writers_waiting_;
+    writer_ = true;
+  }
+  void unlock() {
+    {
+      const std::lock_guard l(m_);
+      writer_ = false;
+    }
+    cv_.notify_all();
+  }
+  void lock_shared() {
+    std::unique_lock l(m_);
+    cv_.wait(l, [&] { return !writer_ && writers_waiting_ == 0; });
+    ++readers_;
+  }
+  void unlock_shared() {
+    bool last = false;
+    {
+      const std::lock_guard l(m_);
+      last = --readers_ == 0;
+    }
+    if (last) cv_.notify_all();
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::size_t readers_ = 0, writers_waiting_ = 0;
+  bool writer_ = false;
+};
+
+// privrace.NotFitForReleaseWarning (a UserWarning subclass), created with the module.
+PyObject* g_not_fit_warning = nullptr;
+
+// warnings.warn(NotFitForReleaseWarning) when `privacy` (a sketch's privacy record) is not fit
+// for release; needs the GIL. `what` names the operation ("query", "merge", "load").
+void warn_if_not_fit(const nlohmann::json& privacy, const std::string& what) {
+  const std::optional<std::string> text = release_warning(privacy);
+  if (!text) return;
+  if (PyErr_WarnEx(g_not_fit_warning, (what + ": " + *text).c_str(), 1) < 0) throw py::error_already_set();
+}
+
+// A Python exception raised where the GIL was taken inside C++ code that runs without it (a
+// signal handler between blocks of a fit): fetched there, thrown as PendingPythonError through
+// the engine, and restored by rethrow() once the GIL is held again.
+struct PendingPythonError {};
+class PythonErrorSlot {
+ public:
+  // With the GIL held and a Python error set: keeps it and throws PendingPythonError.
+  [[noreturn]] void fetch_and_throw() {
+    PyErr_Fetch(&type_, &value_, &traceback_);
+    throw PendingPythonError{};
+  }
+  // With the GIL held: the kept error, as pybind11's error_already_set.
+  [[noreturn]] void rethrow() {
+    PyErr_Restore(type_, value_, traceback_);
+    type_ = value_ = traceback_ = nullptr;
+    throw py::error_already_set();
+  }
+  // Without the GIL: runs Python's signal handlers (Ctrl-C: KeyboardInterrupt) with it.
+  void check_signals() {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) fetch_and_throw();
+  }
+
+ private:
+  PyObject *type_ = nullptr, *value_ = nullptr, *traceback_ = nullptr;
+};
+
+// The Python module's wording of library messages written for the command line (the library
+// names its options in a few messages; the Python arguments are named here instead).
+std::string python_wording(std::string what) {
+  static const std::pair<const char*, const char*> kOptions[] = {
+      {"--no-privacy", "allow_non_private=True"},  // sketch_io.cpp save_sketch: "pass --no-privacy to do so deliberately"
+      {"--hash-seed S", "hash_seed=S"},            // merge refusals of parts that share their noise
+      {"--hash-seed", "hash_seed="},
+      {"one --seed", "one seed=S"},                 // "two sketches of one --seed"
+      {"--seed", "seed="},
+  };
+  for (const auto& [cli, python] : kOptions)
+    for (std::size_t at = what.find(cli); at != std::string::npos; at = what.find(cli, at + std::strlen(python)))
+      what.replace(at, std::strlen(cli), python);
+  return what;
+}
 
 // Python's json module turns the engine's JSON (headers, privacy records) into dicts.
 py::object to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
@@ -68,6 +181,8 @@ class DenseInput {
     } else {
       array_ = py::reinterpret_borrow<py::array>(obj);
     }
+    if (!array_.dtype().attr("isnative").cast<bool>())  // big-endian on this machine, or the reverse
+      array_ = array_.attr("astype")(array_.dtype().attr("newbyteorder")("="));
     const char kind = array_.dtype().kind();
     if (kind == 'O') throw UsageError(name + " has dtype object; expected a numeric array (float32 or float64)");
     if (kind != 'f' && kind != 'i' && kind != 'u' && kind != 'b')
@@ -172,15 +287,36 @@ class DenseInput {
 
 // The exact sketch of a dense input: read in place when its layout allows, else converted a
 // block of kBlockRows rows at a time (a multiple of the builder's 4096-row batch, so the batches
-// are the same either way). Runs without the GIL.
-ExactSketch build_exact_dense(const ReleaseParams& params, const MasterSeed& seed, const DenseInput& input) {
+// are the same either way). Runs without the GIL. With `signals`, Python's signal handlers run
+// between blocks (in place: steps of kInPlaceStepRows rows, built separately and summed
+// exactly), and a handler's exception stops the build.
+ExactSketch build_exact_dense(const ReleaseParams& params, const MasterSeed& seed, const DenseInput& input,
+                              PythonErrorSlot* signals = nullptr) {
   if (input.in_place()) {
     const auto view = input.view();
-    input.check_finite(view, 0);
-    return build_exact(params, seed, view);
+    if (!signals) {
+      input.check_finite(view, 0);
+      return build_exact(params, seed, view);
+    }
+    std::optional<ExactSketch> sum;
+    std::size_t begin = 0;
+    do {
+      const std::size_t n = std::min(kInPlaceStepRows, input.rows() - begin);
+      const auto step = view.middleRows(static_cast<Eigen::Index>(begin), static_cast<Eigen::Index>(n));
+      input.check_finite(step, begin);
+      ExactSketch part = build_exact(params, seed, step);
+      if (sum)
+        sum->merge(part);
+      else
+        sum.emplace(std::move(part));
+      begin += n;
+      if (begin < input.rows()) signals->check_signals();
+    } while (begin < input.rows());
+    return std::move(*sum);
   }
   std::size_t next = 0;
   return build_exact(params, seed, input.cols(), [&](DenseMatrix& chunk) {
+    if (signals && next > 0 && next < input.rows()) signals->check_signals();
     const std::size_t n = std::min(kBlockRows, input.rows() - next);
     if (n > 0) input.convert(next, n, chunk);
     next += n;
@@ -266,6 +402,7 @@ std::string spec_difference(const PartialSpec& a, const PartialSpec& b) {
   if (x.family.power != y.family.power) return "power";
   if (x.family.pair_mode != y.family.pair_mode) return "pair_mode";
   if (x.seed != y.seed) return "seed";
+  if (x.hash_seed != y.hash_seed) return "hash_seed";
   if (a.master != b.master || a.fixed != b.fixed) return "master seed";
   if (a.dim != b.dim) return "dimension";
   if (a.fit.epsilon != b.fit.epsilon) return "epsilon";
@@ -302,7 +439,8 @@ class PyExactPartial {
   // object; the parts are unchanged.
   static PyExactPartial sum(const std::vector<const PyExactPartial*>& parts);
 
-  // Pickle state: the parameters, the build record and the counts as bytes (in memory only).
+  // Pickle state: the parameters, the build record and the counts as bytes (in memory only);
+  // version 2 adds the hash seed.
   py::tuple state() const;
   static PyExactPartial from_state(const py::tuple& t);
 
@@ -322,7 +460,7 @@ class PyExactPartial {
 class PyRaceSketch {
  public:
   PyRaceSketch(const std::string& kernel, std::size_t rows, std::size_t width, double bandwidth, std::size_t power,
-               std::optional<std::uint64_t> seed, std::string pair_mode) {
+               std::optional<std::uint64_t> seed, std::string pair_mode, std::optional<std::uint64_t> hash_seed) {
     params_.family.kernel = race_kernel(kernel);
     params_.family.rows = rows;
     params_.family.bandwidth = bandwidth;
@@ -330,6 +468,7 @@ class PyRaceSketch {
     params_.family.pair_mode = std::move(pair_mode);
     params_.width = width;
     params_.seed = seed;
+    params_.hash_seed = hash_seed;
     params_.validate("");  // "rows must be at least 1", ..., the memory bound
   }
   explicit PyRaceSketch(RaceSketch loaded, nlohmann::json header) : sketch_(std::move(loaded)), header_(std::move(header)) {
@@ -345,6 +484,38 @@ class PyRaceSketch {
   }
 
   bool set_kernel() const { return is_set_kernel(params_.family.kernel); }
+
+  // RaceSketch.like(other): a new, unfitted sketch with every public parameter of `other` (a
+  // RaceSketch, fitted or loaded, or the path of a sketch file, rff and hist included): kernel,
+  // R, W, bandwidth, power, pair mode, features, sigma, bins, domain and the hash seed. No master
+  // seed: its noise comes from the OS.
+  static PyRaceSketch like(const py::object& other) {
+    nlohmann::json header;
+    if (py::isinstance<PyRaceSketch>(other)) {
+      const PyRaceSketch& o = other.cast<const PyRaceSketch&>();
+      const auto lock = o.read_lock();
+      if (!o.sketch_) {
+        // Not fitted: its parameters, with the hash seed it will use.
+        ReleaseParams p = o.params_;
+        if (!p.hash_seed) {
+          if (!p.seed)
+            throw UsageError("like(other): other is not fitted and has no hash_seed, so its hash functions are drawn when "
+                             "it is fitted; fit it first, or give both sketches hash_seed=");
+          p.hash_seed = MasterSeed::resolve(p.seed).hash_seed();
+        }
+        p.seed.reset();
+        return PyRaceSketch(p);
+      }
+      header = sketch_header(*o.sketch_);
+    } else {
+      const std::string path = py::str(py::module_::import("os").attr("fspath")(other));
+      py::gil_scoped_release unlocked;
+      load_sketch(path, &header);
+    }
+    ReleaseParams p = like_params(header);
+    p.seed.reset();
+    return PyRaceSketch(p);
+  }
 
   // privrace.dask: the exact counts of one block of rows, hashed with the collection's master
   // seed. `first_row` is the block's first row in the collection (a multiple of the builder's
@@ -407,11 +578,14 @@ class PyRaceSketch {
     if (partial.exact().report().points == 0) throw UsageError("the collection has no records (every partition is empty)");
     ExactSketch exact = partial.take();
     std::optional<Release> release;
+    double seconds = 0.0;
     {
       py::gil_scoped_release unlocked;
+      const double t0 = now();
       release.emplace(std::move(exact).release());
+      seconds = now() - t0;
     }
-    out.install(std::move(*release), "dask partitions", 0);
+    out.install(std::move(*release), "dask partitions", 0, seconds);
     // The build record of one process: the per-build thread count and strategy.
     out.header_["build"]["threads"] = threads;
     out.header_["build"]["strategy"] = strategy;
@@ -429,12 +603,17 @@ class PyRaceSketch {
     if (input.rows() == 0) throw UsageError("X has no rows (shape (0, " + std::to_string(input.cols()) + "))");
     // The CLI's seeds: a seeded sketch equals `privrace sketch --seed`.
     const MasterSeed seed = MasterSeed::resolve(params.seed);
-    std::optional<Release> release;
-    {
+    PythonErrorSlot signals;
+    try {
       py::gil_scoped_release unlocked;
-      release.emplace(build_exact_dense(params, seed, input).release());
+      const std::unique_lock lock(*mutex_);
+      const double t0 = now();
+      Release release = build_exact_dense(params, seed, input, &signals).release();
+      install(std::move(release), input.in_place() ? "in place" : "converted to float32 in blocks", input.address(),
+              now() - t0);
+    } catch (const PendingPythonError&) {
+      signals.rethrow();  // KeyboardInterrupt (or what a signal handler raised); the sketch is unchanged
     }
-    install(std::move(*release), input.in_place() ? "in place" : "converted to float32 in blocks", input.address());
     return *this;
   }
 
@@ -444,17 +623,147 @@ class PyRaceSketch {
     const ReleaseParams params = fit_params(args);
     const SetCollection sets = to_sets(sets_obj, "sets");
     const MasterSeed seed = MasterSeed::resolve(params.seed);
-    std::optional<Release> release;
-    {
-      py::gil_scoped_release unlocked;
-      release.emplace(build_exact(params, seed, sets).release());
-    }
-    install(std::move(*release), "sets", 0);
+    py::gil_scoped_release unlocked;
+    const std::unique_lock lock(*mutex_);
+    const double t0 = now();
+    Release release = build_exact(params, seed, sets).release();
+    install(std::move(release), "sets", 0, now() - t0);
     return *this;
   }
 
   std::vector<double> kernel_sums(const py::handle& q, const QueryOptions& opts) const {
+    const auto lock = read_lock();
+    return kernel_sums_locked(q, opts);
+  }
+
+  // Densities: kernel sums / N-hat, what `privrace query` prints.
+  std::vector<double> query(const py::handle& q, const QueryOptions& opts) const {
+    const auto lock = read_lock();
+    std::vector<double> sums = kernel_sums_locked(q, opts);
+    const double n_hat = fitted().n_hat();
+    if (!(n_hat > 0.0))
+      if (PyErr_WarnEx(PyExc_RuntimeWarning,
+                       ("N-hat = " + std::to_string(n_hat) + " is not positive (noise dominates); densities are meaningless").c_str(),
+                       1) < 0)
+        throw py::error_already_set();
+    for (double& v : sums) v /= n_hat;
+    return sums;
+  }
+
+  void save(const std::string& path, bool allow_non_private) const {
+    const auto lock = read_lock();
     const RaceSketch& s = fitted();
+    nlohmann::json extra = nlohmann::json::object();
+    if (header_.contains("build")) extra["build"] = public_build(header_.at("build"), s.is_private());
+    if (header_.contains("merged_inputs")) extra["merged_inputs"] = header_.at("merged_inputs");
+    py::gil_scoped_release unlocked;
+    save_sketch(path, s, allow_non_private, extra);
+  }
+
+  static PyRaceSketch load(const std::string& path) {
+    nlohmann::json header;
+    std::optional<RaceSketch> s;
+    {
+      py::gil_scoped_release unlocked;
+      s.emplace(load_sketch(path, &header));
+    }
+    if (s->family().accumulates_values() || sketch_kind(s->family()) != "race")
+      throw UsageError(path + ": a " + sketch_kind(s->family()) +
+                       " feature sketch (M2M); RaceSketch reads RACE sketches (read it with privrace.M2M(path, domain=...))");
+    warn_if_not_fit(s->privacy(), "load '" + path + "'");
+    return PyRaceSketch(std::move(*s), std::move(header));
+  }
+
+  PyRaceSketch& merge(const PyRaceSketch& other) {
+    if (&other == this) throw UsageError("cannot merge a sketch with itself (merge sketches of disjoint records)");
+    // Both locks, in address order (a.merge(b) and b.merge(a) at once cannot deadlock).
+    std::unique_lock<WriterFirstMutex> mine(*mutex_, std::defer_lock);
+    std::shared_lock<WriterFirstMutex> theirs(*other.mutex_, std::defer_lock);
+    {
+      py::gil_scoped_release unlocked;
+      if (mutex_.get() < other.mutex_.get()) {
+        mine.lock();
+        theirs.lock();
+      } else {
+        theirs.lock();
+        mine.lock();
+      }
+    }
+    RaceSketch& s = fitted_mutable();
+    const RaceSketch& part = other.fitted();
+    // Before the merge: under warnings-as-errors the target stays unchanged.
+    warn_if_not_fit(s.privacy(), "merge");
+    if (release_warning(s.privacy()) == std::nullopt) warn_if_not_fit(part.privacy(), "merge");
+    ReleaseMerge merge(s);
+    merge.add(part);  // refuses different parameters and private + exact; s unchanged then
+    merge.finish();
+    header_.erase("build");
+    return *this;
+  }
+
+  py::dict header() const {
+    const auto lock = read_lock();
+    const RaceSketch& s = fitted();
+    nlohmann::json h = sketch_header(s);
+    for (const char* key : {"build", "merged_inputs"})
+      if (header_.contains(key)) h[key] = header_.at(key);
+    return to_python(h);
+  }
+
+  py::array_t<std::int64_t> counts() const {
+    const auto lock = read_lock();
+    const RaceSketch& s = fitted();
+    py::array_t<std::int64_t> out({s.rows(), s.width()});
+    std::memcpy(out.mutable_data(), s.counts().data(), s.counts().size_bytes());
+    return out;
+  }
+
+  // A property of the fitted sketch, read under the shared lock.
+  template <class F>
+  auto read(F&& f) const {
+    const auto lock = read_lock();
+    return f(fitted());
+  }
+
+  py::dict fit_report() const {
+    const auto lock = read_lock();
+    return to_python(fit_report_);
+  }
+  bool fitted_flag() const {
+    const auto lock = read_lock();
+    return sketch_.has_value();
+  }
+  const RaceSketch& fitted() const {
+    if (!sketch_) throw UsageError("the sketch is not fitted yet: call fit(X, epsilon=...) or RaceSketch.load(path)");
+    return *sketch_;
+  }
+  std::string repr() const {
+    const auto lock = read_lock();
+    std::ostringstream s;
+    s << "RaceSketch(kernel='" << to_string(params_.family.kernel) << "'";
+    if (!is_feature_kernel(params_.family.kernel)) s << ", rows=" << params_.family.rows << ", width=" << params_.width;
+    if (params_.hash_seed) s << ", hash_seed=" << *params_.hash_seed;
+    if (sketch_) s << ", fitted, " << (sketch_->is_private() ? "private" : "NOT private");
+    s << ")";
+    return s.str();
+  }
+
+ private:
+  // The shared lock, waited for without the GIL; returns with the GIL held again.
+  std::shared_lock<WriterFirstMutex> read_lock() const {
+    py::gil_scoped_release unlocked;
+    return std::shared_lock<WriterFirstMutex>(*mutex_);
+  }
+
+  static double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+  // kernel_sums under the caller's shared lock (the GIL held).
+  std::vector<double> kernel_sums_locked(const py::handle& q, const QueryOptions& opts) const {
+    const RaceSketch& s = fitted();
+    if (s.family().accumulates_values() || sketch_kind(s.family()) != "race")
+      throw UsageError("a " + sketch_kind(s.family()) +
+                       " feature sketch answers no kernel queries: save it and read it with privrace.M2M(path, domain=...)");
+    warn_if_not_fit(s.privacy(), "query");
     if (s.family().input_kind() == InputKind::Sets) {
       const SetCollection sets = to_sets(q, "Q");
       py::gil_scoped_release unlocked;
@@ -482,81 +791,6 @@ class PyRaceSketch {
     return sums;
   }
 
-  // Densities: kernel sums / N-hat, what `privrace query` prints.
-  std::vector<double> query(const py::handle& q, const QueryOptions& opts) const {
-    std::vector<double> sums = kernel_sums(q, opts);
-    const double n_hat = fitted().n_hat();
-    if (!(n_hat > 0.0))
-      if (PyErr_WarnEx(PyExc_RuntimeWarning,
-                       ("N-hat = " + std::to_string(n_hat) + " is not positive (noise dominates); densities are meaningless").c_str(),
-                       1) < 0)
-        throw py::error_already_set();
-    for (double& v : sums) v /= n_hat;
-    return sums;
-  }
-
-  void save(const std::string& path, bool allow_non_private) const {
-    const RaceSketch& s = fitted();
-    nlohmann::json extra = nlohmann::json::object();
-    for (const char* key : {"build", "merged_inputs"})
-      if (header_.contains(key)) extra[key] = header_.at(key);
-    py::gil_scoped_release unlocked;
-    save_sketch(path, s, allow_non_private, extra);
-  }
-
-  static PyRaceSketch load(const std::string& path) {
-    nlohmann::json header;
-    std::optional<RaceSketch> s;
-    {
-      py::gil_scoped_release unlocked;
-      s.emplace(load_sketch(path, &header));
-    }
-    if (s->family().accumulates_values() || sketch_kind(s->family()) != "race")
-      throw UsageError(path + ": a " + sketch_kind(s->family()) +
-                       " feature sketch (M2M); RaceSketch reads RACE sketches (query it with `privrace m2m`)");
-    return PyRaceSketch(std::move(*s), std::move(header));
-  }
-
-  PyRaceSketch& merge(const PyRaceSketch& other) {
-    RaceSketch& s = fitted_mutable();
-    ReleaseMerge merge(s);
-    merge.add(other.fitted());  // refuses different parameters and private + exact; s unchanged then
-    merge.finish();
-    header_.erase("build");
-    return *this;
-  }
-
-  py::dict header() const {
-    const RaceSketch& s = fitted();
-    nlohmann::json h = sketch_header(s);
-    for (const char* key : {"build", "merged_inputs"})
-      if (header_.contains(key)) h[key] = header_.at(key);
-    return to_python(h);
-  }
-
-  py::array_t<std::int64_t> counts() const {
-    const RaceSketch& s = fitted();
-    py::array_t<std::int64_t> out({s.rows(), s.width()});
-    std::memcpy(out.mutable_data(), s.counts().data(), s.counts().size_bytes());
-    return out;
-  }
-
-  py::dict fit_report() const { return to_python(fit_report_); }
-  bool fitted_flag() const { return sketch_.has_value(); }
-  const RaceSketch& fitted() const {
-    if (!sketch_) throw UsageError("the sketch is not fitted yet: call fit(X, epsilon=...) or RaceSketch.load(path)");
-    return *sketch_;
-  }
-  std::string repr() const {
-    std::ostringstream s;
-    s << "RaceSketch(kernel='" << to_string(params_.family.kernel) << "', rows=" << params_.family.rows
-      << ", width=" << params_.width;
-    if (sketch_) s << ", fitted, " << (sketch_->is_private() ? "private" : "NOT private");
-    s << ")";
-    return s.str();
-  }
-
- private:
   RaceSketch& fitted_mutable() {
     fitted();
     return *sketch_;
@@ -593,20 +827,33 @@ class PyRaceSketch {
     return spec;
   }
 
-  void install(Release release, const std::string& input, std::uintptr_t address) {
+  // The header's build record as the file may hold it: a private sketch's has public fields
+  // only (threads, strategy); the exact record count and the input stay in fit_report. An exact
+  // sketch (written only with allow_non_private=True) keeps them.
+  static nlohmann::json public_build(const nlohmann::json& build, bool is_private) {
+    if (!is_private || !build.is_object()) return build;
+    nlohmann::json out = nlohmann::json::object();
+    for (const char* key : {"threads", "strategy"})
+      if (build.contains(key)) out[key] = build.at(key);
+    return out;
+  }
+
+  // Runs with or without the GIL (no Python object is touched), under the exclusive lock.
+  void install(Release release, const std::string& input, std::uintptr_t address, double seconds) {
     const BuildReport report = release.build();
     fit_report_ = {{"points", report.points}, {"threads", report.threads}, {"strategy", report.strategy},
-                   {"seconds", report.seconds}, {"input", input}, {"data_address", address}};
+                   {"seconds", seconds},      {"input", input},            {"data_address", address}};
     header_ = nlohmann::json::object();
-    header_["build"] = {{"points", report.points}, {"threads", report.threads}, {"strategy", report.strategy},
-                        {"input", "numpy"}};
+    header_["build"] = public_build(release.build_record("numpy"), release.is_private());
     sketch_.emplace(std::move(release).take_sketch());
   }
 
-  ReleaseParams params_;  // kernel, R, W, bandwidth, p, pair mode, master seed
+  ReleaseParams params_;  // kernel, R, W, bandwidth, p, pair mode, master seed, hash seed
   std::optional<RaceSketch> sketch_;
   nlohmann::json header_ = nlohmann::json::object();
   nlohmann::json fit_report_;
+  // fit, fit_sets, merge: exclusive; the rest: shared. A pointer, so that the object moves.
+  std::unique_ptr<WriterFirstMutex> mutex_ = std::make_unique<WriterFirstMutex>();
 };
 
 PyExactPartial PyExactPartial::sum(const std::vector<const PyExactPartial*>& parts) {
@@ -639,16 +886,17 @@ py::tuple PyExactPartial::state() const {
   const ReleaseParams& p = spec_.sketch;
   const FitArgs& f = spec_.fit;
   const auto counts = e.counts().counts();
-  return py::make_tuple(1, to_string(p.family.kernel), p.family.rows, p.width, p.family.bandwidth, p.family.power,
+  return py::make_tuple(2, to_string(p.family.kernel), p.family.rows, p.width, p.family.bandwidth, p.family.power,
                         p.seed ? py::object(py::int_(*p.seed)) : py::object(py::none()), p.family.pair_mode,
                         f.epsilon ? py::object(py::float_(*f.epsilon)) : py::object(py::none()), f.mechanism, f.delta,
                         f.neighbors, f.threads, f.allow_non_private, f.strategy, spec_.master, spec_.fixed, spec_.dim,
                         e.report().points, threads_, strategy_,
-                        py::bytes(reinterpret_cast<const char*>(counts.data()), counts.size_bytes()));
+                        py::bytes(reinterpret_cast<const char*>(counts.data()), counts.size_bytes()),
+                        p.hash_seed ? py::object(py::int_(*p.hash_seed)) : py::object(py::none()));
 }
 
 PyExactPartial PyExactPartial::from_state(const py::tuple& t) {
-  if (t.size() != 22 || t[0].cast<int>() != 1) throw UsageError("not the state of an exact partial (version 1, 22 fields)");
+  if (t.size() != 23 || t[0].cast<int>() != 2) throw UsageError("not the state of an exact partial (version 2, 23 fields)");
   PartialSpec spec;
   ReleaseParams& p = spec.sketch;
   p.family.kernel = race_kernel(t[1].cast<std::string>());
@@ -658,6 +906,7 @@ PyExactPartial PyExactPartial::from_state(const py::tuple& t) {
   p.family.power = t[5].cast<std::size_t>();
   p.seed = t[6].cast<std::optional<std::uint64_t>>();
   p.family.pair_mode = t[7].cast<std::string>();
+  p.hash_seed = t[22].cast<std::optional<std::uint64_t>>();
   FitArgs& f = spec.fit;
   f.epsilon = t[8].cast<std::optional<double>>();
   f.mechanism = t[9].cast<std::string>();
@@ -804,23 +1053,42 @@ PYBIND11_MODULE(_core, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const ResourceError& e) {
-      PyErr_SetString(PyExc_MemoryError, e.what());
+      PyErr_SetString(PyExc_MemoryError, python_wording(e.what()).c_str());
     } catch (const Error& e) {
-      PyErr_SetString(is_file_error(e.what()) ? PyExc_OSError : PyExc_ValueError, e.what());
+      PyErr_SetString(is_file_error(e.what()) ? PyExc_OSError : PyExc_ValueError, python_wording(e.what()).c_str());
     }
   });
+
+  g_not_fit_warning = PyErr_NewExceptionWithDoc(
+      "privrace.NotFitForReleaseWarning",
+      "A sketch that is not fit for release (seeded noise, or exact counts) was loaded, merged or queried.",
+      PyExc_UserWarning, nullptr);
+  if (!g_not_fit_warning) throw py::error_already_set();
+  m.attr("NotFitForReleaseWarning") = py::reinterpret_borrow<py::object>(g_not_fit_warning);
 
   py::class_<PyRaceSketch>(m, "RaceSketch", R"doc(
 A RACE sketch (R rows x W counters) of a data set, released with differential privacy.
 
-RaceSketch(kernel="l2", rows, width, bandwidth=1.0, power=1, seed=None, pair_mode="query")
+RaceSketch(kernel="l2", rows, width, bandwidth=1.0, power=1, seed=None, pair_mode="query", hash_seed=None)
   kernel: l2 (p-stable), angular (SRP), angular_pair, jaccard or jaccard_classic (sets).
   seed: fixes the LSH functions and the noise, exactly as `privrace sketch --seed`; a seeded
-        sketch is recorded as NOT fit for release. None draws both from the OS.)doc")
+        sketch is recorded as NOT fit for release. None draws both from the OS.
+  hash_seed: the LSH functions' seed itself (public, header["family"]["seed"]); the noise still
+        comes from `seed` or the OS. Owners who share a hash_seed (and no seed) release sketches
+        that merge and are each fit for release. RaceSketch.like(other) copies it.
+A sketch that is not fit for release (seeded noise, exact counts) warns with
+privrace.NotFitForReleaseWarning when it is loaded, merged or queried. A RaceSketch may be shared
+by threads: fit and merge wait for queries and saves in progress, and the reverse.)doc")
       .def(py::init<std::string, std::size_t, std::size_t, double, std::size_t, std::optional<std::uint64_t>,
-                    std::string>(),
+                    std::string, std::optional<std::uint64_t>>(),
            py::arg("kernel") = "l2", py::kw_only(), py::arg("rows"), py::arg("width"), py::arg("bandwidth") = 1.0,
-           py::arg("power") = 1, py::arg("seed") = py::none(), py::arg("pair_mode") = "query")
+           py::arg("power") = 1, py::arg("seed") = py::none(), py::arg("pair_mode") = "query",
+           py::arg("hash_seed") = py::none())
+      .def_static("like", &PyRaceSketch::like, py::arg("other"),
+                  R"doc(A new, unfitted sketch with every public parameter of `other` (a RaceSketch, fitted or loaded, or
+the path of a sketch file, rff and hist feature sketches included): kernel, rows, width, bandwidth,
+power, pair mode, features, sigma, bins, domain and the hash seed. It has no seed: its noise comes
+from the OS, so it is fit for release, and it merges with `other`'s release.)doc")
       .def(
           "fit",
           [](PyRaceSketch& self, const py::handle& x, std::optional<double> epsilon, const std::string& mechanism,
@@ -834,7 +1102,8 @@ RaceSketch(kernel="l2", rows, width, bandwidth=1.0, power=1, seed=None, pair_mod
           R"doc(Sketch the rows of X (2-D, float32 or float64) and add the release noise.
 epsilon > 0 is required; epsilon=None with allow_non_private=True keeps exact counts (never for release).
 mechanism: discrete_laplace | floored_laplace | gaussian (with delta); neighbors: add-remove | replace.
-threads=0 uses every core; the counts do not depend on it. The GIL is released while building.)doc")
+threads=0 uses every core; the counts do not depend on it. The GIL is released while building;
+Ctrl-C (KeyboardInterrupt) stops a fit between blocks of rows. Arrays of either byte order are read.)doc")
       .def(
           "fit_sets",
           [](PyRaceSketch& self, const py::handle& sets, std::optional<double> epsilon, const std::string& mechanism,
@@ -865,13 +1134,15 @@ threads=0 uses every core; the counts do not depend on it. The GIL is released w
            "Add another sketch of disjoint data built with the same parameters and seed (`privrace merge`).")
       .def_property_readonly("header", &PyRaceSketch::header, "The file header (family, privacy record, n_hat, ...) as a dict.")
       .def_property_readonly("counts", &PyRaceSketch::counts, "The R x W counters (int64, a copy).")
-      .def_property_readonly("n_hat", [](const PyRaceSketch& self) { return self.fitted().n_hat(); })
-      .def_property_readonly("rows", [](const PyRaceSketch& self) { return self.fitted().rows(); })
-      .def_property_readonly("width", [](const PyRaceSketch& self) { return self.fitted().width(); })
-      .def_property_readonly("is_private", [](const PyRaceSketch& self) { return self.fitted().is_private(); })
+      .def_property_readonly("n_hat", [](const PyRaceSketch& self) { return self.read([](const RaceSketch& s) { return s.n_hat(); }); })
+      .def_property_readonly("rows", [](const PyRaceSketch& self) { return self.read([](const RaceSketch& s) { return s.rows(); }); })
+      .def_property_readonly("width", [](const PyRaceSketch& self) { return self.read([](const RaceSketch& s) { return s.width(); }); })
+      .def_property_readonly("is_private",
+                             [](const PyRaceSketch& self) { return self.read([](const RaceSketch& s) { return s.is_private(); }); })
       .def_property_readonly("fitted", &PyRaceSketch::fitted_flag)
       .def_property_readonly("fit_report", &PyRaceSketch::fit_report,
-                             "The last fit: points, threads, strategy, seconds, how X was read ('in place' or converted).")
+                             "The last fit: points (the exact record count: in memory only, never in a private file's header), "
+                             "threads, strategy, seconds, how X was read ('in place' or converted).")
       .def("__repr__", &PyRaceSketch::repr)
       // privrace.dask (python/privrace/dask.py): one partition's exact counts; not public API.
       .def(

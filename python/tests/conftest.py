@@ -8,6 +8,14 @@ import pytest
 import privrace  # noqa: F401  (fails early, with the reason, when the module is not built)
 
 
+def pytest_collection_modifyitems(items):
+    """Most suites use seeded (reproducible) sketches, which warn NotFitForReleaseWarning on every
+    load, merge and query: ignored there, also under -W error (test_release.py checks the
+    warnings with pytest.warns and warnings as errors)."""
+    for item in items:
+        item.add_marker(pytest.mark.filterwarnings("ignore::privrace.NotFitForReleaseWarning"))
+
+
 @pytest.fixture(scope="session")
 def cli():
     """Path of the `privrace` command (ctest passes the build's; else PATH)."""

@@ -121,8 +121,12 @@ def test_merge_equals_one_sketch_of_the_union(data, tmp_path):
         a.save(str(tmp_path / "exact.rsk"))
     a.save(str(tmp_path / "exact.rsk"), allow_non_private=True)
     assert privrace.RaceSketch.load(str(tmp_path / "exact.rsk")).header["privacy"]["private"] is False
-    p1 = seeded().fit(x[:1000], epsilon=1.0)
-    p2 = seeded().fit(x[1000:], epsilon=1.0)
+    # Private parts need noise of their own: two seeds on shared hash functions (one seed twice is refused).
+    p1 = privrace.RaceSketch("l2", rows=ROWS, width=WIDTH, bandwidth=BANDWIDTH, seed=SEED, hash_seed=7).fit(x[:1000], epsilon=1.0)
+    p2 = privrace.RaceSketch("l2", rows=ROWS, width=WIDTH, bandwidth=BANDWIDTH, seed=SEED + 1, hash_seed=7).fit(x[1000:],
+                                                                                                        epsilon=1.0)
+    with pytest.raises(ValueError, match="share their noise"):
+        seeded().fit(x[:1000], epsilon=1.0).merge(seeded().fit(x[1000:], epsilon=1.0))
     p1.merge(p2)
     assert p1.is_private and p1.header["privacy"]["private"]
 
