@@ -4,10 +4,7 @@
 // Each refusal is a usage error (exit 2) naming the option and its range, or for memory a
 // resource error (exit 1) naming the estimate, and leaves no output file.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -20,25 +17,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct CliRun {
-  int code;
-  std::string out, err;
-};
-
-// `command` through /bin/sh (so that `ulimit` can precede it), stderr captured in `dir`.
-CliRun run_shell(const std::string& command, const fs::path& dir) {
-  const fs::path err_file = dir / "stderr.txt";
-  FILE* pipe = popen(("(" + command + ") 2>" + err_file.string()).c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (const std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  std::ifstream e(err_file);
-  std::stringstream ss;
-  ss << e.rdbuf();
-  // A signal (the former SIGSEGV of --threads 100000) reads as -1.
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, ss.str()};
-}
+// A signal (the former SIGSEGV of --threads 100000) reads as exit code -1.
+using CliRun = privrace::testing::CommandResult;
 
 class CliOptions : public ::testing::Test {
  protected:
@@ -56,7 +36,8 @@ class CliOptions : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir); }
   std::string p(const std::string& name) const { return (dir / name).string(); }
   CliRun cli(const std::string& args, const std::string& prefix = "") const {
-    return run_shell(prefix + std::string(PRIVRACE_CLI) + " " + args, dir);
+    // Through /bin/sh, so that `ulimit` can precede the command.
+    return privrace::testing::run_command("(" + prefix + std::string(PRIVRACE_CLI) + " " + args + ")", dir);
   }
   std::string sketch(const std::string& extra, const std::string& out = "o.rsk") const {
     return "sketch --input " + p("data.csv") + " --bandwidth 2 --epsilon 1 --seed 7 -q -o " + p(out) + " " + extra;
