@@ -372,7 +372,7 @@ Kernel race_kernel(const std::string& name) {
   for (const Kernel k : {Kernel::L2, Kernel::Angular, Kernel::AngularPair, Kernel::Jaccard, Kernel::JaccardClassic})
     if (name == to_string(k)) return k;
   throw UsageError("kernel must be l2, angular, angular_pair, jaccard or jaccard_classic, got '" + name +
-                   "' (the rff and hist feature maps are built with the privrace command)");
+                   "' (rff and hist feature sketches: RaceSketch.like(a feature sketch file), or the privrace command)");
 }
 
 // ---------------------------------------------------------------------------------------------
