@@ -7,11 +7,14 @@
 #include <boost/math/special_functions/beta.hpp>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <numbers>
 #include <sstream>
+#include <unordered_map>
 
 #include "privrace/core/error.hpp"
 #include "privrace/privacy/mechanisms.hpp"
@@ -22,9 +25,10 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-// The three checks share 1 - confidence equally (union bound), whether or not a path runs all
-// three; the epsilon and profile checks split theirs between the two Clopper-Pearson bounds.
-double check_alpha(double confidence) { return (1.0 - confidence) / 3.0; }
+// The four checks (epsilon, Gaussian profile, noise conformance, whole file) share
+// 1 - confidence equally (union bound), whether or not a path runs all four; the epsilon,
+// profile and whole-file checks split theirs between the two Clopper-Pearson bounds.
+double check_alpha(double confidence) { return (1.0 - confidence) / 4.0; }
 
 double std_normal_cdf(double x) { return 0.5 * std::erfc(-x / std::numbers::sqrt2); }
 
@@ -107,6 +111,192 @@ void validate(const Claim& claim, const AuditOptions& options) {
                      ": at least " + std::to_string(minimum) + " runs per data set are needed");
 }
 
+// ---- The whole-file check --------------------------------------------------------------
+
+using OrderedJson = nlohmann::ordered_json;
+
+// Drops the noisy and derived fields (file_fields): n_hat at the top; count, noise_id and
+// noise_seed in the privacy record and in each of its merged parts.
+void drop_noisy_privacy_fields(OrderedJson& privacy) {
+  if (!privacy.is_object()) return;
+  for (const char* key : {"count", "noise_id", "noise_seed"}) privacy.erase(key);
+  if (auto it = privacy.find("merged_from"); it != privacy.end() && it->is_array())
+    for (auto& part : *it) drop_noisy_privacy_fields(part);
+}
+
+void flatten_fields(const OrderedJson& node, const std::string& prefix, std::vector<std::pair<std::string, std::string>>& out) {
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string path = prefix.empty() ? it.key() : prefix + "." + it.key();
+    if (it->is_object()) {
+      out.emplace_back(path, "{}");  // the object's presence (an empty object is a field too)
+      flatten_fields(*it, path, out);
+    } else {
+      out.emplace_back(path, it->dump());
+    }
+  }
+}
+
+template <typename T>
+T read_le(const std::string& bytes, std::size_t at) {
+  if (at + sizeof(T) > bytes.size()) throw Error("audit: a released file is truncated");
+  T v;
+  std::memcpy(&v, bytes.data() + at, sizeof(T));
+  return v;  // little-endian hosts only, as the writer
+}
+
+// The events of the whole-file check: indicator k of a file set is "field k equals the
+// reference's" (k >= 2), "the same fields as the reference" (k = 1) or "every field equal"
+// (k = 0); each with the four directions below.
+struct FileEvent {
+  bool equal;              // the event is "equal" (true) or "differs" (false)
+  bool favours_neighbour;  // likelier on D' (a = D') or on D
+};
+const FileEvent kFileEvents[] = {{true, false}, {false, true}, {true, true}, {false, false}};
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> file_fields(const std::string& bytes) {
+  static constexpr char kMagic[] = "PRIVRACE";
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0) throw Error("audit: a released file has no PRIVRACE magic");
+  std::vector<std::pair<std::string, std::string>> out;
+  out.emplace_back("container.magic", "\"PRIVRACE\"");
+  const auto version = read_le<std::uint32_t>(bytes, 8);
+  out.emplace_back("container.version", std::to_string(version));
+  const auto header_length = read_le<std::uint64_t>(bytes, 12);
+  if (header_length > bytes.size() - 20) throw Error("audit: a released file's header length exceeds the file");
+  OrderedJson header = OrderedJson::parse(bytes.begin() + 20, bytes.begin() + 20 + static_cast<std::ptrdiff_t>(header_length));
+  const std::size_t payload_at = 20 + header_length;
+  const auto payload_length = read_le<std::uint64_t>(bytes, payload_at);
+  if (payload_length > bytes.size() - payload_at - 8 || payload_at + 8 + payload_length + 4 != bytes.size())
+    throw Error("audit: a released file's payload length does not match the file");
+  if (version >= 2) {  // u64 counts | u64 blocks | ...: the shape (the rest are functions of the noisy counts)
+    out.emplace_back("container.payload_counts", std::to_string(read_le<std::uint64_t>(bytes, payload_at + 8)));
+    out.emplace_back("container.payload_blocks", std::to_string(read_le<std::uint64_t>(bytes, payload_at + 16)));
+  }
+  if (!header.is_object()) throw Error("audit: a released file's header is not a JSON object");
+  header.erase("n_hat");
+  if (auto it = header.find("privacy"); it != header.end()) drop_noisy_privacy_fields(*it);
+  const std::size_t first_header_field = out.size();
+  flatten_fields(header, "", out);
+  std::string order;
+  for (std::size_t i = first_header_field; i < out.size(); ++i) order += out[i].first + ";";
+  out.emplace_back("container.field_order", order);
+  return out;
+}
+
+namespace {
+
+// The whole-file check of `path` (release_files set): fills result.file_*.
+void run_file_check(const AuditPath& path, const AuditOptions& options, AuditResult& result, int threads) {
+  const double alpha = check_alpha(options.confidence);
+  const std::size_t minimum = minimum_runs(path.claim, options.confidence);
+  const std::size_t n = options.file_runs ? options.file_runs : std::max<std::size_t>(4 * minimum, 2000);
+  if (n < minimum)
+    throw UsageError("audit: " + std::to_string(n) + " file runs are too few to ever bound epsilon above " +
+                     std::to_string(path.claim.epsilon) + ": at least " + std::to_string(minimum) + " are needed");
+  const std::uint64_t base = derive_seed(options.seed, 0x66696c65ULL);  // "file": streams of their own
+  auto fields_of = [&](const std::vector<std::string>& files) {
+    std::vector<std::pair<std::string, std::string>> all;
+    for (std::size_t f = 0; f < files.size(); ++f)
+      for (auto& [name, value] : file_fields(files[f])) all.emplace_back("file" + std::to_string(f) + "." + name, std::move(value));
+    return all;
+  };
+  // The reference: one release on D, from a stream no trial uses.
+  const auto reference = fields_of(path.release_files(false, NoiseSource{!options.fresh_noise, derive_seed(base, ~std::uint64_t{0})}));
+  if (reference.empty()) throw Error("audit: path '" + path.name + "' wrote no file");
+  std::unordered_map<std::string, std::size_t> index;
+  for (std::size_t k = 0; k < reference.size(); ++k) index.emplace(reference[k].first, k);
+  const std::size_t indicators = 2 + reference.size();
+  // equal[side][half][k]: runs of that half on that side where indicator k holds.
+  std::vector<std::size_t> equal[2][2];
+  for (auto& side : equal)
+    for (auto& h : side) h.assign(indicators, 0);
+  const std::size_t half = n / 2;
+  std::exception_ptr failure;
+#pragma omp parallel num_threads(threads)
+  {
+    omp_set_num_threads(1);
+    std::vector<std::size_t> mine[2][2];
+    for (auto& side : mine)
+      for (auto& h : side) h.assign(indicators, 0);
+    std::vector<char> hit(indicators);
+#pragma omp for schedule(static)
+    for (std::size_t i = 0; i < n; ++i) {
+      if (failure) continue;
+      try {
+        for (int side = 0; side < 2; ++side) {
+          const NoiseSource noise{!options.fresh_noise, derive_seed(base, 2 * i + static_cast<std::size_t>(side))};
+          const auto fields = fields_of(path.release_files(side == 1, noise));
+          std::fill(hit.begin(), hit.end(), 0);
+          bool same_names = fields.size() == reference.size(), all_equal = same_names;
+          for (std::size_t f = 0; f < fields.size(); ++f) {
+            const auto it = index.find(fields[f].first);
+            if (it == index.end()) {
+              same_names = all_equal = false;
+              continue;
+            }
+            const bool eq = reference[it->second].second == fields[f].second;
+            hit[2 + it->second] = eq;
+            all_equal = all_equal && eq && it->second == f;
+          }
+          hit[0] = all_equal;
+          hit[1] = same_names;
+          auto& counts = mine[side][i < half ? 0 : 1];
+          for (std::size_t k = 0; k < indicators; ++k) counts[k] += static_cast<std::size_t>(hit[k]);
+        }
+      } catch (...) {
+#pragma omp critical(audit_file_failure)
+        if (!failure) failure = std::current_exception();
+      }
+    }
+#pragma omp critical(audit_file_sums)
+    for (int side = 0; side < 2; ++side)
+      for (int h = 0; h < 2; ++h)
+        for (std::size_t k = 0; k < indicators; ++k) equal[side][h][k] += mine[side][h][k];
+  }
+  if (failure) std::rethrow_exception(failure);
+
+  // x_a, x_b of event e on indicator k in half h of m runs.
+  auto counts = [&](const FileEvent& e, std::size_t k, int h, std::size_t m) {
+    const std::size_t on_d = equal[0][h][k], on_dp = equal[1][h][k];
+    const std::size_t a = e.favours_neighbour ? on_dp : on_d, b = e.favours_neighbour ? on_d : on_dp;
+    return e.equal ? std::pair{a, b} : std::pair{m - a, m - b};
+  };
+  double best = kNegInf;
+  std::size_t best_k = 0;
+  const FileEvent* best_e = &kFileEvents[0];
+  // Single fields first, so that a tie names the field that gives the leak away.
+  std::vector<std::size_t> order;
+  for (std::size_t k = 2; k < indicators; ++k) order.push_back(k);
+  order.push_back(1);
+  order.push_back(0);
+  for (const std::size_t k : order)
+    for (const FileEvent& e : kFileEvents) {
+      const auto [x_a, x_b] = counts(e, k, 0, half);
+      if (x_a <= x_b) continue;
+      const double bound = epsilon_bound(x_a, x_b, half, path.claim.delta, alpha / 2.0);
+      if (bound > best) {
+        best = bound;
+        best_k = k;
+        best_e = &e;
+      }
+    }
+  const std::size_t measured = n - half;
+  const auto [x_a, x_b] = counts(*best_e, best_k, 1, measured);
+  result.file_tested = true;
+  result.file_runs = n;
+  result.file_fields = reference.size();
+  result.file_epsilon_lower = std::max(0.0, epsilon_bound(x_a, x_b, measured, path.claim.delta, alpha / 2.0));
+  const std::string what = best_k == 0   ? std::string("every field")
+                           : best_k == 1 ? std::string("the set of fields")
+                                         : "field '" + reference[best_k - 2].first + "'";
+  result.file_event = what + (best_e->equal ? " equals" : " differs from") + " its value in D's reference file (likelier on " +
+                      (best_e->favours_neighbour ? "D'" : "D") + ")";
+  result.file_p_a = static_cast<double>(x_a) / static_cast<double>(measured);
+  result.file_p_b = static_cast<double>(x_b) / static_cast<double>(measured);
+  result.file_ok = result.file_epsilon_lower <= path.claim.epsilon;
+}
+
 }  // namespace
 
 double clopper_pearson_lower(std::size_t x, std::size_t n, double alpha) {
@@ -159,6 +349,9 @@ std::string AuditResult::summary() const {
   if (variance_tested)
     s << "  variance: measured " << variance_measured << " recorded " << variance_recorded << " +- "
       << variance_tolerance << (variance_ok ? "" : " (MISMATCH)");
+  if (file_tested)
+    s << "  file: eps_lower=" << file_epsilon_lower << (file_ok ? "" : " (ABOVE the claim)") << " [" << file_event
+      << "; p=" << file_p_a << " vs " << file_p_b << "; " << file_fields << " fields, " << file_runs << " files per data set]";
   s << "  runs=" << runs << " per data set, confidence=" << confidence << ", " << seconds << " s";
   return s.str();
 }
@@ -358,6 +551,7 @@ AuditResult run_audit(const AuditPath& path, const AuditOptions& options) {
     result.variance_tolerance = z * std::sqrt(w_var / dn) + 0.002 * rec;
     result.variance_ok = std::abs(result.variance_measured - rec) <= result.variance_tolerance;
   }
+  if (path.release_files) run_file_check(path, options, result, threads);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
 }

@@ -21,6 +21,15 @@
 //    must match the variance the release records. Extra noise cannot raise epsilon, but a
 //    release that adds noise twice while recording it once reports false accuracy (and means
 //    the code path is not the one that was reasoned about).
+//  * the whole file (paths that write one): a released file must be epsilon-DP as a whole, not
+//    only its counts. Each trial writes the release through the sketch file writer and the
+//    check reads every byte that is not the counts' noise: the container's fields and every
+//    header field except the noisy and derived ones (below). Its events are "field f equals
+//    its value in a reference file of D" (and the complements); an exact value in a header (the
+//    record count, graph statistics) differs deterministically between D and D', so the event
+//    has probability 1 on one side and 0 on the other and the bound exceeds any claim. The
+//    trials are their own (fewer: a file costs a write and a read), with their own share of
+//    1 - confidence; half of them choose the field and direction, half measure it.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -56,6 +65,10 @@ struct AuditPath {
   std::vector<double> exact_neighbour;  // on D'
   // One complete release on D (neighbour = false) or D', with noise from `noise`.
   std::function<void(bool neighbour, const NoiseSource& noise, Observation& out)> release;
+  // The same release written as the files a data owner would publish, through the sketch file
+  // writer (save_release / save_sketch): every file's bytes, in a fixed order. Empty: the path
+  // writes no file (mechanisms, local randomisers) and the whole-file check is not run.
+  std::function<std::vector<std::string>(bool neighbour, const NoiseSource& noise)> release_files;
 };
 
 struct AuditOptions {
@@ -64,6 +77,9 @@ struct AuditOptions {
   std::uint64_t seed = 1;      // base of the per-run noise seeds
   bool fresh_noise = false;    // true: the release CSPRNG instead of seeded streams (not reproducible)
   int threads = 0;             // runs in parallel; 0 = OpenMP default
+  // Whole-file check: files written on EACH of D and D' (0: four times the fewest with which the
+  // check could fail, at least 2000).
+  std::size_t file_runs = 0;
 };
 
 struct AuditResult {
@@ -86,11 +102,31 @@ struct AuditResult {
   bool variance_tested = false;
   double variance_measured = 0.0, variance_recorded = 0.0, variance_tolerance = 0.0;
   bool variance_ok = true;
+  // whole-file check
+  bool file_tested = false;
+  std::size_t file_runs = 0;     // files written on each of D and D'
+  std::size_t file_fields = 0;   // fields compared (container and header, noisy and derived ones excluded)
+  double file_epsilon_lower = 0.0;
+  std::string file_event;        // which field and direction
+  double file_p_a = 0.0, file_p_b = 0.0;
+  bool file_ok = true;
   double seconds = 0.0;
-  bool pass() const { return epsilon_ok && profile_ok && variance_ok; }
+  bool pass() const { return epsilon_ok && profile_ok && variance_ok && file_ok; }
   std::string verdict() const { return pass() ? "pass" : "fail"; }
   std::string summary() const;  // one line
 };
+
+// The fields of one released file that the whole-file check compares, as (name, JSON text) in
+// file order: the container's magic, version and payload shape ("container.*"), then every
+// header field by its dotted path (objects are walked, arrays are single fields), then
+// "container.field_order". Left out, as the only fields a release may vary with the data through
+// its noise: the counts themselves (the main checks' observables), the payload's per-block byte
+// planes and compressed lengths and the CRC (functions of the noisy counts), and the noisy and
+// derived header fields: "n_hat", and under "privacy" (its merged parts included) "count",
+// "noise_id" and "noise_seed" (the audit's seeded noise streams; absent from a real release).
+// This list is the auditor's own, independent of the writer's field classes. Error when the
+// bytes are not a sketch file.
+std::vector<std::pair<std::string, std::string>> file_fields(const std::string& bytes);
 
 // Clopper-Pearson bounds for x successes in n trials, each one-sided at level alpha.
 double clopper_pearson_lower(std::size_t x, std::size_t n, double alpha);

@@ -1,6 +1,13 @@
 #include "privrace/audit/paths.hpp"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 
 #include "privrace/core/error.hpp"
@@ -13,8 +20,43 @@
 #include "privrace/sketch/builder.hpp"
 #include "privrace/sketch/feature_sketch.hpp"
 #include "privrace/sketch/privatize.hpp"
+#include "privrace/sketch/release.hpp"
+#include "privrace/sketch/sketch_io.hpp"
 
 namespace privrace::audit {
+
+ScratchFolder::ScratchFolder() {
+  std::string root = "/dev/shm";  // memory-backed where there is one: a file costs microseconds
+  if (::access(root.c_str(), W_OK) != 0) root = std::filesystem::temp_directory_path().string();
+  std::string name = root + "/privrace-audit-XXXXXX";
+  if (!::mkdtemp(name.data())) throw Error("audit: cannot create a scratch folder in " + root);
+  dir_ = name;
+}
+
+ScratchFolder::~ScratchFolder() {
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+std::string ScratchFolder::next_path() { return dir_ + "/release" + std::to_string(next_.fetch_add(1)) + ".rsk"; }
+
+std::string take_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("audit: cannot read back " + path);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+  return bytes;
+}
+
+std::string write_released_file(ScratchFolder& folder, RaceSketch exact, const BuildReport& report, const PrivacySpec& spec,
+                                const NoiseSource& noise) {
+  const Release release = ExactSketch(std::move(exact), report).release(spec, noise);
+  const std::string path = folder.next_path();
+  save_release(path, release, {{"build", release.build_record("audit")}});
+  return take_file(path);
+}
 
 namespace {
 
@@ -78,6 +120,12 @@ AuditPath dense_sketch_path(const std::string& name, const std::string& descript
     privatize(sketch, spec, noise);
     observe(sketch, out);
   };
+  p.release_files = [family, width, d, d_prime, spec, folder = std::make_shared<ScratchFolder>()](
+                        bool neighbour, const NoiseSource& noise) {
+    BuildReport report;
+    RaceSketch sketch = exact_sketch(family, width, neighbour ? d_prime : d, &report);
+    return std::vector<std::string>{write_released_file(*folder, std::move(sketch), report, spec, noise)};
+  };
   return p;
 }
 
@@ -111,6 +159,12 @@ AuditPath sets_path(const PathOptions& o) {
     RaceSketch sketch = exact_sketch(family, width, neighbour ? d_prime : d);
     privatize(sketch, spec, noise);
     observe(sketch, out);
+  };
+  p.release_files = [family, width, d, d_prime, spec, folder = std::make_shared<ScratchFolder>()](
+                        bool neighbour, const NoiseSource& noise) {
+    BuildReport report;
+    RaceSketch sketch = exact_sketch(family, width, neighbour ? d_prime : d, &report);
+    return std::vector<std::string>{write_released_file(*folder, std::move(sketch), report, spec, noise)};
   };
   return p;
 }
@@ -147,6 +201,29 @@ AuditPath merge_path(const PathOptions& o) {
     first.merge(second);
     first.set_privacy(record);
     observe(first, out);
+  };
+  // The files: each owner's release, as `privrace sketch` writes it, and their merge, as
+  // `privrace merge` writes it from those two files.
+  p.release_files = [family, width, a, a_prime, b, spec, folder = std::make_shared<ScratchFolder>()](
+                        bool neighbour, const NoiseSource& noise) {
+    BuildReport report_a, report_b;
+    RaceSketch first = exact_sketch(family, width, neighbour ? a_prime : a, &report_a);
+    RaceSketch second = exact_sketch(family, width, b, &report_b);
+    std::vector<std::string> files;
+    files.push_back(write_released_file(*folder, std::move(first), report_a, spec, {noise.seeded, derive_seed(noise.seed, 0)}));
+    files.push_back(write_released_file(*folder, std::move(second), report_b, spec, {noise.seeded, derive_seed(noise.seed, 1)}));
+    const std::string path_a = folder->next_path(), path_b = folder->next_path(), merged_path = folder->next_path();
+    write_file_atomically(path_a, files[0]);
+    write_file_atomically(path_b, files[1]);
+    RaceSketch merged = load_sketch(path_a);
+    ReleaseMerge merge(merged, "a.rsk");
+    merge.add(load_sketch(path_b), "b.rsk");
+    merge.finish();
+    save_sketch(merged_path, merged, false, {{"merged_inputs", {"a.rsk", "b.rsk"}}});
+    take_file(path_a);
+    take_file(path_b);
+    files.push_back(take_file(merged_path));
+    return files;
   };
   return p;
 }
@@ -190,6 +267,16 @@ AuditPath two_releases_path(const PathOptions& o) {
     out.recorded_variance.insert(out.recorded_variance.end(), two.recorded_variance.begin(), two.recorded_variance.end());
     for (std::size_t c = 0; c < one.values.size(); ++c)
       out.recorded_variance.push_back(one.recorded_variance[c] + two.recorded_variance[c]);
+  };
+  p.release_files = [family, width, a, all, all_prime, spec, folder = std::make_shared<ScratchFolder>()](
+                        bool neighbour, const NoiseSource& noise) {
+    BuildReport report_a, report_all;
+    RaceSketch first = exact_sketch(family, width, a, &report_a);
+    RaceSketch second = exact_sketch(family, width, neighbour ? all_prime : all, &report_all);
+    std::vector<std::string> files;
+    files.push_back(write_released_file(*folder, std::move(first), report_a, spec, {noise.seeded, derive_seed(noise.seed, 0)}));
+    files.push_back(write_released_file(*folder, std::move(second), report_all, spec, {noise.seeded, derive_seed(noise.seed, 1)}));
+    return files;
   };
   return p;
 }
@@ -307,6 +394,12 @@ AuditPath feature_path(const std::string& kind, const PathOptions& o) {
     const auto& rec = sketch.privacy();
     out.values.push_back(rec.at("count").get<double>());
     out.recorded_variance.push_back(rec.at("count_noise_variance").get<double>());
+  };
+  p.release_files = [family, width, d, d_prime, spec, folder = std::make_shared<ScratchFolder>()](
+                        bool neighbour, const NoiseSource& noise) {
+    BuildReport report;
+    RaceSketch sketch = exact_sketch(family, width, neighbour ? d_prime : d, &report);
+    return std::vector<std::string>{write_released_file(*folder, std::move(sketch), report, spec, noise)};
   };
   return p;
 }
@@ -521,19 +614,23 @@ std::shared_ptr<const LshFamily> audit_family(const std::string& kernel, const P
   return make_family(spec);
 }
 
-RaceSketch exact_sketch(std::shared_ptr<const LshFamily> family, std::size_t width, const DenseMatrix& data) {
+RaceSketch exact_sketch(std::shared_ptr<const LshFamily> family, std::size_t width, const DenseMatrix& data,
+                        BuildReport* report) {
   RaceSketch sketch(std::move(family), width);
   BuildOptions opts;
   opts.threads = 1;
-  build_dense(sketch, data, opts);
+  BuildReport r = build_dense(sketch, data, opts);
+  if (report) *report = std::move(r);
   return sketch;
 }
 
-RaceSketch exact_sketch(std::shared_ptr<const LshFamily> family, std::size_t width, const SetCollection& data) {
+RaceSketch exact_sketch(std::shared_ptr<const LshFamily> family, std::size_t width, const SetCollection& data,
+                        BuildReport* report) {
   RaceSketch sketch(std::move(family), width);
   BuildOptions opts;
   opts.threads = 1;
-  build_sets(sketch, data, opts);
+  BuildReport r = build_sets(sketch, data, opts);
+  if (report) *report = std::move(r);
   return sketch;
 }
 

@@ -3,12 +3,14 @@
 // builder, privatize, merge and the noise samplers, exactly as `privrace sketch` and
 // `privrace merge` call them. Small sketches (R = 4, W = 8 by default) keep a release at a
 // few microseconds, so a verdict can rest on 10^5 - 10^6 releases.
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "privrace/audit/auditor.hpp"
 #include "privrace/lsh/family.hpp"
+#include "privrace/sketch/builder.hpp"
 #include "privrace/sketch/race_sketch.hpp"
 
 namespace privrace::audit {
@@ -34,9 +36,33 @@ DenseMatrix with_row(const DenseMatrix& d, const DenseMatrix& candidates, Eigen:
 SetCollection with_set(const SetCollection& d, const SetCollection& candidates, std::size_t index);
 std::shared_ptr<const LshFamily> audit_family(const std::string& kernel, const PathOptions& options,
                                               const std::string& pair_mode = "query");
-// The exact sketch of D through the parallel builder (one thread: the runs are the parallel axis).
-RaceSketch exact_sketch(std::shared_ptr<const LshFamily> family, std::size_t width, const DenseMatrix& data);
-RaceSketch exact_sketch(std::shared_ptr<const LshFamily> family, std::size_t width, const SetCollection& data);
+// The exact sketch of D through the parallel builder (one thread: the runs are the parallel axis);
+// `report`: the build's report (what the release API records).
+RaceSketch exact_sketch(std::shared_ptr<const LshFamily> family, std::size_t width, const DenseMatrix& data,
+                        BuildReport* report = nullptr);
+RaceSketch exact_sketch(std::shared_ptr<const LshFamily> family, std::size_t width, const SetCollection& data,
+                        BuildReport* report = nullptr);
+
+// The whole-file check's files: a private folder (memory-backed /dev/shm where writable, else
+// the temporary directory), removed with everything in it when the last path using it goes.
+class ScratchFolder {
+ public:
+  ScratchFolder();
+  ~ScratchFolder();
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  std::string next_path();  // a new file name in the folder (thread-safe)
+ private:
+  std::string dir_;
+  std::atomic<std::uint64_t> next_{0};
+};
+// The file's bytes; the file is removed.
+std::string take_file(const std::string& path);
+// One release as `privrace sketch` writes it: the exact counts released through the release API
+// (ExactSketch::release, noise once) and written by save_release with the "build" record the
+// command writes (input "audit"); returns the file's bytes.
+std::string write_released_file(ScratchFolder& folder, RaceSketch exact, const BuildReport& report, const PrivacySpec& spec,
+                                const NoiseSource& noise);
 // The candidate whose insertion changes the exact counts most (L1, then L2): D' = D + it.
 Eigen::Index most_sensitive_row(const std::shared_ptr<const LshFamily>& family, std::size_t width,
                                 const DenseMatrix& d, const DenseMatrix& candidates);
