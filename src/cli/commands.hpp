@@ -61,6 +61,10 @@ EdgeListOptions edge_list_options(const SketchJob& job);
 // The "graph" record of a graph read with `eopts`: the summary line's statistics (exact), and the
 // whole record in a file without noise.
 nlohmann::json graph_record(const EdgeListReport& g, const EdgeListOptions& eopts, bool from_cache);
+// An edge list's records are its nodes that have an out-neighbour: a node without one is not a
+// record (were it one, an edge to a new, larger id would add every id below it as a record, and
+// one edge would change the counts without bound). The sets of `sets` that are not empty.
+SetCollection without_empty_sets(SetCollection sets);
 // Its public part (the options), which is all a private file holds.
 nlohmann::json public_graph_record(const nlohmann::json& graph);
 // Warns on stderr (whatever -q says) when a sketch is not fit for release: seeded noise, or

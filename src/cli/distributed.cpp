@@ -454,7 +454,7 @@ std::vector<std::uint64_t> exchange_pairs(std::vector<std::vector<std::uint64_t>
 // rank builds the sets of its nodes (the targets of its directed pairs united with the sources
 // of its reversed pairs, sorted and de-duplicated, as read_edge_list) and sketches them. Node
 // ids are not compacted, so every node's set is the one of one process; the nodes without a
-// neighbour (ids up to max(largest id + 1, --nodes)) are empty sets, which rank 0 counts.
+// neighbour (ids up to max(largest id + 1, --nodes)) are not records (without_empty_sets).
 // A set's codes depend on the set alone and the counts are sums: the sketch is one process's.
 int build_graph(const SketchJob& job, const MasterSeed& seed, int rank, int ranks, Failure& f, std::optional<ExactSketch>& exact,
                 nlohmann::json& graph_info, double& read_seconds, nlohmann::json& dist) {
@@ -515,7 +515,7 @@ int build_graph(const SketchJob& job, const MasterSeed& seed, int rank, int rank
   g.empty_sets = nodes - sums[0];
   g.symmetrised = eopts.symmetrise;
   graph_info = graph_record(g, eopts, false);
-  if (rank == 0) sets.offsets.resize(sets.offsets.size() + g.empty_sets, sets.ids.size());  // the nodes without a neighbour
+  // The nodes without a neighbour are not records (without_empty_sets): nothing is added for them.
   dist["rank_edge_lines"] = rank_lines;
   dist["rank_nodes"] = rank_sets;  // nodes with a neighbour
   read_seconds = seconds_since(t0);

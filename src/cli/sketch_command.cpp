@@ -41,7 +41,7 @@ SetCollection read_set_input(const SketchJob& job, nlohmann::json& info) {
                            ? read_edge_list_cached(job.input, job.vm["graph-cache"].as<std::string>(), eopts, &g, &cached)
                            : read_edge_list(job.input, eopts, &g);
   info = graph_record(g, eopts, cached);
-  return sets;
+  return without_empty_sets(std::move(sets));
 }
 
 // --like FILE: the public parameters of a sketch file (read and checked as any sketch) or of a
@@ -253,6 +253,15 @@ nlohmann::json graph_record(const EdgeListReport& g, const EdgeListOptions& eopt
           {"empty_sets", g.empty_sets}, {"symmetrised", g.symmetrised}, {"from_cache", from_cache}};
   if (eopts.declared_nodes > 0) record["declared_nodes"] = eopts.declared_nodes;
   return record;
+}
+
+SetCollection without_empty_sets(SetCollection sets) {
+  SetCollection out;
+  out.ids = std::move(sets.ids);
+  out.offsets.reserve(sets.offsets.size());
+  for (std::size_t i = 1; i < sets.offsets.size(); ++i)
+    if (sets.offsets[i] != sets.offsets[i - 1]) out.offsets.push_back(sets.offsets[i]);
+  return out;
 }
 
 nlohmann::json public_graph_record(const nlohmann::json& graph) {
