@@ -259,8 +259,17 @@ struct RunOptions {
   std::vector<double> only_epsilons;
 };
 
+// A method whose cells could not run because an optional module is missing (UnavailableError):
+// its cells of this run, recorded in NAME.unavailable.jsonl and tried again by the next run.
+struct UnavailableMethod {
+  std::string label, method, reason;
+  std::size_t cells = 0;
+};
+
 struct RunReport {
   std::string results_path, csv_path, summary_path;
+  std::string unavailable_path;  // NAME.unavailable.jsonl: the cells that could not run (absent when none)
+  std::vector<UnavailableMethod> unavailable;  // this run's, in config order (runner.hpp: exit status 3)
   std::string timing_path;  // NAME.timing.csv: build / query time per method at its best setting
   std::size_t cells_total = 0, cells_skipped = 0, cells_run = 0;
   std::string summary_table;

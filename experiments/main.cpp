@@ -1,6 +1,7 @@
 // privrace-experiment CONFIG [--quick] [--out DIR] [--threads T] [--jobs J] [--data-dir D] [--repo DIR] [--plan] [--sample K]
 //                     [--method LABEL]... [--epsilon E]...
-// Exit codes: 0 success, 2 bad usage (flags), 1 any other error (config, data, I/O).
+// Exit codes: 0 success, 2 bad usage (flags), 1 any other error (config, data, I/O), 3 the run
+// finished but some methods could not run (an optional module is missing; runner.hpp).
 #include <boost/program_options.hpp>
 #include <csignal>
 #include <filesystem>
@@ -8,6 +9,7 @@
 #include <limits>
 
 #include "experiment.hpp"
+#include "runner.hpp"
 #include "privrace/core/limits.hpp"
 #include "privrace/core/version.hpp"
 #include "data/home.hpp"
@@ -34,7 +36,10 @@ int main(int argc, char** argv) {
       "The estimate prices each pending cell by the measured wall time of its method and\n"
       "parameters (earlier records of this run, then configs/calibration/cell_costs.json).\n"
       "--method and --epsilon run part of the profile: the same cells, seeds and records as the\n"
-      "full run, which then skips them (methods without an epsilon ignore --epsilon).\n";
+      "full run, which then skips them (methods without an epsilon ignore --epsilon).\n"
+      "Exit status: 0 done, 1 error, 2 bad flags, 3 done but some methods could not run (an optional\n"
+      "module such as DP-WGAN's is missing): every other method ran, the summary on stderr names them,\n"
+      "their cells are in DIR/NAME.unavailable.jsonl and a rerun tries them again.\n";
   // A write past the file-size limit (ulimit -f) then fails with EFBIG and is reported like
   // any write error instead of the signal ending the process mid-write.
   std::signal(SIGXFSZ, SIG_IGN);
@@ -103,7 +108,8 @@ int main(int argc, char** argv) {
                 << report.cells_unpriced << '\t' << report.estimate_basis << " [" << report.threads << " threads"
                 << (report.jobs > 1 ? ", " + std::to_string(report.jobs) + " jobs" : std::string()) << "]\n";
     }
-    return 0;
+    std::cerr << experiments::unavailable_summary(report);
+    return experiments::exit_status(report);
   } catch (const UsageError& e) {
     std::cerr << "privrace-experiment: " << e.what() << "\n\n" << usage;
     return 2;

@@ -26,6 +26,7 @@
 #include "privrace/core/random.hpp"
 #include "privrace/io/sketch_file.hpp"
 #include "results.hpp"
+#include "runner.hpp"
 #include "shared_work.hpp"
 
 #ifndef PRIVRACE_SOURCE_DIR
@@ -417,6 +418,7 @@ void open_outputs(const RunOptions& options, const ExperimentConfig& cfg, const 
   report.csv_path = (dir / (out.stem + ".csv")).string();
   report.summary_path = (dir / (out.stem + ".summary.json")).string();
   report.timing_path = (dir / (out.stem + ".timing.csv")).string();
+  report.unavailable_path = (dir / (out.stem + ".unavailable.jsonl")).string();
   if (options.plan_only) {
     for (auto& r : read_finished_records(report.results_path))
       if (r.value("config_fingerprint", "") == cfg.fingerprint()) {
@@ -634,15 +636,43 @@ json make_record(const ExperimentConfig& cfg, const TaskContext& context, const 
           {"details", result.details}};
 }
 
+// A cell that could not run because an optional module is missing (UnavailableError): the
+// record's identity (config, key, method, params, epsilon, rep, seeds), "status": "unavailable"
+// and the reason. Kept in NAME.unavailable.jsonl, never in NAME.jsonl: the cell is not finished,
+// so the next run tries it again.
+json unavailable_record(const ExperimentConfig& cfg, const CellGroup& g, const PendingCell& cell, const std::string& reason) {
+  return {{"config", cfg.name},
+          {"config_fingerprint", cfg.fingerprint()},
+          {"key", cell.key},
+          {"task", cfg.task},
+          {"figure", cfg.figure},
+          {"dataset", cfg.dataset},
+          {"method", g.method->name},
+          {"label", g.method->label},
+          {"params", g.params},
+          {"epsilon", std::isnan(cell.epsilon) ? json() : json(cell.epsilon)},
+          {"rep", g.rep},
+          {"seed", g.seed},
+          {"noise_seed", cell.noise_seed},
+          {"status", "unavailable"},
+          {"reason", reason},
+          {"git_commit", git_commit()},
+          {"quick", cfg.quick},
+          {"recorded_at", utc_now()}};
+}
+
 // Runs every pending cell, appending its record as soon as it is done. Returns false when
 // options.stop_after stopped the run (tests: as if killed after the last durable record).
 // With jobs > 1, that many workers take the groups in order, each running its groups on
 // context.threads OpenMP threads; a record is made from its own group's seeds only, so the
 // records are those of one job, in the order the cells finish. A failing group stops the
-// others at their next cell, and its error is the run's.
+// others at their next cell, and its error is the run's. A group whose method throws
+// UnavailableError (an optional module is missing) is no failure: its cells not yet emitted go
+// to `unavailable` with the reason, and the method's later groups are not started (the module
+// stays missing for the process); they are recorded with the same reason.
 bool run_groups(const ExperimentConfig& cfg, const Registry& registry, const RunOptions& options,
                 const std::vector<CellGroup>& groups, const TaskContext& context, double prepare_seconds, int jobs,
-                ResultsFile& results, RunReport& report) {
+                ResultsFile& results, RunReport& report, std::vector<json>& unavailable) {
   Progress progress(cfg.name, report.cells_total - report.cells_skipped);
   std::mutex output;  // the results file, the progress line and the report
   std::size_t written = 0;
@@ -650,37 +680,68 @@ bool run_groups(const ExperimentConfig& cfg, const Registry& registry, const Run
   std::exception_ptr failure;
   std::atomic<std::size_t> next_group{0};
   std::atomic<bool> halt{false};
+  std::map<std::string, std::string> missing;  // method name -> why it cannot run (under `output`)
   struct Stop {};
   const auto worker = [&] {
     if (jobs > 1) omp_set_num_threads(context.threads);  // this thread's parallel regions
     try {
       for (std::size_t k = 0; !halt && (k = next_group++) < groups.size();) {
         const CellGroup& g = groups[k];
+        std::string reason;
+        {
+          std::lock_guard<std::mutex> lock(output);
+          if (const auto it = missing.find(g.method->name); it != missing.end()) reason = it->second;
+        }
+        std::vector<bool> emitted(g.cells.size(), false);
+        const auto record_unavailable = [&] {
+          std::lock_guard<std::mutex> lock(output);
+          if (halt) return;
+          for (std::size_t i = 0; i < g.cells.size(); ++i)
+            if (!emitted[i]) {
+              unavailable.push_back(unavailable_record(cfg, g, g.cells[i], reason));
+              progress.advance();
+            }
+        };
+        if (!reason.empty()) {
+          record_unavailable();
+          continue;
+        }
         // A cell's wall time runs from the previous cell of its group (or the group's start), so
         // the group's shared work is carried by its first cell, which the record marks.
         auto last = std::chrono::steady_clock::now();
         CellFacts facts{0, true, prepare_seconds, context.threads, jobs};
         take_shared_work_seconds();  // nothing made outside a group belongs to its cells
         take_shared_work_threads();
-        registry.method(g.method->name)->run_group(context, g, [&](std::size_t i, CellResult result) {
-          const auto now = std::chrono::steady_clock::now();
-          facts.wall_seconds = std::chrono::duration<double>(now - last).count();
-          facts.shared_work_seconds = take_shared_work_seconds();
-          facts.shared_work_threads = take_shared_work_threads();
-          last = now;
-          json record = make_record(cfg, context, g, g.cells.at(i), result, facts);
-          facts.first_of_group = false;
-          std::lock_guard<std::mutex> lock(output);
-          if (halt) throw Stop{};
-          results.append(record);
-          progress.advance();
-          ++report.cells_run;
-          if (options.stop_after && ++written >= options.stop_after) {
-            stopped = true;
-            halt = true;
-            throw Stop{};
+        try {
+          registry.method(g.method->name)->run_group(context, g, [&](std::size_t i, CellResult result) {
+            const auto now = std::chrono::steady_clock::now();
+            facts.wall_seconds = std::chrono::duration<double>(now - last).count();
+            facts.shared_work_seconds = take_shared_work_seconds();
+            facts.shared_work_threads = take_shared_work_threads();
+            last = now;
+            json record = make_record(cfg, context, g, g.cells.at(i), result, facts);
+            facts.first_of_group = false;
+            std::lock_guard<std::mutex> lock(output);
+            if (halt) throw Stop{};
+            results.append(record);
+            emitted.at(i) = true;
+            progress.advance();
+            ++report.cells_run;
+            if (options.stop_after && ++written >= options.stop_after) {
+              stopped = true;
+              halt = true;
+              throw Stop{};
+            }
+          });
+        } catch (const UnavailableError& e) {
+          reason = e.what();
+          if (reason.empty()) reason = "an optional module is missing";
+          {
+            std::lock_guard<std::mutex> lock(output);
+            missing.emplace(g.method->name, reason);
           }
-        });
+          record_unavailable();
+        }
       }
     } catch (const Stop&) {
     } catch (...) {
@@ -701,10 +762,51 @@ bool run_groups(const ExperimentConfig& cfg, const Registry& registry, const Run
   return !stopped;
 }
 
+// Unavailable-cell records by method label, in config order: cells and the first reason.
+std::vector<UnavailableMethod> unavailable_by_label(const ExperimentConfig& cfg, const std::vector<json>& records) {
+  std::vector<UnavailableMethod> out;
+  for (const auto& m : cfg.methods) {
+    UnavailableMethod u{m.label, m.name, "", 0};
+    for (const auto& r : records)
+      if (r.value("label", "") == m.label) {
+        if (u.cells++ == 0) u.reason = r.value("reason", "");
+      }
+    if (u.cells > 0) out.push_back(std::move(u));
+  }
+  return out;
+}
+
+// NAME.unavailable.jsonl after a run: the cells this run could not run, and those of earlier
+// runs that this one did not try (--method, --epsilon) and that are still unfinished; removed
+// when none is left. Rewritten atomically under the results file's lock. Returns its records.
+std::vector<json> update_unavailable(const ExperimentConfig& cfg, const std::string& path, const ResultsFile& results,
+                                     const std::vector<CellGroup>& groups, const std::vector<json>& fresh) {
+  std::set<std::string> tried;
+  for (const auto& g : groups)
+    for (const auto& c : g.cells) tried.insert(c.key);
+  std::vector<json> keep;
+  for (auto& r : read_finished_records(path)) {
+    const std::string key = r.at("key").get<std::string>();
+    if (r.value("config_fingerprint", "") == cfg.fingerprint() && !results.done(key) && !tried.count(key))
+      keep.push_back(std::move(r));
+  }
+  keep.insert(keep.end(), fresh.begin(), fresh.end());
+  if (keep.empty()) {
+    std::error_code ec;
+    fs::remove(path, ec);
+    if (ec) throw Error("cannot remove '" + path + "': " + ec.message());
+    return keep;
+  }
+  std::string text;
+  for (const auto& r : keep) text += r.dump() + "\n";
+  write_file_atomically(path, text);
+  return keep;
+}
+
 // Regenerates the CSV, the timing table and the summary from everything in the jsonl (this
-// run and earlier), and prints the summary.
+// run and earlier) and the still unavailable cells, and prints the summary.
 void summarise(const ExperimentConfig& cfg, const Task& task, const std::vector<json>& records, json data_note,
-               bool print, RunReport& report) {
+               bool print, RunReport& report, const std::vector<json>& unavailable) {
   if (data_note.is_null() && !records.empty()) data_note = records.back().value("data", json());
   if (!records.empty() && records.back().value("stand_in", false)) report.stand_in = true;
   const bool lower_better = task.lower_is_better(cfg.metric);
@@ -727,6 +829,13 @@ void summarise(const ExperimentConfig& cfg, const Task& task, const std::vector<
   std::string tables_text;
   const json tables = task.summary_tables(cfg, records, tables_text);
   if (!tables.is_null()) summary["tables"] = tables;
+  // Methods with cells that could not run (an optional module missing): tried again by a rerun.
+  if (const auto missing = unavailable_by_label(cfg, unavailable); !missing.empty()) {
+    json rows_missing = json::array();
+    for (const auto& u : missing)
+      rows_missing.push_back({{"label", u.label}, {"method", u.method}, {"cells", u.cells}, {"reason", u.reason}});
+    summary["unavailable"] = rows_missing;
+  }
   write_file_atomically(report.summary_path, summary.dump(2) + "\n");
   report.summary_table = summary_table(cfg, aggs, data_note) + timing_text(timing) + tables_text;
   if (print) {
@@ -768,6 +877,7 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
   ResultsFile& results = *out.results_file;
 
   json data_note;
+  std::vector<json> unavailable;  // this run's cells whose method's optional module is missing
   if (pending > 0) {
     RunEnvironment env;
     env.datasets = &datasets;
@@ -780,11 +890,35 @@ RunReport run_experiment(const RunOptions& options, const Registry& registry) {
     data_note = context->data_summary;
     context->threads = report.threads / report.jobs;  // each group's share (the task prepared on all)
     context->run_threads = report.threads;
-    if (!run_groups(cfg, registry, options, groups, *context, prepare_seconds, report.jobs, results, report))
+    if (!run_groups(cfg, registry, options, groups, *context, prepare_seconds, report.jobs, results, report,
+                    unavailable))
       return report;
   }
-  summarise(cfg, *task, results.records(), data_note, options.print_summary, report);
+  report.unavailable = unavailable_by_label(cfg, unavailable);
+  const std::vector<json> still_unavailable =
+      update_unavailable(cfg, report.unavailable_path, results, groups, unavailable);
+  summarise(cfg, *task, results.records(), data_note, options.print_summary, report, still_unavailable);
   return report;
+}
+
+int exit_status(const RunReport& report) { return report.unavailable.empty() ? 0 : kExitMethodsUnavailable; }
+
+std::string unavailable_summary(const RunReport& report) {
+  if (report.unavailable.empty()) return {};
+  std::size_t cells = 0;
+  for (const auto& u : report.unavailable) cells += u.cells;
+  std::ostringstream out;
+  out << "privrace-experiment: " << cells << " cell" << (cells == 1 ? "" : "s") << " of " << report.unavailable.size()
+      << " method" << (report.unavailable.size() == 1 ? "" : "s")
+      << " could not run (an optional module is missing); every other method ran. Recorded in " << report.unavailable_path
+      << "; a rerun tries them again:\n";
+  for (const auto& u : report.unavailable) {
+    std::string reason = u.reason;
+    for (std::size_t at = 0; (at = reason.find('\n', at)) != std::string::npos; at += 5) reason.replace(at, 1, "\n    ");
+    out << "  " << u.label << " (" << u.method << "): " << u.cells << " cell" << (u.cells == 1 ? "" : "s") << ": "
+        << reason << "\n";
+  }
+  return out.str();
 }
 
 }  // namespace privrace::experiments

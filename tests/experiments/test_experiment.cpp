@@ -18,6 +18,7 @@
 #include "cost_estimate.hpp"
 #include "experiment.hpp"
 #include "kde_task.hpp"
+#include "runner.hpp"
 #include "shared_work.hpp"
 #include "privrace/core/version.hpp"
 #include "privrace/core/error.hpp"
@@ -923,4 +924,125 @@ TEST(ExperimentRun, SampleRunsRepetitionZeroAtEvenlySpreadGridPointsAndEpsilons)
   }
   EXPECT_EQ(rows, (std::set<int>{10, 50}));
   EXPECT_EQ(eps, (std::set<double>{0.1, 10}));
+}
+
+// A method whose optional module is missing (DP-WGAN without libtorch) does not stop the run:
+// its cells are recorded as unavailable beside the results (NAME.unavailable.jsonl), not as
+// finished, every other method runs, the command exits 3 with a summary on stderr, and a rerun
+// tries the unavailable cells again.
+TEST(ExperimentRun, MissingOptionalModuleRecordsUnavailableCellsRunsTheRestAndIsRetried) {
+  if (PRIVRACE_DP_WGAN_MODULE_BUILT) GTEST_SKIP() << "this build has the DP-WGAN module";
+  unsetenv("PRIVRACE_DP_WGAN_MODULE");
+  TempDir dir;
+  const json j = json::parse(R"({
+    "name": "t_unavailable",
+    "task": {"type": "m2m", "analysis": "statistics", "source": "uniform", "uniform_rows": 2000, "uniform_dim": 3,
+             "uniform_seed": 1, "samples": 2000, "queries": 20, "query_seed": 1, "cdf_points": 10},
+    "dataset": {"name": "lifesci"},
+    "metric": "mean_mre",
+    "selection": "all",
+    "methods": [{"name": "dp_wgan", "label": "DP-WGAN", "fixed": {"datasets": 1, "generator_steps": 5, "critic_steps": 2, "batch": 64, "hidden": 8}},
+                {"name": "m2m_hist", "label": "HIST", "fixed": {"bins": 10}}],
+    "epsilons": [1, 10],
+    "repetitions": 2,
+    "seed": 5,
+    "threads": 1
+  })");
+  const fs::path config = dir.path / "cfg.json";
+  write(config, j.dump(2));
+  RunOptions o;
+  o.config_path = config.string();
+  o.repo_root = PRIVRACE_SOURCE_DIR;
+  o.out_dir = (dir.path / "results").string();
+  o.threads = 1;
+  o.print_summary = false;
+  RunReport first;
+  try {
+    first = run_experiment(o);
+  } catch (const std::exception& e) {
+    FAIL() << "the run stopped at the missing module: " << e.what();
+  }
+  EXPECT_EQ(first.cells_total, 8u);
+  EXPECT_EQ(first.cells_run, 4u);  // HIST's: 2 epsilons x 2 repetitions
+  const auto finished = read_records(first.results_path);
+  ASSERT_EQ(finished.size(), 4u);
+  for (const auto& r : finished) EXPECT_EQ(r.at("label"), "HIST");
+  const fs::path unavailable_path = dir.path / "results" / "t_unavailable.unavailable.jsonl";
+  ASSERT_TRUE(fs::exists(unavailable_path));
+  const auto unavailable = read_records(unavailable_path);
+  ASSERT_EQ(unavailable.size(), 4u);  // one per DP-WGAN cell
+  std::set<std::string> keys;
+  for (const auto& r : unavailable) {
+    EXPECT_EQ(r.at("status"), "unavailable");
+    EXPECT_EQ(r.at("label"), "DP-WGAN");
+    EXPECT_EQ(r.at("method"), "dp_wgan");
+    EXPECT_EQ(r.at("config_fingerprint"), finished.front().at("config_fingerprint"));
+    EXPECT_TRUE(r.at("epsilon").is_number());
+    EXPECT_NE(r.at("reason").get<std::string>().find("the DP-WGAN module (libprivrace_dp_wgan.so, built with libtorch) is not available"),
+              std::string::npos)
+        << r.at("reason");
+    keys.insert(r.at("key").get<std::string>());
+  }
+  EXPECT_EQ(keys.size(), 4u);
+  ASSERT_EQ(first.unavailable.size(), 1u);
+  EXPECT_EQ(first.unavailable[0].label, "DP-WGAN");
+  EXPECT_EQ(first.unavailable[0].method, "dp_wgan");
+  EXPECT_EQ(first.unavailable[0].cells, 4u);
+  EXPECT_EQ(first.unavailable[0].reason, unavailable.front().at("reason").get<std::string>());
+  EXPECT_EQ(first.unavailable_path, unavailable_path.string());
+  EXPECT_EQ(exit_status(first), kExitMethodsUnavailable);
+  EXPECT_EQ(kExitMethodsUnavailable, 3);
+  EXPECT_NE(unavailable_summary(first).find("DP-WGAN (dp_wgan): 4 cells: dp_wgan: the DP-WGAN module"), std::string::npos)
+      << unavailable_summary(first);
+  // The summary names the method that could not run; the finished records are those of HIST only.
+  const json summary = json::parse(read(first.summary_path));
+  ASSERT_TRUE(summary.contains("unavailable"));
+  ASSERT_EQ(summary.at("unavailable").size(), 1u);
+  EXPECT_EQ(summary.at("unavailable")[0].at("label"), "DP-WGAN");
+  EXPECT_EQ(summary.at("unavailable")[0].at("cells"), 4);
+
+  // A rerun skips HIST's finished cells and tries DP-WGAN's again (still unavailable here).
+  const auto second = run_experiment(o);
+  EXPECT_EQ(second.cells_skipped, 4u);
+  EXPECT_EQ(second.cells_total - second.cells_skipped, 4u);
+  EXPECT_EQ(second.cells_run, 0u);
+  EXPECT_EQ(read_records(second.results_path).size(), 4u);
+  const auto again = read_records(unavailable_path);
+  EXPECT_EQ(again.size(), 4u);  // replaced, not appended to
+  for (const auto& r : again) EXPECT_EQ(keys.count(r.at("key").get<std::string>()), 1u);
+  ASSERT_EQ(second.unavailable.size(), 1u);
+  EXPECT_EQ(second.unavailable[0].cells, 4u);
+
+  // Two jobs at once: the same finished records and the same unavailable cells.
+  RunOptions two = o;
+  two.out_dir = (dir.path / "two_jobs").string();
+  two.threads = 2;
+  two.jobs = 2;
+  const auto parallel = run_experiment(two);
+  EXPECT_EQ(parallel.cells_run, 4u);
+  ASSERT_EQ(parallel.unavailable.size(), 1u);
+  EXPECT_EQ(parallel.unavailable[0].cells, 4u);
+  std::set<std::string> parallel_keys;
+  for (const auto& r : read_records(parallel.unavailable_path)) parallel_keys.insert(r.at("key").get<std::string>());
+  EXPECT_EQ(parallel_keys, keys);
+  // --method HIST alone neither tries DP-WGAN nor forgets its unavailable cells.
+  RunOptions hist_only = o;
+  hist_only.only_labels = {"HIST"};
+  const auto part = run_experiment(hist_only);
+  EXPECT_TRUE(part.unavailable.empty());
+  EXPECT_EQ(exit_status(part), 0);
+  EXPECT_EQ(read_records(unavailable_path).size(), 4u);
+
+  // The command: exit status 3 (some methods could not run), a summary on stderr naming the
+  // method, its cell count and why.
+  const fs::path exe = fs::path(PRIVRACE_CLI).parent_path() / "privrace-experiment";
+  if (!fs::exists(exe)) GTEST_SKIP() << exe << " not built: the command's exit status is not checked";
+  const auto cmd = privrace::testing::run_command("'" + exe.string() + "' '" + config.string() + "' --repo '" +
+                                                      PRIVRACE_SOURCE_DIR + "' --out '" + o.out_dir + "' --threads 1",
+                                                  dir.path);
+  EXPECT_EQ(cmd.code, 3) << cmd.err;
+  EXPECT_NE(cmd.err.find("could not run"), std::string::npos) << cmd.err;
+  EXPECT_NE(cmd.err.find("DP-WGAN (dp_wgan): 4 cells"), std::string::npos) << cmd.err;
+  EXPECT_NE(cmd.err.find("is not available"), std::string::npos) << cmd.err;
+  EXPECT_EQ(read_records(unavailable_path).size(), 4u);
 }

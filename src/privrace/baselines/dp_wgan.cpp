@@ -54,7 +54,7 @@ const Module& module() {
   if (forced && *forced) {  // always honoured: a run (or a test) can insist on one file
     if (loaded.path != forced) {
       if (const std::string why = try_open(forced); !why.empty())
-        throw UsageError("dp_wgan: cannot load the DP-WGAN module named by PRIVRACE_DP_WGAN_MODULE: " + why);
+        throw UnavailableError("dp_wgan: cannot load the DP-WGAN module named by PRIVRACE_DP_WGAN_MODULE: " + why);
     }
     return loaded;
   }
@@ -83,8 +83,8 @@ const Module& module() {
     if (why.empty()) return loaded;
     tried += "\n  " + p + ": " + why;
   }
-  throw UsageError("dp_wgan: the DP-WGAN module (" + name + ", built with libtorch) is not available; tried:" + tried +
-                   "\n(build the privrace_dp_wgan target, or set PRIVRACE_DP_WGAN_MODULE to its path)");
+  throw UnavailableError("dp_wgan: the DP-WGAN module (" + name + ", built with libtorch) is not available; tried:" + tried +
+                         "\n(build the privrace_dp_wgan target, or set PRIVRACE_DP_WGAN_MODULE to its path)");
 }
 
 }  // namespace

@@ -55,7 +55,7 @@ class DpWganModel : public SyntheticGenerator {
 
 // DP-WGAN through the module. The module is looked for at $PRIVRACE_DP_WGAN_MODULE, next to the
 // running executable, in ../lib/privrace from it (an install), in the build tree, then in the
-// configured install prefix; UsageError naming the places tried when none loads.
+// configured install prefix; UnavailableError (core/error.hpp) naming the places tried when none loads.
 class DpWgan final : public SyntheticGenerator {
  public:
   explicit DpWgan(const DpWganOptions& options = {});

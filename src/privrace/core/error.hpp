@@ -1,6 +1,7 @@
 #pragma once
 // Error types. The command-line front ends map them to exit codes:
-// UsageError -> 2 (bad flags or arguments), every other privrace::Error -> 1.
+// UsageError -> 2 (bad flags or arguments), every other privrace::Error -> 1;
+// privrace-experiment records an UnavailableError's cells and exits 3 at the end.
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -16,6 +17,14 @@ class Error : public std::runtime_error {
 class UsageError : public Error {
  public:
   using Error::Error;
+};
+
+// An optional module this build or install lacks (DP-WGAN's libtorch module): the method
+// cannot run here, whatever its inputs. A UsageError to the front ends that do not tell it
+// apart; privrace-experiment records the method's cells as unavailable and runs the others.
+class UnavailableError : public UsageError {
+ public:
+  using UsageError::UsageError;
 };
 
 // Data or a file is malformed: the message names the file, row/line, field and expectation.
