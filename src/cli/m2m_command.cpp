@@ -2,6 +2,7 @@
 // spent. The command line and the text output live here; the numbers are tasks/m2m.hpp's
 // answer_m2m. Nothing is printed when any check fails.
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,15 +68,22 @@ int cmd_m2m(int argc, char** argv) {
   po::options_description desc("options");
   std::string sketch_path, domain, task_name, queries_path;
   std::uint64_t seed = 0x4d324d;
-  bool intercept = false;
+  bool intercept = false, allow_unsupported = false;
   std::string lambda_rule = "eq5";
   desc.add_options()("help,h", "show this help")
       ("sketch", po::value(&sketch_path)->required(), "feature sketch file: rff, hist, or a RACE sketch (positional)")
       ("task", po::value(&task_name)->required(), "mean | moment2 | cdf | cov | count")
-      ("domain", po::value(&domain)->required(), "LO:HI, the box [LO, HI]^d every record lies in (M2M's psi is uniform on it)")
+      ("domain", po::value(&domain),
+       "LO:HI, the box [LO, HI]^d every record lies in (M2M's psi is uniform on it). A hist sketch records its "
+       "domain, the default and the only one accepted; rff and RACE sketches record none, so they need it")
       ("samples", po::value<std::string>()->default_value("100000"), "n_s synthetic points")
       ("seed", po::value(&seed)->default_value(0x4d324d), "seed of the synthetic points (public)")
-      ("queries", po::value(&queries_path), "count: one query per line, 'i op value; j op value; k op value', op <= or >=, attributes from 0")
+      ("queries", po::value(&queries_path),
+       "count: one query per line, 'i op value; j op value; ...' (one or more predicates on distinct attributes), "
+       "op <= or >=, attributes from 0")
+      ("allow-unsupported", po::bool_switch(&allow_unsupported),
+       "answer a task the sketch's features cannot identify (on hist: cov, counting queries over several "
+       "attributes), with a warning on stderr")
       ("intercept", po::bool_switch(&intercept), "fit an unpenalised constant (sketch value 1) beside the features")
       ("lambda", po::value(&lambda_rule)->default_value("eq5"),
        "ridge term of a private sketch: eq5 (sigma_xi^2 / (n + zeta)) | auto-noise (matched to the release's noise and signal)")
@@ -83,10 +91,11 @@ int cmd_m2m(int argc, char** argv) {
        ("OpenMP threads (0 = all, at most " + std::to_string(kMaxThreads) + ")").c_str());
   po::positional_options_description pos;
   pos.add("sketch", 1);
-  const auto vm = parse("usage: privrace m2m SKETCH --task mean|moment2|cdf|cov|count --domain LO:HI [--samples N] [--queries FILE] "
-        "[--intercept] [--lambda eq5|auto-noise]",
+  const auto vm = parse("usage: privrace m2m SKETCH --task mean|moment2|cdf|cov|count [--domain LO:HI] [--samples N] [--queries FILE] "
+        "[--intercept] [--lambda eq5|auto-noise] [--allow-unsupported]",
         desc, argc, argv, &pos);
-  const auto [lo, hi] = parse_domain_interval(domain);
+  std::optional<std::pair<double, double>> interval;
+  if (vm.count("domain")) interval = parse_domain_interval(domain);
   M2mLambdaRule rule = M2mLambdaRule::Eq5;
   try {
     rule = parse_m2m_lambda_rule(lambda_rule);
@@ -111,13 +120,16 @@ int cmd_m2m(int argc, char** argv) {
     throw UsageError("--queries is only read by --task count");
   }
   M2mOptions options;
-  options.domain = BoxDomain::uniform(d, lo, hi);
+  if (interval) options.domain = BoxDomain::uniform(d, interval->first, interval->second);  // else the sketch's
   options.samples = samples;
   options.threads = threads;
   options.seed = seed;
   options.intercept = intercept;
   options.lambda_rule = rule;
-  const std::string out = format_answer(answer_m2m(release, task, options, queries));  // complete before anything is printed
+  options.allow_unsupported = allow_unsupported;
+  const M2mAnswer answer = answer_m2m(release, task, options, queries);
+  const std::string out = format_answer(answer);  // complete before anything is printed
+  if (!answer.warning.empty()) std::fprintf(stderr, "privrace: warning: %s\n", answer.warning.c_str());
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }

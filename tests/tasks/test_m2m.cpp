@@ -1,6 +1,7 @@
 // The M2M estimator (tasks/m2m.hpp): accuracy at eps = inf, the identity between the explicit
 // ridge coefficients and the implicit weights, eq. (5)'s lambda, implicit-M2M logistic
-// regression, the section-4 metrics on hand-computed values, thread invariance, bad input.
+// regression, the section-4 metrics on hand-computed values, thread invariance, bad input, and
+// what a sketch supports (HIST's recorded domain, joint tasks refused on HIST unless allowed).
 #include <gtest/gtest.h>
 #include <omp.h>
 #include <sys/wait.h>
@@ -319,8 +320,10 @@ TEST(M2m, BadInput) {
   EXPECT_NE(m.find("attribute 0 appears twice"), std::string::npos) << m;
   m = message_of([&] { parse_counting_queries(write("q3.txt", "0 < 0.5; 1 >= 0.2; 2 <= 0.9\n"), 3); });
   EXPECT_NE(m.find("operator '<'"), std::string::npos) << m;
-  m = message_of([&] { parse_counting_queries(write("q4.txt", "0 <= 0.5; 1 >= 0.2\n"), 3); });
-  EXPECT_NE(m.find("expected 3 predicates"), std::string::npos) << m;
+  // One or more predicates: a query of one attribute is a marginal query.
+  EXPECT_EQ(parse_counting_queries(write("q4.txt", "0 <= 0.5; 1 >= 0.2\n1 >= 0.3\n"), 3)[1].predicates.size(), 1u);
+  m = message_of([&] { parse_counting_queries(write("q6.txt", "0 <= 0.5; ; 1 >= 0.2\n"), 3); });
+  EXPECT_NE(m.find("predicate '': expected 'attribute op value'"), std::string::npos) << m;
   m = message_of([&] { parse_counting_queries(write("q5.txt", "0 <= x; 1 >= 0.2; 2 <= 1\n"), 3); });
   EXPECT_NE(m.find("value 'x'"), std::string::npos) << m;
 
@@ -328,7 +331,10 @@ TEST(M2m, BadInput) {
   const FeatureSketchRelease two_dim = exact_release(uniform_rows(500, 2, 8), hist_spec(5));
   const M2mOptions box2 = unit_box(2, 2000);
   m = message_of([&] { answer_m2m(two_dim, M2mTask::Count, box2, qs); });
-  EXPECT_NE(m.find("needs at least 3 attributes; the sketch has 2"), std::string::npos) << m;
+  EXPECT_NE(m.find("counting query 1: attribute 2 does not exist"), std::string::npos) << m;
+  FeatureSketchRelease one_dim = exact_release(uniform_rows(100, 1, 8), hist_spec(5));
+  m = message_of([&] { answer_m2m(one_dim, M2mTask::Cov, unit_box(1, 100)); });
+  EXPECT_NE(m.find("needs at least 2 attributes; the sketch has 1"), std::string::npos) << m;
   const M2mAnswer mean = answer_m2m(two_dim, M2mTask::Mean, box2);
   EXPECT_EQ(mean.values.size(), 2);
   FeatureSketchRelease no_map = two_dim;
@@ -409,4 +415,143 @@ TEST(M2m, CommandLine) {
   EXPECT_EQ(code, 1);
   EXPECT_TRUE(out.empty());
   fs::remove_all(dir);
+}
+
+// --------------------------------------------------------------------------------------
+// What a sketch can tell M2M: the domain HIST records, and the tasks each feature map supports.
+
+namespace {
+
+// 3 attributes uniform on [0, 255], sketched by HIST on the domain it records.
+DenseMatrix uniform_255(std::size_t rows) {
+  DenseMatrix x = uniform_rows(rows, 3, 31);
+  x *= 255.0f;
+  return x;
+}
+
+FeatureSketchSpec hist_255(std::size_t bins) {
+  FeatureSketchSpec spec = hist_spec(bins);
+  spec.lo = {0.0};
+  spec.hi = {255.0};
+  return spec;
+}
+
+M2mOptions samples_only(std::size_t samples) {
+  M2mOptions o;  // no domain: the sketch's recorded one
+  o.samples = samples;
+  return o;
+}
+
+}  // namespace
+
+// A HIST sketch records its domain (family.lo / family.hi): without one, M2M uses it; the same
+// domain given explicitly gives the same model.
+TEST(M2mSupport, HistDomainDefaultsToTheRecordedOne) {
+  const DenseMatrix x = uniform_255(2000);
+  const FeatureSketchRelease rel = exact_release(x, hist_255(16));
+  const M2mAnswer a = answer_m2m(rel, M2mTask::Mean, samples_only(20000));
+  const Eigen::VectorXd truth = column_means(x);
+  ASSERT_EQ(a.values.size(), 3);
+  for (Eigen::Index j = 0; j < 3; ++j) EXPECT_NEAR(a.values(j), truth(j), 2.0) << j;
+  M2mOptions given = samples_only(20000);
+  given.domain = BoxDomain::uniform(3, 0.0, 255.0);
+  const M2mModel defaulted(rel, samples_only(20000)), explicit_(rel, given);
+  EXPECT_EQ(defaulted.weights(), explicit_.weights());
+}
+
+// Another domain is refused, naming the requested and the recorded domain (the case:
+// --domain 0:100 on a sketch of [0, 255] answered a mean of 17.6 for a truth of 125).
+TEST(M2mSupport, HistDomainMismatchIsRefusedNamingBoth) {
+  const FeatureSketchRelease rel = exact_release(uniform_255(500), hist_255(16));
+  M2mOptions o = samples_only(2000);
+  o.domain = BoxDomain::uniform(3, 0.0, 100.0);
+  const std::string m = message_of([&] { M2mModel(rel, o); });
+  EXPECT_NE(m.find("--domain 0:100"), std::string::npos) << m;
+  EXPECT_NE(m.find("0:255"), std::string::npos) << m;
+  EXPECT_THROW(answer_m2m(rel, M2mTask::Mean, o), UsageError);
+  o.domain.hi[2] = 255.0;  // one attribute off is enough
+  EXPECT_THROW(M2mModel(rel, o), UsageError);
+}
+
+// RFF and RACE record no domain (their features are bounded for any record): one is required.
+TEST(M2mSupport, DomainRequiredWhereTheSketchRecordsNone) {
+  for (const auto& spec : {rff_spec(20, 1.0), race_spec(8, 8, 0.3)}) {
+    const FeatureSketchRelease rel = exact_release(uniform_rows(200, 3, 4), spec);
+    const std::string m = message_of([&] { M2mModel(rel, samples_only(500)); });
+    EXPECT_NE(m.find("records no domain"), std::string::npos) << spec.kind << ": " << m;
+    EXPECT_NE(m.find("--domain LO:HI"), std::string::npos) << spec.kind << ": " << m;
+    EXPECT_NO_THROW(M2mModel(rel, unit_box(3, 500))) << spec.kind;
+  }
+}
+
+// HIST's one-dimensional marginals cannot identify joint tasks: cov (d >= 2) and counting
+// queries over several attributes are refused with the reason and the overriding option.
+TEST(M2mSupport, HistJointTasksAreRefused) {
+  const FeatureSketchRelease rel = exact_release(uniform_255(500), hist_255(16));
+  CountingQuery joint;
+  joint.predicates = {{0, true, 128.0}, {1, false, 64.0}, {2, true, 200.0}};
+  for (const M2mTask task : {M2mTask::Cov, M2mTask::Count}) {
+    const std::string m = message_of([&] { answer_m2m(rel, task, samples_only(2000), {joint}); });
+    EXPECT_NE(m.find("cannot, by definition, be used to estimate correlations between attributes"), std::string::npos)
+        << to_string(task) << ": " << m;
+    EXPECT_NE(m.find("--allow-unsupported"), std::string::npos) << to_string(task) << ": " << m;
+    EXPECT_THROW(answer_m2m(rel, task, samples_only(2000), {joint}), UsageError);
+  }
+}
+
+// One-attribute counting queries are marginal: allowed on HIST, and accurate.
+TEST(M2mSupport, HistAnswersOneAttributeCounts) {
+  const fs::path dir = privrace::testing::temp_dir("m2m_single");
+  std::ofstream(dir / "single.txt") << "1 <= 128\n2 >= 64\n";
+  const std::vector<CountingQuery> qs = parse_counting_queries((dir / "single.txt").string(), 3);
+  ASSERT_EQ(qs.size(), 2u);
+  EXPECT_EQ(qs[0].predicates.size(), 1u);
+  const DenseMatrix x = uniform_255(2000);
+  const M2mAnswer a = answer_m2m(exact_release(x, hist_255(16)), M2mTask::Count, samples_only(20000), qs);
+  ASSERT_EQ(a.values.size(), 2);
+  const Eigen::VectorXd truth = weighted_counts(x.cast<double>(), Eigen::VectorXd::Constant(2000, 1.0 / 2000), qs);
+  EXPECT_NEAR(a.values(0), truth(0), 0.03);
+  EXPECT_NEAR(a.values(1), truth(1), 0.03);
+  // RACE and RFF answer joint queries without an override.
+  CountingQuery joint;
+  joint.predicates = {{0, true, 0.5}, {1, false, 0.25}, {2, true, 0.75}};
+  for (const auto& spec : {rff_spec(20, 1.0), race_spec(8, 8, 0.3)})
+    EXPECT_NO_THROW(answer_m2m(exact_release(uniform_rows(200, 3, 4), spec), M2mTask::Count, unit_box(3, 500), {joint}))
+        << spec.kind;
+  fs::remove_all(dir);
+}
+
+// allow_unsupported answers a joint task on HIST, with a warning saying why the joint part is
+// not the data's; its answers are those of the same model's weights (cov's diagonal and the
+// marginal counts agree with the supported tasks').
+TEST(M2mSupport, AllowUnsupportedAnswersWithAWarning) {
+  const DenseMatrix x = uniform_255(1000);
+  const FeatureSketchRelease rel = exact_release(x, hist_255(16));
+  M2mOptions o = samples_only(5000);
+  o.allow_unsupported = true;
+  const M2mAnswer cov = answer_m2m(rel, M2mTask::Cov, o);
+  EXPECT_NE(cov.warning.find("--allow-unsupported: task cov"), std::string::npos) << cov.warning;
+  EXPECT_NE(cov.warning.find("one-dimensional marginals"), std::string::npos) << cov.warning;
+  ASSERT_EQ(cov.cov.rows(), 3);
+  const M2mModel model(rel, samples_only(5000));
+  const Eigen::MatrixXd xs = model.synthetic().cast<double>();
+  const Eigen::VectorXd w = model.average_weights();
+  EXPECT_EQ(cov.cov, weighted_covariance(xs, w, weighted_means(xs, w)));
+  CountingQuery joint;
+  joint.predicates = {{0, true, 128.0}, {1, false, 64.0}, {2, true, 200.0}};
+  const M2mAnswer count = answer_m2m(rel, M2mTask::Count, o, {joint});
+  EXPECT_NE(count.warning.find("counting query 1 (0 <= 128; 1 >= 64; 2 <= 200) involves 3 attributes"),
+            std::string::npos) << count.warning;
+  EXPECT_EQ(count.values, weighted_counts(xs, w, {joint}));
+  // Supported tasks carry no warning, with or without the option; the Python module's names.
+  EXPECT_TRUE(answer_m2m(rel, M2mTask::Mean, o).warning.empty());
+  o.allow_unsupported = false;
+  o.allow_option = "allow_unsupported=True";
+  const std::string m = message_of([&] { check_m2m_task(*rel.map, M2mTask::Cov, {}, o); });
+  EXPECT_NE(m.find("allow_unsupported=True answers it anyway"), std::string::npos) << m;
+  EXPECT_EQ(check_m2m_task(*rel.map, M2mTask::Count, {}, o), "");
+  EXPECT_FALSE(m2m_unsupported_reason(*exact_release(x, race_spec(8, 8, 30)).map, M2mTask::Cov).size());
+  ASSERT_TRUE(m2m_recorded_domain(*rel.map).has_value());
+  EXPECT_EQ(m2m_recorded_domain(*rel.map)->hi, std::vector<double>(3, 255.0));
+  EXPECT_FALSE(m2m_recorded_domain(*exact_release(x, rff_spec(20, 1.0)).map).has_value());
 }

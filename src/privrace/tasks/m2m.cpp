@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <nlopt.hpp>
@@ -16,6 +18,7 @@
 #include "privrace/core/error.hpp"
 #include "privrace/core/number.hpp"
 #include "privrace/core/random.hpp"
+#include "privrace/lsh/families.hpp"
 
 namespace privrace {
 namespace {
@@ -28,6 +31,30 @@ std::string number_text(double v) {
   s.precision(17);
   s << v;
   return s.str();
+}
+
+// The shortest text that reads back as v ("255", not "255.00000000000000").
+std::string short_number(double v) {
+  char buf[40];
+  for (int precision = 6; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+// "LO:HI" when every attribute has the same interval, else "LO1:HI1,LO2:HI2,..." (as --domain reads it).
+std::string domain_text(const BoxDomain& d) {
+  bool same = true;
+  for (std::size_t j = 1; j < d.dim(); ++j) same = same && d.lo[j] == d.lo[0] && d.hi[j] == d.hi[0];
+  std::string s;
+  for (std::size_t j = 0; j < (same ? std::min<std::size_t>(d.dim(), 1) : d.dim()); ++j) {
+    if (j) s += ',';
+    s += short_number(d.lo[j]);
+    s += ':';
+    s += short_number(d.hi[j]);
+  }
+  return s;
 }
 
 using ColumnIndexMatrix = Eigen::Matrix<std::uint32_t, Eigen::Dynamic, Eigen::Dynamic>;
@@ -68,6 +95,35 @@ nlohmann::json BoxDomain::to_json() const {
   nlohmann::json j = {{"lo", lo}, {"hi", hi}};
   if (!binary.empty()) j["binary"] = binary;
   return j;
+}
+
+std::optional<BoxDomain> m2m_recorded_domain(const FeatureMap& map) {
+  const auto* hist = dynamic_cast<const MarginalHistograms*>(&map.family());
+  if (!hist) return std::nullopt;
+  BoxDomain d;
+  d.lo = hist->lo();
+  d.hi = hist->hi();
+  return d;
+}
+
+BoxDomain m2m_domain(const FeatureMap& map, const M2mOptions& options) {
+  const std::optional<BoxDomain> recorded = m2m_recorded_domain(map);
+  if (options.domain.dim() == 0 && options.domain.hi.empty()) {
+    if (recorded) return *recorded;
+    throw UsageError("the " + map.kind() + " sketch records no domain (its features are bounded for any " +
+                     "record, so nothing in it bounds the data); M2M draws its synthetic points from a box the " +
+                     "records lie in: give it with " + options.domain_option + " LO:HI");
+  }
+  options.domain.check();
+  if (options.domain.dim() != map.input_dim())
+    throw UsageError("m2m: the domain has " + std::to_string(options.domain.dim()) + " attributes but the sketch's " +
+                     map.kind() + " map reads " + std::to_string(map.input_dim()));
+  if (recorded && (options.domain.lo != recorded->lo || options.domain.hi != recorded->hi))
+    throw UsageError(options.domain_option + " " + domain_text(options.domain) + " differs from the domain the " +
+                     map.kind() + " sketch records, " + domain_text(*recorded) +
+                     " (family.lo / family.hi): its bins partition that domain, and M2M's synthetic points must "
+                     "cover them as the records did; leave " + options.domain_option + " out to use it");
+  return options.domain;
 }
 
 void m2m_synthetic_chunk(const BoxDomain& domain, std::uint64_t seed, std::size_t chunk, std::size_t rows,
@@ -132,10 +188,7 @@ void cholesky_solve_lower(const Eigen::MatrixXd& l, Eigen::Ref<Eigen::MatrixXd> 
 M2mDesign::M2mDesign(std::shared_ptr<const FeatureMap> map, const M2mOptions& options)
     : map_(std::move(map)), options_(options) {
   if (!map_) throw UsageError("m2m: no feature map");
-  options_.domain.check();
-  if (options_.domain.dim() != map_->input_dim())
-    throw UsageError("m2m: the domain has " + std::to_string(options_.domain.dim()) + " attributes but the sketch's " +
-                     map_->kind() + " map reads " + std::to_string(map_->input_dim()));
+  options_.domain = m2m_domain(*map_, options_);  // checked, of the map's dimension
   if (options_.samples == 0) throw UsageError("m2m: the number of synthetic samples must be positive");
   check_threads(options_.threads, "m2m threads");
   if (options_.threads > 0) omp_set_num_threads(options_.threads);
@@ -483,9 +536,7 @@ std::vector<CountingQuery> random_counting_queries(const BoxDomain& domain, std:
 }
 
 void check_counting_query(const CountingQuery& q, std::size_t dim, const std::string& where) {
-  if (q.predicates.size() != 3)
-    throw InputError(where + ": expected 3 predicates 'i op value' separated by ';', found " +
-                     std::to_string(q.predicates.size()));
+  if (q.predicates.empty()) throw InputError(where + ": expected one or more predicates 'i op value' separated by ';'");
   for (std::size_t a = 0; a < q.predicates.size(); ++a) {
     if (q.predicates[a].attribute >= dim)
       throw InputError(where + ": attribute " + std::to_string(q.predicates[a].attribute) +
@@ -493,7 +544,7 @@ void check_counting_query(const CountingQuery& q, std::size_t dim, const std::st
     for (std::size_t b = 0; b < a; ++b)
       if (q.predicates[a].attribute == q.predicates[b].attribute)
         throw InputError(where + ": attribute " + std::to_string(q.predicates[a].attribute) +
-                         " appears twice; a query needs 3 distinct attributes");
+                         " appears twice; a query's predicates need distinct attributes");
   }
 }
 
@@ -742,8 +793,41 @@ std::string to_string(M2mTask task) {
   return "?";
 }
 
-std::size_t m2m_min_attributes(M2mTask task) {
-  return task == M2mTask::Count ? 3 : task == M2mTask::Cov ? 2 : 1;
+std::size_t m2m_min_attributes(M2mTask task) { return task == M2mTask::Cov ? 2 : 1; }
+
+namespace {
+// HIST's limit, in the paper's words (section 4.3).
+std::string marginals_only(const FeatureMap& map) {
+  return "the " + map.kind() + " sketch holds one-dimensional marginals (one histogram per attribute), which "
+         "\"cannot, by definition, be used to estimate correlations between attributes\" (Houssiau et al., M2M, "
+         "section 4.3)";
+}
+}  // namespace
+
+std::string m2m_unsupported_reason(const FeatureMap& map, M2mTask task, const std::vector<CountingQuery>& queries) {
+  if (map.kind() != "hist") return "";  // RFF, RACE: features of all attributes together
+  if (task == M2mTask::Cov && map.input_dim() > 1)
+    return "cov's off-diagonal entries are joint, and " + marginals_only(map) +
+           " (its diagonal, the variances, is marginal: moment2 - mean^2)";
+  if (task == M2mTask::Count)
+    for (std::size_t i = 0; i < queries.size(); ++i)
+      if (queries[i].attributes() > 1)
+        return "counting query " + std::to_string(i + 1) + " (" + queries[i].text() + ") involves " +
+               std::to_string(queries[i].attributes()) + " attributes jointly, and " + marginals_only(map) +
+               " (queries of one attribute are marginal)";
+  return "";
+}
+
+std::string check_m2m_task(const FeatureMap& map, M2mTask task, const std::vector<CountingQuery>& queries,
+                           const M2mOptions& options) {
+  const std::string reason = m2m_unsupported_reason(map, task, queries);
+  if (reason.empty()) return "";
+  if (!options.allow_unsupported)
+    throw UsageError("task " + to_string(task) + " is not supported by the " + map.kind() + " sketch: " + reason +
+                     ". " + options.allow_option + " answers it anyway, with a warning");
+  return options.allow_option + ": task " + to_string(task) + " answered although the " + map.kind() +
+         " sketch cannot identify it: " + reason + ". M2M's weights on it are a sum of one function per attribute, "
+         "so the joint answers follow from the marginals alone, not from the data's joint distribution";
 }
 
 M2mAnswer answer_m2m(const FeatureSketchRelease& release, M2mTask task, const M2mOptions& options,
@@ -754,17 +838,20 @@ M2mAnswer answer_m2m(const FeatureSketchRelease& release, M2mTask task, const M2
     throw UsageError(to_string(task) + " needs at least " + std::to_string(m2m_min_attributes(task)) +
                      " attributes; the sketch has " + std::to_string(d));
   if (task == M2mTask::Count && queries.empty()) throw UsageError("count needs counting queries");
+  for (std::size_t i = 0; i < queries.size(); ++i) check_counting_query(queries[i], d, "counting query " + std::to_string(i + 1));
+  const std::string warning = check_m2m_task(*release.map, task, queries, options);
   const M2mModel model(release, options);
   const DoubleMatrix x = model.synthetic().cast<double>();
   const Eigen::VectorXd omega = model.average_weights();
   M2mAnswer a;
   a.task = task;
   a.count_used = model.count_used();
+  a.warning = warning;
   switch (task) {
     case M2mTask::Mean: a.values = weighted_means(x, omega); break;
     case M2mTask::Moment2: a.values = weighted_second_moments(x, omega); break;
     case M2mTask::Cdf:
-      a.cdf_points = cdf_points(options.domain, cdf_points_per_attribute);
+      a.cdf_points = cdf_points(model.domain(), cdf_points_per_attribute);
       a.cdf = weighted_cdfs(x, omega, a.cdf_points);
       break;
     case M2mTask::Cov: a.cov = weighted_covariance(x, omega, weighted_means(x, omega)); break;

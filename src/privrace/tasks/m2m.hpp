@@ -4,7 +4,7 @@
 // private sketch" (sections 3.2-3.5, Appendix B Algorithm 1).
 //
 // Input: a released feature-map sketch (Phi, z-hat = (sum Phi(x_i) + xi) / (n + zeta), n + zeta)
-// and a box domain declared by the analyst. Everything here is post-processing of the release:
+// and a box domain: the one the sketch records (HIST), or the analyst's (RFF and RACE record none). Everything here is post-processing of the release:
 // it reads no data and spends no budget.
 //
 // Algorithm 1. Draw n_s synthetic points x~ uniformly on the box (psi = Unif(domain), seeded,
@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,6 +73,9 @@ std::string to_string(M2mLambdaRule rule);    // "eq5" | "auto-noise"
 M2mLambdaRule parse_m2m_lambda_rule(const std::string& text);  // UsageError naming the text
 
 struct M2mOptions {
+  // Empty (no attributes): the domain the sketch records. HIST records its histograms' domain
+  // (family.lo / family.hi), and only that domain is accepted; RFF and RACE record none (their
+  // features are bounded for any record), so they need one. See m2m_domain.
   BoxDomain domain;
   std::size_t samples = 100000;       // n_s
   std::uint64_t seed = 0x4d324d;      // synthetic points (public, data-independent)
@@ -80,7 +84,21 @@ struct M2mOptions {
   int threads = 0;                    // 0 = OpenMP default
   bool intercept = false;             // an unpenalised constant feature with sketch value 1
   M2mLambdaRule lambda_rule = M2mLambdaRule::Eq5;
+  // answer_m2m only: answer a task the feature map cannot identify (m2m_unsupported_reason)
+  // instead of refusing it; the answer then carries a warning.
+  bool allow_unsupported = false;
+  // How refusals name the options (the command line's; the Python module passes its own).
+  std::string domain_option = "--domain";
+  std::string allow_option = "--allow-unsupported";
 };
+
+// The domain a sketch's feature map records: HIST's per-attribute [family.lo, family.hi]; none
+// for RFF and RACE.
+std::optional<BoxDomain> m2m_recorded_domain(const FeatureMap& map);
+// The domain M2M fits on: options.domain, or the recorded one when options.domain is empty.
+// UsageError when the map records a domain and options.domain differs from it (naming both),
+// or when neither gives one.
+BoxDomain m2m_domain(const FeatureMap& map, const M2mOptions& options);
 
 // Synthetic points are generated in chunks of this many rows, chunk c from its own stream
 // derive_seed(seed, c): the same points for any thread count.
@@ -96,7 +114,8 @@ void m2m_synthetic_chunk(const BoxDomain& domain, std::uint64_t seed, std::size_
 // P^T P / n_s (lower triangle). A group of releases of one map (one per epsilon) shares it.
 class M2mDesign {
  public:
-  // UsageError when the domain's dimension differs from the map's input dimension, or n_s = 0.
+  // The domain is m2m_domain(map, options) (options().domain holds it). UsageError when the
+  // domain's dimension differs from the map's input dimension, or n_s = 0.
   M2mDesign(std::shared_ptr<const FeatureMap> map, const M2mOptions& options);
 
   const FeatureMap& map() const { return *map_; }
@@ -138,6 +157,8 @@ class M2mModel {
   M2mModel(std::shared_ptr<const M2mDesign> design, const FeatureSketchRelease& release);
 
   double lambda() const { return lambda_; }
+  // The domain the model was fitted on (the sketch's recorded one when none was given).
+  const BoxDomain& domain() const { return design_->options().domain; }
   double count_used() const { return count_used_; }  // n + zeta as used (estimator_count)
   // max(n + zeta, ||sums||_2 / max_x ||Phi(x)||_2, 1): the least count the release is consistent with (docs/privacy.md).
   static double estimator_count(const FeatureSketchRelease& release);
@@ -199,17 +220,19 @@ struct CountingPredicate {
   bool less = true;
   double value = 0;
 };
-// A conjunction of 3 predicates on 3 distinct attributes (section 4.2).
+// A conjunction of predicates on distinct attributes: section 4.2's queries have 3; a query of
+// one predicate is a one-attribute (marginal) query.
 struct CountingQuery {
   std::vector<CountingPredicate> predicates;
   std::string text() const;  // "i <= value; j >= value; k <= value" (0-based attributes)
+  std::size_t attributes() const { return predicates.size(); }  // distinct, once checked
 };
 // n queries: 3 distinct attributes uniformly at random, each predicate <= or >= with
 // probability 1/2, the threshold uniform on the attribute's domain interval. Seeded.
 std::vector<CountingQuery> random_counting_queries(const BoxDomain& domain, std::size_t count, std::uint64_t seed);
-// Parses "i op value; j op value; k op value" (op is <= or >=) per line (blank lines and
-// lines starting with # are skipped). InputError naming the file, line and token when a line
-// is malformed, an attribute is >= dim, or an attribute repeats within a query.
+// Parses "i op value; j op value; ..." (op is <= or >=; one or more predicates) per line (blank
+// lines and lines starting with # are skipped). InputError naming the file, line and token when
+// a line is malformed, an attribute is >= dim, or an attribute repeats within a query.
 std::vector<CountingQuery> parse_counting_queries(const std::string& path, std::size_t dim);
 void check_counting_query(const CountingQuery& q, std::size_t dim, const std::string& where);
 
@@ -259,8 +282,21 @@ Eigen::VectorXd logistic_scores(const WeightedRows& features, const Eigen::Vecto
 // command line and prints them: src/cli/m2m_command.cpp).
 enum class M2mTask { Mean, Moment2, Cdf, Cov, Count };
 std::string to_string(M2mTask task);  // "mean" | "moment2" | "cdf" | "cov" | "count"
-// The attributes a task needs: cov 2, count 3, the others 1.
+// The attributes a task needs: cov 2, the others 1.
 std::size_t m2m_min_attributes(M2mTask task);
+
+// Which tasks a feature map's features identify (docs/privacy.md, "M2M: the tasks each feature
+// map supports"). RFF and RACE features are functions of all attributes together: every task.
+// HIST holds one-dimensional marginals, which "cannot, by definition, be used to estimate
+// correlations between attributes" (Houssiau et al., section 4.3): marginal tasks only (mean,
+// moment2, cdf, one-attribute counting queries); cov (its off-diagonal entries) and counting
+// queries over several attributes are joint. Returns "" when `task` (with `queries`) is
+// supported, else the reason.
+std::string m2m_unsupported_reason(const FeatureMap& map, M2mTask task, const std::vector<CountingQuery>& queries = {});
+// "" when supported. When not: UsageError with the reason and options.allow_option, unless
+// options.allow_unsupported, which returns the warning to show with the answer instead.
+std::string check_m2m_task(const FeatureMap& map, M2mTask task, const std::vector<CountingQuery>& queries,
+                           const M2mOptions& options);
 
 struct M2mAnswer {
   M2mTask task = M2mTask::Mean;
@@ -268,10 +304,12 @@ struct M2mAnswer {
   DoubleMatrix cdf_points, cdf;  // cdf: attributes x points, F_j(S_t) at S_t = cdf_points(j, t)
   Eigen::MatrixXd cov;           // cov: with the M2M means
   double count_used = 0;         // n + zeta as the model used it (count = fraction * count_used)
+  std::string warning;           // non-empty when an unsupported task was answered (allow_unsupported)
 };
-// Fits the M2M model of `release` on options.domain and answers `task`. InputError when the
-// release has no feature map; UsageError when the sketch has fewer attributes than the task
-// needs, or (count) there are no queries.
+// Fits the M2M model of `release` on m2m_domain(map, options) and answers `task`. InputError
+// when the release has no feature map or a query names a missing attribute; UsageError when the
+// sketch has fewer attributes than the task needs, (count) there are no queries, the domain is
+// refused (m2m_domain), or the map does not support the task (check_m2m_task).
 M2mAnswer answer_m2m(const FeatureSketchRelease& release, M2mTask task, const M2mOptions& options,
                      const std::vector<CountingQuery>& queries = {}, std::size_t cdf_points = 10);
 
