@@ -58,6 +58,42 @@ std::vector<std::string> read_list(const std::string& list) {
 
 }  // namespace
 
+void add_column_options(boost::program_options::options_description& desc) {
+  namespace po = boost::program_options;
+  desc.add_options()
+      ("columns", po::value<std::vector<std::string>>(), "feature columns in this order (CSV/whitespace): comma-separated 1-based "
+                  "numbers, ranges A-B or header names, e.g. 'Temperature,Humidity' or 3-7; other columns are skipped unread "
+                  "(dates, text). Repeatable")
+      ("drop", po::value<std::vector<std::string>>(), "columns left out of the features (same SPEC as --columns). Repeatable")
+      ("label-column", po::value<std::vector<std::string>>(), "column(s) to drop from the features, as --drop (0 = none; "
+                       "libsvm input ignores it). Repeatable");
+}
+
+ColumnSelection column_options(const boost::program_options::variables_map& vm) {
+  ColumnSelection sel;
+  auto each = [&](const char* name, std::vector<ColumnRef>& into, auto&& one) {
+    if (!vm.count(name)) return;
+    for (const std::string& spec : vm[name].as<std::vector<std::string>>()) one(spec, into);
+  };
+  auto append = [](std::vector<ColumnRef>& into, std::vector<ColumnRef> refs) {
+    into.insert(into.end(), std::make_move_iterator(refs.begin()), std::make_move_iterator(refs.end()));
+  };
+  each("columns", sel.keep, [&](const std::string& spec, auto& into) { append(into, parse_column_spec(spec, "--columns")); });
+  each("drop", sel.drop, [&](const std::string& spec, auto& into) { append(into, parse_column_spec(spec, "--drop")); });
+  each("label-column", sel.label_drop, [&](const std::string& spec, auto& into) {
+    // One integer, as the option has always taken: 0 = none, and a sign is refused as a count is.
+    const bool integer = !spec.empty() && std::all_of(spec.begin() + (spec[0] == '-' || spec[0] == '+'), spec.end(),
+                                                      [](char c) { return c >= '0' && c <= '9'; });
+    if (integer) {
+      const auto k = static_cast<std::size_t>(parse_count("--label-column", spec, 0, std::int64_t{1} << 32));
+      if (k > 0) into.push_back(ColumnRef{k, k, "", "--label-column"});
+      return;
+    }
+    append(into, parse_column_spec(spec, "--label-column"));
+  });
+  return sel;
+}
+
 std::vector<std::string> expand_inputs(const std::vector<std::string>& given) {
   std::vector<std::string> out;
   for (const std::string& v : given) {

@@ -2,6 +2,7 @@
 // `privrace sketch --input`: one table, or several read as one (the records of each file in
 // turn). Used by the single-process command (sketch_command.cpp) and under mpirun
 // (distributed.cpp), which assigns whole files to ranks.
+#include <boost/program_options/options_description.hpp>
 #include <boost/program_options/variables_map.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +33,14 @@ inline int threads_option(const boost::program_options::variables_map& vm, const
 // Largest value of a size option (rows, width, features, bins, dim, ...): 2^32, the bound of
 // a sketch's width and of a sketch file's header fields.
 inline constexpr std::int64_t kMaxSize = std::int64_t{1} << 32;
+
+// --columns SPEC, --drop SPEC and --label-column SPEC (each may be repeated): which columns of a
+// CSV or whitespace table are the features (sketch and query read them alike). SPEC: comma-
+// separated 1-based columns, ranges A-B or header names. --label-column drops its columns as
+// --drop does (0 = none; libsvm input ignores it, its label being its first token).
+void add_column_options(boost::program_options::options_description& desc);
+// Their values as the table reader's selection; UsageError on a malformed SPEC.
+ColumnSelection column_options(const boost::program_options::variables_map& vm);
 
 // The files the --input values name, in order. Each value is
 //  - a path, taken as it is ("-" = stdin, allowed only alone);

@@ -50,9 +50,10 @@ int cmd_query(int argc, char** argv) {
       ("threads,t", po::value<std::string>()->default_value("0"),
        ("OpenMP threads answering batches of queries (0 = all, at most " + std::to_string(kMaxThreads) +
         "); the output is the same for any count").c_str());
+  add_column_options(desc);  // --columns, --drop, --label-column: as the sketch's data was read
   po::positional_options_description pos;
   pos.add("sketch", 1);
-  const auto vm = parse("usage: privrace query SKETCH.rsk --queries FILE [--estimator mean|mom] [--debias]", desc, argc, argv, &pos);
+  const auto vm = parse("usage: privrace query SKETCH.rsk --queries FILE [--columns SPEC] [--drop SPEC] [--estimator mean|mom] [--debias]", desc, argc, argv, &pos);
   QueryOptions opts;
   opts.estimator = parse_estimator(estimator);
   opts.mom_groups = count_option<std::size_t>(vm, "mom-groups", 1, kMaxSize);
@@ -60,20 +61,25 @@ int cmd_query(int argc, char** argv) {
   const int threads = threads_option(vm);
   opts.threads = threads;
   if (threads > 0) omp_set_num_threads(threads);  // the file's decoder too
+  const ColumnSelection columns = column_options(vm);  // the SPECs checked before any file is read
   const RaceSketch sketch = load_sketch(sketch_path);
   warn_if_not_for_release(sketch.privacy(), sketch_path);
   std::vector<double> sums;
   if (sketch.family().input_kind() == InputKind::Sets) {
+    if (!columns.keep.empty() || !columns.drop.empty())
+      throw UsageError("--columns and --drop select the columns of a table; this sketch answers sets");
     const SetCollection sets = read_sets(queries);
     sums = sketch.query_sets(SetBatch{&sets, 0, sets.size()}, opts);
   } else {
     TableOptions topts;
     topts.format = parse_table_format(format);
     topts.dim = sketch.family().dim();
+    topts.columns = columns;
     TableReader reader(queries, topts);
     if (reader.dim() != sketch.family().dim())
       throw InputError(queries + ": queries have " + std::to_string(reader.dim()) + " columns, the sketch was built on " +
-                       std::to_string(sketch.family().dim()) + "-dimensional data");
+                       std::to_string(sketch.family().dim()) + "-dimensional data (select the same columns as the "
+                       "sketch's data: --columns, --drop, --label-column)");
     DenseMatrix chunk;
     while (const std::size_t n = reader.next_chunk(chunk, 65536)) {
       const auto part = sketch.query_dense(chunk.topRows(static_cast<Eigen::Index>(n)), opts);

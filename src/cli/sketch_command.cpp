@@ -132,7 +132,6 @@ SketchJob parse_sketch(int argc, char** argv) {
                "this release merges with it; options given as well must agree")
       ("threads,t", po::value<std::string>()->default_value("0"), threads_help.c_str())
       ("no-privacy", "write the exact counts without noise (never for release)")
-      ("label-column", po::value<std::string>()->default_value("0"), "1-based column to drop from the features (CSV/whitespace)")
       ("format", po::value(&format)->default_value("auto"), "auto | csv | whitespace | libsvm | sets (one set of ids per line) | edgelist (SNAP 'u v' lines, .gz ok: node u's set = its out-neighbours) | jlg")
       ("dim", po::value<std::string>()->default_value("0"), "libsvm: number of features (needed when reading stdin)")
       ("pair-mode", po::value(&pair_mode)->default_value("query"), "angular_pair: insert (x and -x, sensitivity 2R) | query (q and -q, sensitivity R)")
@@ -144,6 +143,7 @@ SketchJob parse_sketch(int argc, char** argv) {
       ("chunk-rows", po::value<std::string>()->default_value("65536"), "rows read per chunk (bounds memory), rounded up to a multiple of 4096 (the hashing batch) so that the sketch does not depend on it; under mpirun it must be one")
       ("quiet,q", "no summary on stderr")
       ("timings", "print the stage timings as one JSON line on stderr (read, allocate, fill, merge, noise, encode, write, fsync)");
+  add_column_options(desc);  // --columns, --drop, --label-column
   job.vm = parse("usage: privrace sketch --input FILE --rows R --width W (--epsilon E | --no-privacy) -o OUT.rsk [options]\n"
                  "       privrace sketch --input FILE --kernel rff --features M --sigma S (--epsilon E | --no-privacy) -o OUT.rsk\n"
                  "       privrace sketch --input FILE --kernel hist --bins B --domain LO:HI (--epsilon E | --no-privacy) -o OUT.rsk\n"
@@ -155,7 +155,7 @@ SketchJob parse_sketch(int argc, char** argv) {
   const auto features = count_option<std::size_t>(vm, "features", 0, kMaxSize);
   const auto bins = count_option<std::size_t>(vm, "bins", 0, kMaxSize);
   const int threads = threads_option(vm);
-  job.label_column = count_option<int>(vm, "label-column", 0, std::numeric_limits<int>::max());
+  const ColumnSelection columns = column_options(vm);  // the SPECs checked before any data is read
   job.dim = count_option<std::size_t>(vm, "dim", 0, kMaxSize);
   job.chunk_rows = count_option<std::size_t>(vm, "chunk-rows", 1, kMaxSize);
   count_option<std::uint64_t>(vm, "nodes", 0, kMaxSize);  // checked here, read by edge_list_options
@@ -229,10 +229,12 @@ SketchJob parse_sketch(int argc, char** argv) {
   if (job.set_kernel) {
     if (format != "auto" && format != "sets" && !job.graph_input)
       throw UsageError("the " + kernel + " kernel reads --format sets (one set of ids per line), edgelist or jlg");
+    if (!columns.keep.empty() || !columns.drop.empty())
+      throw UsageError("--columns and --drop select the columns of a table; the " + kernel + " kernel reads sets");
   } else {
     if (format == "sets") throw UsageError("--format sets needs --kernel jaccard");
     job.table.format = parse_table_format(format);
-    job.table.label_column = job.label_column;
+    job.table.columns = columns;
     job.table.dim = job.dim;
   }
   return job;

@@ -524,4 +524,170 @@ TEST_F(TableReaderTest, ReaderIsMovable) {
   EXPECT_EQ(b.next_chunk(m, 10), 2u);
 }
 
+// ----------------------------------------------------------------------------------------
+// Column selection (TableOptions::columns)
+
+TableOptions select(const std::string& keep, const std::string& drop = "") {
+  TableOptions o;
+  if (!keep.empty()) o.columns.keep = parse_column_spec(keep, "--columns");
+  if (!drop.empty()) o.columns.drop = parse_column_spec(drop, "--drop");
+  return o;
+}
+
+TEST(ColumnSpecTest, ParsesNumbersRangesAndNames) {
+  const auto refs = parse_column_spec(" 3, 2-5 ,Temperature,sepal-length", "--columns");
+  ASSERT_EQ(refs.size(), 4u);
+  EXPECT_EQ(refs[0].first, 3u);
+  EXPECT_EQ(refs[0].last, 3u);
+  EXPECT_EQ(refs[1].first, 2u);
+  EXPECT_EQ(refs[1].last, 5u);
+  EXPECT_EQ(refs[2].name, "Temperature");
+  EXPECT_EQ(refs[3].name, "sepal-length");
+  EXPECT_EQ(refs[0].option, "--columns");
+  const std::string zero = error_of<UsageError>([] { parse_column_spec("0,1", "--drop"); });
+  EXPECT_NE(zero.find("--drop: columns are numbered from 1"), std::string::npos) << zero;
+  const std::string back = error_of<UsageError>([] { parse_column_spec("5-2", "--columns"); });
+  EXPECT_NE(back.find("--columns: the range 5-2 ends before it starts"), std::string::npos) << back;
+  const std::string empty = error_of<UsageError>([] { parse_column_spec("1,,2", "--columns"); });
+  EXPECT_NE(empty.find("--columns: empty item in '1,,2'"), std::string::npos) << empty;
+}
+
+TEST_F(TableReaderTest, ColumnsByNumberAndRange) {
+  const auto p = write("sel.csv", "1,2,3,4,5\n6,7,8,9,10\n");
+  EXPECT_EQ(read_table(p, select("2,4")), mat({{2, 4}, {7, 9}}));
+  EXPECT_EQ(read_table(p, select("2-4")), mat({{2, 3, 4}, {7, 8, 9}}));
+  EXPECT_EQ(read_table(p, select("5,1-2")), mat({{5, 1, 2}, {10, 6, 7}}));  // the order given is kept
+  const std::string twice = input_error(p, select("1,1-2"));
+  EXPECT_NE(twice.find("sel.csv:1: --columns: column 1 is selected twice"), std::string::npos) << twice;
+  const std::string far = input_error(p, select("2-6"));
+  EXPECT_NE(far.find("sel.csv:1: --columns: column 6 is out of range: the table has 5 columns"), std::string::npos) << far;
+}
+
+TEST_F(TableReaderTest, ColumnsByNameKeepTheirOrder) {
+  const auto p = write("names.csv", "a,b,c,d\n1,2,3,4\n5,6,7,8\n");
+  TableReader r(p, select("d,b"));
+  EXPECT_TRUE(r.had_header());
+  EXPECT_EQ(r.dim(), 2u);
+  EXPECT_EQ(r.column_names(), (std::vector<std::string>{"d", "b"}));
+  DenseMatrix m;
+  EXPECT_EQ(r.next_chunk(m, 10), 2u);
+  EXPECT_EQ(m, mat({{4, 2}, {8, 6}}));
+  EXPECT_EQ(read_table(p, select("c,1")), mat({{3, 1}, {7, 5}}));  // names and numbers mix
+}
+
+TEST_F(TableReaderTest, DropRemovesColumns) {
+  const auto p = write("drop.csv", "a,b,c,d\n1,2,3,4\n5,6,7,8\n");
+  EXPECT_EQ(read_table(p, select("", "b")), mat({{1, 3, 4}, {5, 7, 8}}));
+  EXPECT_EQ(read_table(p, select("", "1,3-4")), mat({{2}, {6}}));
+  EXPECT_EQ(read_table(p, select("d,c,b", "c")), mat({{4, 2}, {8, 6}}));  // dropped from those kept
+  TableOptions label = select("", "");
+  label.columns.label_drop = parse_column_spec("a,d", "--label-column");
+  EXPECT_EQ(read_table(p, label), mat({{2, 3}, {6, 7}}));
+  const std::string none = input_error(p, select("", "1-4"));
+  EXPECT_NE(none.find("drop.csv:1: no feature columns: the column selection leaves none of the table's 4 columns"),
+            std::string::npos) << none;
+}
+
+TEST_F(TableReaderTest, UnselectedTextColumnsAreNotParsed) {
+  // A date column and a text column left out are skipped, in the header and in every row; the
+  // header is still found (a selected field is a name).
+  const auto p = write("dates.csv", "date,temp,room,hum\n2015-02-04 17:51:00,23.18,north,27.2\n"
+                                    "2015-02-04 17:52:00,23.15,\"south, east\",27.3\n");
+  EXPECT_EQ(read_table(p, select("temp,hum")), mat({{23.18f, 27.2f}, {23.15f, 27.3f}}));
+  EXPECT_EQ(read_table(p, select("", "1,3")), mat({{23.18f, 27.2f}, {23.15f, 27.3f}}));
+  // Without a header line: numbers select, and the text column is never looked at.
+  const auto bare = write("bare.csv", "x1,4.5,1\nx2,5.5,0\n");
+  EXPECT_EQ(read_table(bare, select("2-3")), mat({{4.5f, 1}, {5.5f, 0}}));
+  // A selected text column is still an error naming file, line and column.
+  const std::string bad = input_error(p, select("date"));
+  EXPECT_NE(bad.find("dates.csv:2: column 1: expected a number, found '2015-02-04 17:51:00'"), std::string::npos) << bad;
+}
+
+TEST_F(TableReaderTest, UnknownNameIsRefusedNamingIt) {
+  const auto p = write("unk.csv", "alpha,beta\n1,2\n");
+  const std::string msg = input_error(p, select("beta,gamma"));
+  EXPECT_NE(msg.find("unk.csv:1: --columns: no column named 'gamma' in the header (its names: 'alpha', 'beta')"),
+            std::string::npos) << msg;
+  const std::string dropped = input_error(p, select("", "delta"));
+  EXPECT_NE(dropped.find("--drop: no column named 'delta'"), std::string::npos) << dropped;
+}
+
+TEST_F(TableReaderTest, NamesNeedAHeaderLine) {
+  const auto p = write("noheader.csv", "1,2,3\n4,5,6\n");
+  const std::string msg = input_error(p, select("b"));
+  EXPECT_NE(msg.find("noheader.csv:1: --columns: the column name 'b' needs a header line, and "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("select columns by number"), std::string::npos) << msg;
+  TableOptions forced = select("b");
+  forced.header = false;
+  EXPECT_NE(input_error(write("hdr.csv", "a,b\n1,2\n"), forced).find("needs a header line"), std::string::npos);
+}
+
+TEST_F(TableReaderTest, HeaderOneNameShortNamesColumnsFromTheSecond) {
+  // The occupancy files' layout: a quoted row id with no name in the header, then a date.
+  const auto p = write("occ.txt", "\"date\",\"Temperature\",\"Humidity\",\"Occupancy\"\n"
+                                  "\"1\",\"2015-02-04 17:51:00\",23.18,27.272,1\n"
+                                  "\"2\",\"2015-02-04 17:51:59\",23.15,27.2675,0\n");
+  TableReader r(p, select("Temperature,Humidity"));
+  EXPECT_EQ(r.column_names(), (std::vector<std::string>{"Temperature", "Humidity"}));
+  DenseMatrix m;
+  r.next_chunk(m, 10);
+  EXPECT_EQ(m, mat({{23.18f, 27.272f}, {23.15f, 27.2675f}}));
+  EXPECT_EQ(read_table(p, select("", "1-2,Occupancy")), mat({{23.18f, 27.272f}, {23.15f, 27.2675f}}));
+  EXPECT_EQ(read_table(p, select("4-5")), mat({{27.272f, 1}, {27.2675f, 0}}));
+  const std::string row = input_error(write("occ_bad.txt", "\"date\",\"T\"\n\"1\",\"d\",2\n\"2\",\"d\",3,4\n"), select("T"));
+  EXPECT_NE(row.find("occ_bad.txt:3: found 4 fields, expected 3 (as on line 2)"), std::string::npos) << row;
+}
+
+TEST_F(TableReaderTest, ColumnsInGzipAndWhitespaceFiles) {
+  const auto z = write_gz("sel.csv.gz", "id,x,y\nr1,1,2\nr2,3,4\n");
+  EXPECT_EQ(read_table(z, select("y,x")), mat({{2, 1}, {4, 3}}));
+  const auto w = write("sel.txt", "id x y\nr1 1 2\nr2\t3   4\n");
+  EXPECT_EQ(read_table(w, select("", "id")), mat({{1, 2}, {3, 4}}));
+  EXPECT_EQ(read_table(w, select("3")), mat({{2}, {4}}));
+  const auto wz = write_gz("sel.txt.gz", "1 2 3\n4 5 6\n");
+  EXPECT_EQ(read_table(wz, select("3,1")), mat({{3, 1}, {6, 4}}));
+}
+
+TEST_F(TableReaderTest, ColumnsAndLabelColumnTogether) {
+  // The label column (split off, parsed) is never a feature, even when selected.
+  TableOptions o = select("1-3");
+  o.label_column = 2;
+  std::vector<double> labels;
+  EXPECT_EQ(read_table(write("lab.csv", "1,7,3,x\n4,8,6,y\n"), o, &labels), mat({{1, 3}, {4, 6}}));
+  EXPECT_EQ(labels, (std::vector<double>{7, 8}));
+}
+
+TEST_F(TableReaderTest, LibsvmRefusesAColumnSelection) {
+  const auto p = write("sel.svm", "1 1:1 3:2\n0 2:4\n");
+  const std::string msg = error_of<UsageError>([&] { read_table(p, select("1")); });
+  EXPECT_NE(msg.find("sel.svm: a column selection (--columns, --drop) applies to CSV and whitespace tables, not to libsvm"),
+            std::string::npos) << msg;
+  TableOptions label;
+  label.columns.label_drop = parse_column_spec("4", "--label-column");  // ignored: the label is the first token
+  EXPECT_EQ(read_table(p, label), mat({{1, 0, 2}, {0, 4, 0}}));
+}
+
+TEST_F(TableReaderTest, ShareResolvesTheSelectionAsTheWholeFile) {
+  const std::string text = "id,x,y\nr1,1,2\nr2,3,4\nr3,5,6\n";
+  const auto p = write("share.csv", text);
+  TableOptions o = select("y,x");
+  TableReader whole(p, o);
+  const TableLayout l = whole.layout();
+  ASSERT_TRUE(l.splittable) << l.why_not;
+  EXPECT_EQ(l.dim, 2u);
+  DenseMatrix all(0, 2);
+  for (std::uint64_t k = 0; k < 2; ++k) {
+    TableOptions s = o;
+    s.format = l.format;
+    s.share = TableShare{k * l.bytes / 2, (k + 1) * l.bytes / 2, l.fields, l.header_at};
+    TableReader r(p, s);
+    EXPECT_EQ(r.dim(), 2u);
+    DenseMatrix m;
+    const std::size_t n = r.next_chunk(m, 10);
+    all.conservativeResize(all.rows() + static_cast<Eigen::Index>(n), 2);
+    all.bottomRows(static_cast<Eigen::Index>(n)) = m;
+  }
+  EXPECT_EQ(all, mat({{2, 1}, {4, 3}, {6, 5}}));
+}
+
 }  // namespace

@@ -477,6 +477,53 @@ TableFormat parse_table_format(const std::string& name) {
   throw UsageError("unknown table format '" + name + "' (expected auto, csv, whitespace or libsvm)");
 }
 
+bool ColumnSelection::uses_names() const {
+  for (const auto* list : {&keep, &drop, &label_drop})
+    for (const ColumnRef& r : *list)
+      if (!r.name.empty()) return true;
+  return false;
+}
+
+std::vector<ColumnRef> parse_column_spec(const std::string& spec, const std::string& option) {
+  auto digits = [](std::string_view t) {
+    return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  auto column = [&](std::string_view t) -> std::size_t {
+    std::size_t v = 0;
+    const auto [q, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (ec != std::errc() || q != t.data() + t.size() || v > (std::size_t{1} << 32))
+      throw UsageError(option + ": column " + std::string(t) + " is out of range");
+    if (v == 0) throw UsageError(option + ": columns are numbered from 1, got 0 in '" + spec + "'");
+    return v;
+  };
+  std::vector<ColumnRef> out;
+  std::string_view rest(spec);
+  for (;;) {
+    const std::size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    while (!item.empty() && blank(item.front())) item.remove_prefix(1);
+    while (!item.empty() && blank(item.back())) item.remove_suffix(1);
+    if (item.empty())
+      throw UsageError(option + ": empty item in '" + spec + "' (expected comma-separated column numbers, ranges A-B or header names)");
+    ColumnRef r;
+    r.option = option;
+    const std::size_t dash = item.find('-');
+    if (digits(item)) {
+      r.first = r.last = column(item);
+    } else if (dash != std::string_view::npos && digits(item.substr(0, dash)) && digits(item.substr(dash + 1))) {
+      r.first = column(item.substr(0, dash));
+      r.last = column(item.substr(dash + 1));
+      if (r.last < r.first) throw UsageError(option + ": the range " + std::string(item) + " ends before it starts");
+    } else {
+      r.name = std::string(item);
+    }
+    out.push_back(std::move(r));
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
 struct TableReader::Impl {
   std::string path, display;
   TableOptions opts;
@@ -484,6 +531,9 @@ struct TableReader::Impl {
   TableFormat format = TableFormat::Auto;
   std::size_t label_col = 0;  // 1-based, 0 = none (CSV/whitespace)
   std::size_t nfields = 0;    // fields per line (CSV/whitespace)
+  // Per field (CSV/whitespace): its place in the feature row, or kSkip / kLabel.
+  static constexpr std::ptrdiff_t kSkip = -1, kLabel = -2;
+  std::vector<std::ptrdiff_t> role;
   std::size_t count_line = 0; // the line that fixed nfields, for ragged-row messages
   std::size_t dim = 0, rows = 0;
   bool header = false;
@@ -507,8 +557,18 @@ struct TableReader::Impl {
       nfields = opts.share->fields;
       label_col = static_cast<std::size_t>(opts.label_column);
       if (nfields == 0 || label_col > nfields) throw UsageError(display + ": a share needs the table's field count");
-      dim = nfields - (label_col > 0 ? 1 : 0);
       skip_at = opts.share->header_at;
+      if (!skip_at) {
+        resolve(nullptr, Where{&display, 1});
+      } else {
+        // The header line (for names), read from the start of the file up to its offset.
+        LineSource head(path, display, 0, *skip_at + 1);
+        std::string_view l;
+        while (head.next(l) && head.line_start() != *skip_at) {
+        }
+        std::vector<std::string> header_fields = split_fields(l, Where{&display, head.line_no()});
+        resolve(&header_fields, Where{&display, head.line_no()});
+      }
       return;
     }
     std::string_view line;
@@ -542,6 +602,9 @@ struct TableReader::Impl {
   }
 
   void init_libsvm(std::string_view line) {
+    if (!opts.columns.keep.empty() || !opts.columns.drop.empty())
+      throw UsageError(display + ": a column selection (--columns, --drop) applies to CSV and whitespace tables, not to "
+                                 "libsvm input, whose features are index:value pairs");
     dim = opts.dim;
     if (dim == 0) {
       if (!src.regular())
@@ -566,29 +629,118 @@ struct TableReader::Impl {
     pending = true;
   }
 
-  void init_delimited(std::string_view line) {
+  std::vector<std::string> split_fields(std::string_view line, const Where& w) {
     std::vector<std::string> fields;
     auto collect = [&](std::string_view f, std::size_t) { fields.emplace_back(f); };
-    nfields = format == TableFormat::Csv ? split_csv(line, scratch, where(), collect) : split_whitespace(line, collect);
-    count_line = src.line_no();
-    label_col = static_cast<std::size_t>(opts.label_column);
-    if (label_col > nfields)
-      fail(where().at() + "label column " + std::to_string(label_col) + " is out of range: the table has " +
-           std::to_string(nfields) + " column" + (nfields == 1 ? "" : "s"));
-    dim = nfields - (label_col > 0 ? 1 : 0);
-    if (dim == 0) fail(where().at() + "no feature columns (the only column is the label)");
+    if (format == TableFormat::Csv) split_csv(line, scratch, w, collect);
+    else split_whitespace(line, collect);
+    return fields;
+  }
 
+  // The features' columns: `role` and dim from the selection, label_col and nfields. `header`:
+  // the header line's fields (one fewer than nfields: they name the columns from the second on),
+  // or nullptr when the file has none; `w` the line messages name.
+  void resolve(const std::vector<std::string>* header, const Where& w) {
+    const std::string s = nfields == 1 ? "" : "s";
+    if (label_col > nfields)
+      fail(w.at() + "label column " + std::to_string(label_col) + " is out of range: the table has " +
+           std::to_string(nfields) + " column" + s);
+    const std::size_t shift = header != nullptr && header->size() + 1 == nfields ? 1 : 0;
+    auto columns_of = [&](const ColumnRef& r, const char* list, auto&& each) {
+      const std::string opt = r.option.empty() ? std::string(list) : r.option;
+      if (r.name.empty()) {
+        if (r.last > nfields)
+          fail(w.at() + opt + ": column " + std::to_string(r.last) + " is out of range: the table has " +
+               std::to_string(nfields) + " column" + s);
+        for (std::size_t c = r.first; c <= r.last; ++c) each(c);
+        return;
+      }
+      if (header == nullptr)
+        fail(w.at() + opt + ": the column name " + show(r.name) + " needs a header line, and " + display +
+             " has none (its first line is a data row); select columns by number");
+      std::vector<std::size_t> hits;
+      for (std::size_t i = 0; i < header->size(); ++i)
+        if ((*header)[i] == r.name) hits.push_back(i + 1 + shift);
+      if (hits.empty()) {
+        std::string all;
+        for (const std::string& n : *header) all += (all.empty() ? "" : ", ") + show(n);
+        fail(w.at() + opt + ": no column named " + show(r.name) + " in the header (its names: " + all + ")");
+      }
+      if (hits.size() > 1)
+        fail(w.at() + opt + ": the header names columns " + std::to_string(hits[0]) + " and " + std::to_string(hits[1]) +
+             " " + show(r.name) + "; select by number");
+      each(hits[0]);
+    };
+    std::vector<std::size_t> order;  // kept columns, in feature order
+    std::vector<char> kept(nfields + 1, 0), out(nfields + 1, 0);
+    if (opts.columns.keep.empty()) {
+      for (std::size_t c = 1; c <= nfields; ++c) order.push_back(c);
+    } else {
+      for (const ColumnRef& r : opts.columns.keep)
+        columns_of(r, "columns", [&](std::size_t c) {
+          const std::string opt = r.option.empty() ? std::string("columns") : r.option;
+          if (kept[c]) fail(w.at() + opt + ": column " + std::to_string(c) + " is selected twice");
+          kept[c] = 1;
+          order.push_back(c);
+        });
+    }
+    for (const ColumnRef& r : opts.columns.drop) columns_of(r, "drop", [&](std::size_t c) { out[c] = 1; });
+    for (const ColumnRef& r : opts.columns.label_drop) columns_of(r, "label column", [&](std::size_t c) { out[c] = 1; });
+    role.assign(nfields, kSkip);
+    if (label_col > 0) role[label_col - 1] = kLabel;
+    dim = 0;
+    names.clear();
+    for (const std::size_t c : order) {
+      if (out[c] || c == label_col) continue;
+      role[c - 1] = static_cast<std::ptrdiff_t>(dim++);
+      if (header != nullptr) names.push_back(c > shift ? (*header)[c - 1 - shift] : std::string());
+    }
+    if (dim == 0) {
+      if (opts.columns.empty()) fail(w.at() + "no feature columns (the only column is the label)");
+      fail(w.at() + "no feature columns: the column selection leaves none of the table's " + std::to_string(nfields) +
+           " column" + s);
+    }
+  }
+
+  void init_delimited(std::string_view line) {
+    const std::size_t first_line = src.line_no();
+    std::vector<std::string> fields = split_fields(line, where());
+    nfields = fields.size();
+    count_line = first_line;
+    label_col = static_cast<std::size_t>(opts.label_column);
+    const Where at_first{&display, first_line};
+    auto text = [](const std::string& f) { return !f.empty() && !is_number(f); };
     if (opts.header.has_value()) {
       header = *opts.header;
+    } else if (opts.columns.uses_names()) {
+      header = std::any_of(fields.begin(), fields.end(), text);
     } else {
-      for (std::size_t c = 0; c < nfields && !header; ++c)
-        header = c + 1 != label_col && !fields[c].empty() && !is_number(fields[c]);
+      // A header iff a feature field is not a number. A selection that does not fit the first
+      // line (a header one name short of the rows) is checked again below; meanwhile every
+      // field but the label's counts.
+      try {
+        resolve(nullptr, at_first);
+      } catch (const InputError&) {
+        role.assign(nfields, 0);
+        if (label_col > 0 && label_col <= nfields) role[label_col - 1] = kLabel;
+      }
+      for (std::size_t c = 0; c < nfields && !header; ++c) header = role[c] >= 0 && text(fields[c]);
     }
-    if (header) {
+    if (!header) {
+      resolve(nullptr, at_first);
+    } else {
       header_at = src.line_start();
-      for (std::size_t c = 0; c < nfields; ++c)
-        if (c + 1 != label_col) names.push_back(std::move(fields[c]));
       if (!next_data_line(line)) fail(display + ": no data rows");
+      // A header one name short of the rows: the first column is an unnamed row id.
+      std::size_t row_fields = 0;
+      const Where w = where();
+      auto count = [](std::string_view, std::size_t) {};
+      row_fields = format == TableFormat::Csv ? split_csv(line, scratch, w, count) : split_whitespace(line, count);
+      if (row_fields == nfields + 1) {
+        nfields = row_fields;
+        count_line = src.line_no();
+      }
+      resolve(&fields, at_first);
     }
     pending_row.resize(dim);
     parse_delimited(line, pending_row.data(), &pending_label);
@@ -597,14 +749,15 @@ struct TableReader::Impl {
 
   void parse_delimited(std::string_view line, Real* row, double* label) {
     const Where w = where();
-    std::size_t feat = 0;
     *label = 0;
+    const std::ptrdiff_t* roles = role.data();
     auto on_field = [&](std::string_view f, std::size_t col) {
       if (col > nfields) return;  // only counted, for the ragged-row message
-      if (col == label_col)
+      const std::ptrdiff_t r = roles[col - 1];
+      if (r >= 0) [[likely]]
+        row[r] = to_real(f, w, col);
+      else if (r == kLabel)
         *label = number(f, w, col);
-      else
-        row[feat++] = to_real(f, w, col);
     };
     const std::size_t n =
         format == TableFormat::Csv ? split_csv(line, scratch, w, on_field) : split_whitespace(line, on_field);

@@ -33,15 +33,47 @@ struct TableShare {
   std::optional<std::uint64_t> header_at;   // byte offset of the header line, if the file has one
 };
 
+// One item of a column selection: a 1-based column, a range of columns, or a header name.
+struct ColumnRef {
+  std::size_t first = 0, last = 0;  // 1-based, first <= last (unused when `name` is set)
+  std::string name;                 // a name of the header line; empty for numbers
+  std::string option;               // where it came from, for messages ("--columns"); may be empty
+};
+
+// Which columns of a CSV or whitespace table are the features, resolved when the reader opens
+// the file: names against the header line, numbers against the first row's field count.
+//  - keep: the feature columns in this order (each at most once); empty = every column, in
+//    file order.
+//  - drop, label_drop: columns taken out of those kept (they need not be kept). label_drop is
+//    --label-column: libsvm input ignores it (there the label is always the first token).
+// Columns that are not features are never parsed: a date or a text column left out is skipped.
+// A name needs a header line (a header-less file is refused); a header line one name short of
+// the rows (a leading, unnamed row-id column) names the columns from the second on.
+// libsvm input refuses keep and drop (its features are index:value pairs, not columns).
+struct ColumnSelection {
+  std::vector<ColumnRef> keep, drop, label_drop;
+  bool empty() const { return keep.empty() && drop.empty() && label_drop.empty(); }
+  bool uses_names() const;
+};
+
+// The text of --columns, --drop or --label-column: comma-separated items, each a 1-based column
+// ("3"), a range ("2-5") or a header name (any other text; surrounding spaces trimmed). An item
+// of digits is always a column number. UsageError naming `option` on an empty item, column 0 or
+// a range that ends before it starts.
+std::vector<ColumnRef> parse_column_spec(const std::string& spec, const std::string& option);
+
 struct TableOptions {
   TableFormat format = TableFormat::Auto;
   // 1-based column split off as the label (CSV/whitespace); 0 = none.
   // libsvm ignores it: there the label is always the first token.
   int label_column = 0;
+  // The feature columns (CSV/whitespace): see ColumnSelection. Empty = every column but the label.
+  ColumnSelection columns;
   // libsvm: number of features; 0 = find the largest index with a first pass over the
   // file (impossible on stdin or a pipe: UsageError asking for --dim).
   std::size_t dim = 0;
-  // nullopt = detect: the first line is a header iff a non-label field is not a number.
+  // nullopt = detect: the first line is a header iff a feature field is not a number (with
+  // column names selected: iff any field is not a number).
   // Ignored for libsvm, which has no header.
   std::optional<bool> header;
   // Read only a share of the file (a distributed build): see TableShare. `format` must then be
@@ -99,7 +131,8 @@ class TableReader {
   std::size_t rows_read() const;  // rows returned by next_chunk so far
   const std::string& path() const;
   bool had_header() const;
-  std::vector<std::string> column_names() const;  // feature column names from the header, or empty
+  // The feature columns' names from the header, in feature order, or empty.
+  std::vector<std::string> column_names() const;
 
  private:
   struct Impl;
