@@ -13,11 +13,17 @@ privrace._core (the C++ engine); privrace.results works without it.
 Owners whose sketches must merge share a public hash seed: RaceSketch(..., hash_seed=S), or
 RaceSketch.like(other_sketch_or_file). A sketch that is not fit for release (seeded noise, exact
 counts) warns with privrace.NotFitForReleaseWarning when loaded, merged or queried.
+
+privrace.M2M(path, domain=...) reads a released feature sketch (rff, hist, RACE); a HIST sketch's
+domain defaults to the one it records. HIST holds one histogram per attribute, so its joint tasks
+(cov, counting queries over several attributes) raise ValueError unless allow_unsupported=True,
+which answers them with privrace.UnsupportedTaskWarning.
 """
 from . import results  # noqa: F401
 
 try:
-    from ._core import M2M, NotFitForReleaseWarning, RaceSketch, __version__, git_commit  # noqa: F401
+    from ._core import (  # noqa: F401
+        M2M, NotFitForReleaseWarning, RaceSketch, UnsupportedTaskWarning, __version__, git_commit)
 except ImportError as _error:  # a source checkout without the compiled module
     _core_error = _error
 
@@ -25,4 +31,4 @@ except ImportError as _error:  # a source checkout without the compiled module
         raise ImportError(f"privrace.{name} needs the compiled module privrace._core ({_core_error}); "
                           "build it (cmake option PRIVRACE_PYTHON=ON) and put BUILD/python on PYTHONPATH")
 
-__all__ = ["M2M", "NotFitForReleaseWarning", "RaceSketch", "results", "__version__"]
+__all__ = ["M2M", "NotFitForReleaseWarning", "RaceSketch", "UnsupportedTaskWarning", "results", "__version__"]

@@ -938,20 +938,31 @@ PyExactPartial PyExactPartial::from_state(const py::tuple& t) {
   return out;
 }
 
+// privrace.UnsupportedTaskWarning (a UserWarning subclass), created with the module: M2M answered
+// a task its sketch's features cannot identify (allow_unsupported=True).
+PyObject* g_unsupported_task_warning = nullptr;
+
 // M2M over a released feature sketch (rff, hist, or a RACE sketch): the library's M2mModel and
-// the section-4 task functions on its weighted synthetic points. Post-processing only.
+// the section-4 task functions on its weighted synthetic points. Post-processing only. The domain
+// (None: the one a HIST sketch records), the refusals and their messages are the library's
+// (m2m_domain, check_m2m_task), naming the Python arguments.
 class PyM2M {
  public:
   PyM2M(const std::string& path, const py::object& domain, std::size_t samples, std::uint64_t seed, int threads,
-        bool intercept, const std::string& lambda_rule) {
+        bool intercept, const std::string& lambda_rule, bool allow_unsupported) {
     if (samples == 0) throw UsageError("samples must be positive");
     {
       py::gil_scoped_release unlocked;
       release_ = load_feature_release(path);
     }
     const std::size_t dim = release_.map->input_dim();
-    options_.domain = to_domain(domain, dim);
-    options_.domain.check();
+    options_.domain_option = "domain=";
+    options_.allow_option = "allow_unsupported=True";
+    options_.allow_unsupported = allow_unsupported;
+    if (!domain.is_none()) {  // else empty: the recorded domain, or the library's refusal naming domain=
+      options_.domain = to_domain(domain, dim);
+      options_.domain.check();
+    }
     options_.samples = samples;
     options_.seed = seed;
     options_.threads = threads;
@@ -963,15 +974,23 @@ class PyM2M {
     omega_ = model_->average_weights();
   }
 
-  Eigen::VectorXd mean() const { return weighted_means(synthetic_, omega_); }
-  Eigen::VectorXd moment2() const { return weighted_second_moments(synthetic_, omega_); }
+  Eigen::VectorXd mean() const {
+    check_task(M2mTask::Mean);
+    return weighted_means(synthetic_, omega_);
+  }
+  Eigen::VectorXd moment2() const {
+    check_task(M2mTask::Moment2);
+    return weighted_second_moments(synthetic_, omega_);
+  }
   DoubleMatrix cdf(std::size_t points) const {
     if (points == 0) throw UsageError("points must be positive");
-    return weighted_cdfs(synthetic_, omega_, cdf_points(options_.domain, points));
+    check_task(M2mTask::Cdf);
+    return weighted_cdfs(synthetic_, omega_, cdf_points(model_->domain(), points));  // the domain fitted on
   }
   Eigen::MatrixXd cov() const {
     if (synthetic_.cols() < 2) throw UsageError("cov needs at least 2 attributes, the sketch has 1");
-    return weighted_covariance(synthetic_, omega_, mean());
+    check_task(M2mTask::Cov);
+    return weighted_covariance(synthetic_, omega_, weighted_means(synthetic_, omega_));
   }
   // Each query: a list of (attribute, "<=" or ">=", value); returns the estimated fraction of
   // records satisfying it (multiply by `count` for a count, as `privrace m2m --task count`).
@@ -986,6 +1005,7 @@ class PyM2M {
       check_counting_query(q, static_cast<std::size_t>(synthetic_.cols()), "query " + std::to_string(i));
       qs.push_back(std::move(q));
     }
+    check_task(M2mTask::Count, qs);
     return weighted_counts(synthetic_, omega_, qs);
   }
   double released_count() const { return model_->count_used(); }
@@ -996,6 +1016,15 @@ class PyM2M {
   py::dict describe() const { return to_python(model_->describe()); }
 
  private:
+  // The library's task check (as answer_m2m makes it): ValueError naming allow_unsupported=True
+  // when the sketch's features cannot identify `task`; with allow_unsupported=True, the answer
+  // comes with privrace.UnsupportedTaskWarning instead.
+  void check_task(M2mTask task, const std::vector<CountingQuery>& queries = {}) const {
+    const std::string warning = check_m2m_task(*release_.map, task, queries, options_);
+    if (!warning.empty() && PyErr_WarnEx(g_unsupported_task_warning, warning.c_str(), 1) < 0)
+      throw py::error_already_set();
+  }
+
   static BoxDomain to_domain(const py::object& domain, std::size_t dim) {
     const auto pair = domain.cast<std::pair<py::object, py::object>>();
     BoxDomain d;
@@ -1194,25 +1223,45 @@ releases the sum once (privrace._core._release).)doc")
       "_release", [](PyExactPartial& exact) { return PyRaceSketch::release_partial(exact); }, py::arg("exact"),
       "privrace.dask: a RaceSketch released from summed exact counts: noise once, as fit() adds it. The partial is spent.");
 
+  g_unsupported_task_warning = PyErr_NewExceptionWithDoc(
+      "privrace.UnsupportedTaskWarning",
+      "privrace.M2M answered a task its sketch's features cannot identify (allow_unsupported=True): on HIST, "
+      "cov and counting queries over several attributes.",
+      PyExc_UserWarning, nullptr);
+  if (!g_unsupported_task_warning) throw py::error_already_set();
+  m.attr("UnsupportedTaskWarning") = py::reinterpret_borrow<py::object>(g_unsupported_task_warning);
+
   py::class_<PyM2M>(m, "M2M", R"doc(
 M2M (Houssiau et al.): moments, CDFs, covariance and counting queries from a released feature
 sketch (`privrace sketch --kernel rff|hist`, or a RACE sketch), as `privrace m2m` computes them.
 Post-processing of the release: no data is read and no budget spent.
 
-M2M(path, domain=(lo, hi), samples=100000, seed=0x4d324d, threads=0, intercept=False, lambda_rule="eq5")
+M2M(path, domain=None, samples=100000, seed=0x4d324d, threads=0, intercept=False, lambda_rule="eq5",
+    allow_unsupported=False)
   domain: the box every record lies in, (lo, hi) for all attributes or (los, his) per attribute.
+        None: the domain a HIST sketch records (the only one it accepts; another raises ValueError
+        naming both). RFF and RACE sketches record none and need it.
   intercept: fit an unpenalised constant feature whose sketch value is 1 (`privrace m2m --intercept`).
-  lambda_rule: "eq5" (the paper's sigma_xi^2 / (n + zeta)) or "auto-noise" (`--lambda auto-noise`).)doc")
-      .def(py::init<const std::string&, const py::object&, std::size_t, std::uint64_t, int, bool, const std::string&>(),
-           py::arg("path"), py::kw_only(), py::arg("domain"), py::arg("samples") = 100000, py::arg("seed") = 0x4d324d,
-           py::arg("threads") = 0, py::arg("intercept") = false, py::arg("lambda_rule") = "eq5")
+  lambda_rule: "eq5" (the paper's sigma_xi^2 / (n + zeta)) or "auto-noise" (`--lambda auto-noise`).
+  allow_unsupported: answer a task the sketch's features cannot identify (on HIST, which holds one
+        histogram per attribute: cov, and counting queries over several attributes), with a
+        privrace.UnsupportedTaskWarning; without it such a task raises ValueError with the reason
+        (`privrace m2m --allow-unsupported`).)doc")
+      .def(py::init<const std::string&, const py::object&, std::size_t, std::uint64_t, int, bool, const std::string&,
+                    bool>(),
+           py::arg("path"), py::kw_only(), py::arg("domain") = py::none(), py::arg("samples") = 100000,
+           py::arg("seed") = 0x4d324d, py::arg("threads") = 0, py::arg("intercept") = false,
+           py::arg("lambda_rule") = "eq5", py::arg("allow_unsupported") = false)
       .def("mean", &PyM2M::mean, "Per-attribute means.")
       .def("moment2", &PyM2M::moment2, "Per-attribute second moments.")
       .def("cdf", &PyM2M::cdf, py::arg("points") = 10,
            "attributes x points: F_j at lo_j + t (hi_j - lo_j) / points, t = 1..points.")
-      .def("cov", &PyM2M::cov, "Covariance matrix (about the M2M means).")
+      .def("cov", &PyM2M::cov,
+           "Covariance matrix (about the M2M means). Joint: on HIST only with allow_unsupported=True (a warning).")
       .def("count", &PyM2M::count, py::arg("queries"),
-           "Fractions of records matching each query [(attribute, '<=' or '>=', value), ...]; times .released_count for counts.")
+           "Fractions of records matching each query [(attribute, '<=' or '>=', value), ...] (one or more "
+           "predicates on distinct attributes); times .released_count for counts. On HIST a query over several "
+           "attributes is joint: only with allow_unsupported=True (a warning).")
       .def_property_readonly("released_count", &PyM2M::released_count, "n + zeta as used by the model.")
       .def_property_readonly("weights", &PyM2M::weights, "w_i of the implicit M2M, one per synthetic point.")
       .def_property_readonly("lambda_", &PyM2M::lambda, "The ridge term used.")
