@@ -15,9 +15,9 @@ head -n 10000 d.csv > a.csv
 tail -n 10000 d.csv > b.csv
 sk() { "$P" sketch -q -t 2 --rows 200 --width 1000 --bandwidth 1 --epsilon 1 "$@"; }
 sk --input d.csv --seed 5 -o good.rsk
-sk --input a.csv --seed 5 -o a.rsk
-sk --input b.csv --seed 5 -o b.rsk
-"$P" merge a.rsk b.rsk -o good_merge.rsk
+sk --input a.csv --seed 5 --hash-seed 55 -o a.rsk   # two owners' halves: one hash seed, their own noise
+sk --input b.csv --seed 6 --hash-seed 55 -o b.rsk
+"$P" merge a.rsk b.rsk -o good_merge.rsk 2>/dev/null
 make_repo repo
 kde_config "20, 50" "0.1, 10" 2 > cfg.json
 kde_config "20, 50, 100" "0.1, 10" 2 > cfg_more.json
