@@ -14,7 +14,12 @@ Owners whose sketches must merge share a public hash seed: RaceSketch(..., hash_
 RaceSketch.like(other_sketch_or_file). A sketch that is not fit for release (seeded noise, exact
 counts) warns with privrace.NotFitForReleaseWarning when loaded, merged or queried.
 
-privrace.M2M(path, domain=...) reads a released feature sketch (rff, hist, RACE); a HIST sketch's
+privrace.FeatureSketch("rff", features=M, sigma=S) or FeatureSketch("hist", bins=B, domain=(lo, hi))
+fits the feature sketches of M2M (`privrace sketch --kernel rff|hist`) the way RaceSketch fits RACE
+sketches. Sketches pickle, and to_bytes()/from_bytes() give the file format's bytes (exact counts
+only from a sketch fitted with allow_non_private=True); get_params/set_params follow scikit-learn.
+
+privrace.M2M(path or sketch, domain=...) reads a released feature sketch (rff, hist, RACE); a HIST sketch's
 domain defaults to the one it records. HIST holds one histogram per attribute, so its joint tasks
 (cov, counting queries over several attributes) raise ValueError unless allow_unsupported=True,
 which answers them with privrace.UnsupportedTaskWarning.
@@ -23,7 +28,7 @@ from . import results  # noqa: F401
 
 try:
     from ._core import (  # noqa: F401
-        M2M, NotFitForReleaseWarning, RaceSketch, UnsupportedTaskWarning, __version__, git_commit)
+        M2M, FeatureSketch, NotFitForReleaseWarning, RaceSketch, UnsupportedTaskWarning, __version__, git_commit)
 except ImportError as _error:  # a source checkout without the compiled module
     _core_error = _error
 
@@ -31,4 +36,4 @@ except ImportError as _error:  # a source checkout without the compiled module
         raise ImportError(f"privrace.{name} needs the compiled module privrace._core ({_core_error}); "
                           "build it (cmake option PRIVRACE_PYTHON=ON) and put BUILD/python on PYTHONPATH")
 
-__all__ = ["M2M", "NotFitForReleaseWarning", "RaceSketch", "UnsupportedTaskWarning", "results", "__version__"]
+__all__ = ["FeatureSketch", "M2M", "NotFitForReleaseWarning", "RaceSketch", "UnsupportedTaskWarning", "results", "__version__"]

@@ -31,6 +31,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -39,6 +41,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <stdlib.h>
 
 #include "privrace/core/error.hpp"
 #include "privrace/core/types.hpp"
@@ -372,7 +376,172 @@ Kernel race_kernel(const std::string& name) {
   for (const Kernel k : {Kernel::L2, Kernel::Angular, Kernel::AngularPair, Kernel::Jaccard, Kernel::JaccardClassic})
     if (name == to_string(k)) return k;
   throw UsageError("kernel must be l2, angular, angular_pair, jaccard or jaccard_classic, got '" + name +
-                   "' (rff and hist feature sketches: RaceSketch.like(a feature sketch file), or the privrace command)");
+                   "' (rff and hist feature sketches: privrace.FeatureSketch)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Constructor arguments. A sketch keeps the Python objects it was constructed with (get_params
+// returns them as they were given, as scikit-learn's clone expects) and the library's
+// ReleaseParams made from them (validated, messages naming the Python arguments).
+
+// The constructor arguments of RaceSketch and of FeatureSketch, in order.
+const std::vector<std::string>& race_arg_names() {
+  static const std::vector<std::string> names{"kernel", "rows", "width", "bandwidth", "power", "seed", "pair_mode", "hash_seed"};
+  return names;
+}
+const std::vector<std::string>& feature_arg_names() {
+  static const std::vector<std::string> names{"kernel", "features", "sigma", "bins", "domain", "seed", "hash_seed", "num_share"};
+  return names;
+}
+
+// `value` as T, or TypeError naming the argument.
+template <class T>
+T arg_as(const py::handle& value, const std::string& name, const char* expected) {
+  try {
+    return value.cast<T>();
+  } catch (const py::cast_error&) {
+    throw py::type_error(name + " must be " + expected + ", got " + std::string(py::str(py::repr(value))));
+  }
+}
+
+std::optional<std::uint64_t> optional_seed(const py::handle& value, const std::string& name) {
+  if (value.is_none()) return std::nullopt;
+  return arg_as<std::uint64_t>(value, name, "None or an integer 0..2**64-1");
+}
+
+// FeatureSketch's domain=: (lo, hi) for every attribute, a list of (lo, hi) per attribute, or the
+// CLI's text "LO:HI" / "LO1:HI1,LO2:HI2,...".
+std::pair<std::vector<double>, std::vector<double>> feature_domain(const py::handle& domain) {
+  if (py::isinstance<py::str>(domain)) return parse_box_domain(domain.cast<std::string>(), "domain");
+  const char* expected = "(lo, hi), a list of (lo, hi) per attribute, or 'LO:HI'";
+  const auto items = arg_as<std::vector<py::object>>(domain, "domain", expected);
+  std::vector<double> lo, hi;
+  auto interval = [&](double l, double h, const std::string& at) {
+    if (!std::isfinite(l) || !std::isfinite(h) || !(l < h)) {
+      std::ostringstream s;
+      s << "domain" << at << ": (" << l << ", " << h << ") is not an interval lo < hi of finite numbers";
+      throw UsageError(s.str());
+    }
+    lo.push_back(l);
+    hi.push_back(h);
+  };
+  if (items.size() == 2 && (py::isinstance<py::float_>(items[0]) || py::isinstance<py::int_>(items[0]))) {
+    interval(arg_as<double>(items[0], "domain", expected), arg_as<double>(items[1], "domain", expected), "");
+    return {lo, hi};
+  }
+  if (items.empty()) throw UsageError(std::string("domain must be ") + expected + ", got an empty sequence");
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const auto pair = arg_as<std::pair<double, double>>(items[i], "domain[" + std::to_string(i) + "]", "a pair (lo, hi)");
+    interval(pair.first, pair.second, "[" + std::to_string(i) + "]");
+  }
+  return {lo, hi};
+}
+
+// The parameters that constructor arguments describe (`feature`: FeatureSketch's), validated.
+ReleaseParams params_from_args(bool feature, const py::dict& a) {
+  ReleaseParams p;
+  const std::string kernel = arg_as<std::string>(a["kernel"], "kernel", "a string");
+  if (!feature) {
+    p.family.kernel = race_kernel(kernel);
+    p.family.rows = arg_as<std::size_t>(a["rows"], "rows", "a positive integer");
+    p.width = arg_as<std::size_t>(a["width"], "width", "a positive integer");
+    p.family.bandwidth = arg_as<double>(a["bandwidth"], "bandwidth", "a positive number");
+    p.family.power = arg_as<std::size_t>(a["power"], "power", "a positive integer");
+    p.family.pair_mode = arg_as<std::string>(a["pair_mode"], "pair_mode", "'query' or 'insert'");
+  } else {
+    if (kernel != "rff" && kernel != "hist")
+      throw UsageError("kernel must be rff or hist, got '" + kernel + "' (RACE kernels: privrace.RaceSketch)");
+    p.family.kernel = parse_kernel(kernel);
+    p.num_share = arg_as<double>(a["num_share"], "num_share", "a number in (0, 1)");
+    if (!(p.num_share > 0.0 && p.num_share < 1.0)) {  // the library names its option --num-share
+      std::ostringstream s;
+      s << "num_share must be in (0, 1) (the record count needs a share of epsilon), got " << p.num_share;
+      throw UsageError(s.str());
+    }
+    if (kernel == "rff") {
+      if (a["features"].is_none()) throw UsageError("kernel rff needs features= (m = 2 m' random Fourier features, even)");
+      if (!a["bins"].is_none() || !a["domain"].is_none())
+        throw UsageError("bins= and domain= do not apply to kernel rff (its features are bounded for every record); "
+                         "declare M2M's domain with privrace.M2M(..., domain=...)");
+      p.family.features = arg_as<std::size_t>(a["features"], "features", "a positive even integer");
+      p.family.sigma = a["sigma"].is_none() ? 1.0 : arg_as<double>(a["sigma"], "sigma", "a positive number");
+    } else {
+      if (!a["features"].is_none() || !a["sigma"].is_none())
+        throw UsageError("features= and sigma= do not apply to kernel hist (it has bins= and domain=)");
+      if (a["bins"].is_none()) throw UsageError("kernel hist needs bins= (equal bins per attribute)");
+      if (a["domain"].is_none())
+        throw UsageError("kernel hist needs domain=(lo, hi) (or a list of (lo, hi), one per attribute); records outside are refused");
+      p.family.bins = arg_as<std::size_t>(a["bins"], "bins", "a positive integer");
+      std::tie(p.family.lo, p.family.hi) = feature_domain(a["domain"]);
+    }
+  }
+  p.seed = optional_seed(a["seed"], "seed");
+  p.hash_seed = optional_seed(a["hash_seed"], "hash_seed");
+  p.validate("");
+  return p;
+}
+
+// The constructor arguments that describe `p` (a sketch loaded or made by like(): no seed).
+py::dict args_from_params(const ReleaseParams& p) {
+  py::dict a;
+  const Kernel k = p.family.kernel;
+  a["kernel"] = to_string(k);
+  if (!is_feature_kernel(k)) {
+    a["rows"] = p.family.rows;
+    a["width"] = p.width;
+    a["bandwidth"] = p.family.bandwidth;
+    a["power"] = p.family.power;
+    a["seed"] = p.seed ? py::object(py::int_(*p.seed)) : py::object(py::none());
+    a["pair_mode"] = p.family.pair_mode;
+    a["hash_seed"] = p.hash_seed ? py::object(py::int_(*p.hash_seed)) : py::object(py::none());
+    return a;
+  }
+  const bool rff = k == Kernel::Rff;
+  a["features"] = rff ? py::object(py::int_(p.family.features)) : py::object(py::none());
+  a["sigma"] = rff ? py::object(py::float_(p.family.sigma)) : py::object(py::none());
+  a["bins"] = rff ? py::object(py::none()) : py::object(py::int_(p.family.bins));
+  if (rff) {
+    a["domain"] = py::none();
+  } else if (p.family.lo.size() == 1 && p.family.hi.size() == 1) {
+    a["domain"] = py::make_tuple(p.family.lo[0], p.family.hi[0]);
+  } else {
+    py::list d;
+    for (std::size_t i = 0; i < p.family.lo.size() && i < p.family.hi.size(); ++i) d.append(py::make_tuple(p.family.lo[i], p.family.hi[i]));
+    a["domain"] = d;
+  }
+  a["seed"] = p.seed ? py::object(py::int_(*p.seed)) : py::object(py::none());
+  a["hash_seed"] = p.hash_seed ? py::object(py::int_(*p.hash_seed)) : py::object(py::none());
+  a["num_share"] = p.num_share;
+  return a;
+}
+
+// A folder of our own (mode 0700) for the bytes of one sketch file, removed with the object:
+// to_bytes and from_bytes go through the library's writer and reader.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "privrace-bytes-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw Error("cannot create a temporary folder for the sketch's bytes");
+    dir_ = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  std::string file() const { return (dir_ / "sketch.rsk").string(); }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+std::string read_whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read '" + path + "'");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -459,22 +628,24 @@ class PyExactPartial {
 
 class PyRaceSketch {
  public:
-  PyRaceSketch(const std::string& kernel, std::size_t rows, std::size_t width, double bandwidth, std::size_t power,
-               std::optional<std::uint64_t> seed, std::string pair_mode, std::optional<std::uint64_t> hash_seed) {
-    params_.family.kernel = race_kernel(kernel);
-    params_.family.rows = rows;
-    params_.family.bandwidth = bandwidth;
-    params_.family.power = power;
-    params_.family.pair_mode = std::move(pair_mode);
-    params_.width = width;
-    params_.seed = seed;
-    params_.hash_seed = hash_seed;
-    params_.validate("");  // "rows must be at least 1", ..., the memory bound
-  }
+  // Polymorphic, so that a method returning the sketch itself (fit, merge) returns the Python
+  // object it was called on, FeatureSketch included.
+  virtual ~PyRaceSketch() = default;
+  PyRaceSketch(PyRaceSketch&&) = default;
+  PyRaceSketch& operator=(PyRaceSketch&&) = default;
+
+  // From constructor arguments (RaceSketch's, or with `feature` FeatureSketch's), kept as given.
+  PyRaceSketch(bool feature, py::dict args) : params_(params_from_args(feature, args)), args_(std::move(args)) {}
   explicit PyRaceSketch(RaceSketch loaded, nlohmann::json header) : sketch_(std::move(loaded)), header_(std::move(header)) {
     params_.width = sketch_->width();
     params_.family.kernel = parse_kernel(sketch_->family().kernel_name());
     params_.family.rows = sketch_->rows();
+    try {  // every public parameter the header records (no seed: refitting draws new noise)
+      params_ = like_params(header_, params_);
+    } catch (const Error&) {
+    }
+    params_.seed.reset();
+    params_.hash_seed.reset();
   }
 
   // From the parameters of a RaceSketch (privrace.dask rebuilds one where the partials meet).
@@ -482,6 +653,31 @@ class PyRaceSketch {
     params_.privacy.reset();
     params_.validate("");
   }
+
+  bool feature_kernel() const { return is_feature_kernel(params_.family.kernel); }
+
+  // scikit-learn's conventions: the constructor arguments by name, as they were given.
+  py::dict get_params() const {
+    if (args_.empty()) args_ = args_from_params(params_);
+    return args_.attr("copy")().cast<py::dict>();  // a new dict holding the same objects
+  }
+  void set_params(const py::kwargs& changes) {
+    const std::vector<std::string>& names = feature_kernel() ? feature_arg_names() : race_arg_names();
+    std::string unknown, valid;
+    for (const auto& name : names) valid += (valid.empty() ? "" : ", ") + name;
+    for (const auto& item : changes) {
+      const std::string name = py::str(item.first);
+      if (std::find(names.begin(), names.end(), name) == names.end()) unknown += (unknown.empty() ? "'" : ", '") + name + "'";
+    }
+    if (!unknown.empty())
+      throw UsageError("invalid parameter(s) " + unknown + " for " + class_name() + "; valid parameters: " + valid);
+    py::dict merged = get_params();
+    for (const auto& item : changes) merged[item.first] = item.second;
+    ReleaseParams p = params_from_args(feature_kernel(), merged);  // the sketch is unchanged when refused
+    params_ = std::move(p);
+    args_ = std::move(merged);
+  }
+  std::string class_name() const { return feature_kernel() ? "FeatureSketch" : "RaceSketch"; }
 
   bool set_kernel() const { return is_set_kernel(params_.family.kernel); }
 
@@ -591,6 +787,7 @@ class PyRaceSketch {
     out.header_["build"]["strategy"] = strategy;
     out.fit_report_["threads"] = threads;
     out.fit_report_["strategy"] = strategy;
+    out.allow_non_private_ = partial.spec().fit.allow_non_private;
     return out;
   }
 
@@ -611,6 +808,7 @@ class PyRaceSketch {
       Release release = build_exact_dense(params, seed, input, &signals).release();
       install(std::move(release), input.in_place() ? "in place" : "converted to float32 in blocks", input.address(),
               now() - t0);
+      allow_non_private_ = args.allow_non_private;
     } catch (const PendingPythonError&) {
       signals.rethrow();  // KeyboardInterrupt (or what a signal handler raised); the sketch is unchanged
     }
@@ -628,6 +826,7 @@ class PyRaceSketch {
     const double t0 = now();
     Release release = build_exact(params, seed, sets).release();
     install(std::move(release), "sets", 0, now() - t0);
+    allow_non_private_ = args.allow_non_private;
     return *this;
   }
 
@@ -652,6 +851,62 @@ class PyRaceSketch {
 
   void save(const std::string& path, bool allow_non_private) const {
     const auto lock = read_lock();
+    save_locked(path, allow_non_private);
+  }
+
+  // The sketch file's bytes (the library's writer, through a private temporary file). Exact
+  // counts only with allow_non_private=True, or when the sketch was fitted with it.
+  py::bytes to_bytes(bool allow_non_private) const {
+    const auto lock = read_lock();
+    const ScratchDir dir;
+    save_locked(dir.file(), allow_non_private || allow_non_private_);
+    std::string bytes;
+    {
+      py::gil_scoped_release unlocked;
+      bytes = read_whole_file(dir.file());
+    }
+    return py::bytes(bytes);
+  }
+
+  // A sketch from a sketch file's bytes (the library's reader); `feature`: FeatureSketch's kinds.
+  static PyRaceSketch from_bytes(const py::bytes& b, bool feature) {
+    const ScratchDir dir;
+    {
+      const std::string data = b;
+      py::gil_scoped_release unlocked;
+      write_file_atomically(dir.file(), data);
+    }
+    return load_as(dir.file(), feature, "bytes");
+  }
+
+  // Pickle state: (1, the constructor arguments, allow_non_private, the file's bytes or None).
+  py::tuple state() const {
+    py::object bytes = py::none();
+    if (fitted_flag()) {
+      bool exact = false;
+      {
+        const auto lock = read_lock();
+        exact = !fitted().is_private();
+      }
+      if (exact && !allow_non_private_)
+        throw UsageError("this " + class_name() +
+                         " holds exact counts and was not fitted with allow_non_private=True: it is not pickled "
+                         "(to_bytes(allow_non_private=True) writes its bytes deliberately)");
+      bytes = to_bytes(false);
+    }
+    return py::make_tuple(1, get_params(), allow_non_private_, bytes);
+  }
+  static PyRaceSketch from_state(const py::tuple& t, bool feature) {
+    if (t.size() != 4 || t[0].cast<int>() != 1) throw UsageError("not the state of a privrace sketch (version 1, 4 fields)");
+    const py::dict args = t[1].cast<py::dict>();
+    PyRaceSketch out = t[3].is_none() ? PyRaceSketch(feature, args) : from_bytes(t[3].cast<py::bytes>(), feature);
+    out.params_ = params_from_args(feature, args);
+    out.args_ = args;
+    out.allow_non_private_ = t[2].cast<bool>();
+    return out;
+  }
+
+  void save_locked(const std::string& path, bool allow_non_private) const {
     const RaceSketch& s = fitted();
     nlohmann::json extra = nlohmann::json::object();
     if (header_.contains("build")) extra["build"] = public_build(header_.at("build"), s.is_private());
@@ -660,18 +915,38 @@ class PyRaceSketch {
     save_sketch(path, s, allow_non_private, extra);
   }
 
-  static PyRaceSketch load(const std::string& path) {
+  static PyRaceSketch load(const std::string& path) { return load_as(path, false, "'" + path + "'"); }
+
+  // A sketch file as RaceSketch (RACE sketches) or, with `feature`, FeatureSketch (rff, hist).
+  // `what` names the source in messages ("'path'", "bytes").
+  static PyRaceSketch load_as(const std::string& path, bool feature, const std::string& what) {
     nlohmann::json header;
     std::optional<RaceSketch> s;
     {
       py::gil_scoped_release unlocked;
       s.emplace(load_sketch(path, &header));
     }
-    if (s->family().accumulates_values() || sketch_kind(s->family()) != "race")
-      throw UsageError(path + ": a " + sketch_kind(s->family()) +
-                       " feature sketch (M2M); RaceSketch reads RACE sketches (read it with privrace.M2M(path, domain=...))");
-    warn_if_not_fit(s->privacy(), "load '" + path + "'");
+    const std::string kind = sketch_kind(s->family());
+    const bool is_feature = s->family().accumulates_values() || kind != "race";
+    if (is_feature && !feature)
+      throw UsageError(what + ": a " + kind +
+                       " feature sketch (M2M); RaceSketch reads RACE sketches (read it with privrace.FeatureSketch.load or "
+                       "privrace.M2M(path, domain=...))");
+    if (!is_feature && feature)
+      throw UsageError(what + ": a RACE sketch; FeatureSketch reads rff and hist sketches (read it with privrace.RaceSketch.load)");
+    warn_if_not_fit(s->privacy(), "load " + what);
     return PyRaceSketch(std::move(*s), std::move(header));
+  }
+
+  // The sketch as M2M reads it (privrace.M2M(sketch)): its counts and its header.
+  FeatureSketchRelease feature_release() const {
+    const auto lock = read_lock();
+    const RaceSketch& s = fitted();
+    nlohmann::json h = sketch_header(s);
+    for (const char* key : {"build", "merged_inputs"})
+      if (header_.contains(key)) h[key] = header_.at(key);
+    py::gil_scoped_release unlocked;
+    return feature_release_of(s, h);
   }
 
   PyRaceSketch& merge(const PyRaceSketch& other) {
@@ -740,8 +1015,10 @@ class PyRaceSketch {
   std::string repr() const {
     const auto lock = read_lock();
     std::ostringstream s;
-    s << "RaceSketch(kernel='" << to_string(params_.family.kernel) << "'";
+    s << class_name() << "(kernel='" << to_string(params_.family.kernel) << "'";
     if (!is_feature_kernel(params_.family.kernel)) s << ", rows=" << params_.family.rows << ", width=" << params_.width;
+    if (params_.family.kernel == Kernel::Rff) s << ", features=" << params_.family.features << ", sigma=" << params_.family.sigma;
+    if (params_.family.kernel == Kernel::Hist) s << ", bins=" << params_.family.bins;
     if (params_.hash_seed) s << ", hash_seed=" << *params_.hash_seed;
     if (sketch_) s << ", fitted, " << (sketch_->is_private() ? "private" : "NOT private");
     s << ")";
@@ -849,12 +1126,28 @@ class PyRaceSketch {
   }
 
   ReleaseParams params_;  // kernel, R, W, bandwidth, p, pair mode, master seed, hash seed
+  // The constructor arguments as given (empty: made from params_ when asked, for loaded sketches).
+  mutable py::dict args_;
+  bool allow_non_private_ = false;  // the last fit had allow_non_private=True (exact counts may pickle)
   std::optional<RaceSketch> sketch_;
   nlohmann::json header_ = nlohmann::json::object();
   nlohmann::json fit_report_;
   // fit, fit_sets, merge: exclusive; the rest: shared. A pointer, so that the object moves.
   std::unique_ptr<WriterFirstMutex> mutex_ = std::make_unique<WriterFirstMutex>();
 };
+
+// privrace.FeatureSketch: a RaceSketch of the feature kernels (rff, hist) for M2M, with their own
+// constructor arguments; everything else is RaceSketch's (the release API handles the kernels).
+class PyFeatureSketch : public PyRaceSketch {
+ public:
+  explicit PyFeatureSketch(PyRaceSketch&& base) : PyRaceSketch(std::move(base)) {}
+};
+
+// A sketch as the Python class its kernel calls for.
+py::object as_python(PyRaceSketch&& sketch) {
+  if (sketch.feature_kernel()) return py::cast(PyFeatureSketch(std::move(sketch)));
+  return py::cast(std::move(sketch));
+}
 
 PyExactPartial PyExactPartial::sum(const std::vector<const PyExactPartial*>& parts) {
   if (parts.empty()) throw UsageError("no exact partials to combine");
@@ -948,10 +1241,13 @@ PyObject* g_unsupported_task_warning = nullptr;
 // (m2m_domain, check_m2m_task), naming the Python arguments.
 class PyM2M {
  public:
-  PyM2M(const std::string& path, const py::object& domain, std::size_t samples, std::uint64_t seed, int threads,
+  PyM2M(const py::object& source, const py::object& domain, std::size_t samples, std::uint64_t seed, int threads,
         bool intercept, const std::string& lambda_rule, bool allow_unsupported) {
     if (samples == 0) throw UsageError("samples must be positive");
-    {
+    if (py::isinstance<PyRaceSketch>(source)) {  // a fitted or loaded sketch in memory
+      release_ = source.cast<const PyRaceSketch&>().feature_release();
+    } else {
+      const std::string path = py::str(py::module_::import("os").attr("fspath")(source));
       py::gil_scoped_release unlocked;
       release_ = load_feature_release(path);
     }
@@ -1108,16 +1404,22 @@ RaceSketch(kernel="l2", rows, width, bandwidth=1.0, power=1, seed=None, pair_mod
 A sketch that is not fit for release (seeded noise, exact counts) warns with
 privrace.NotFitForReleaseWarning when it is loaded, merged or queried. A RaceSketch may be shared
 by threads: fit and merge wait for queries and saves in progress, and the reverse.)doc")
-      .def(py::init<std::string, std::size_t, std::size_t, double, std::size_t, std::optional<std::uint64_t>,
-                    std::string, std::optional<std::uint64_t>>(),
+      .def(py::init([](py::object kernel, py::object rows, py::object width, py::object bandwidth, py::object power,
+                       py::object seed, py::object pair_mode, py::object hash_seed) {
+             py::dict a;
+             a["kernel"] = kernel, a["rows"] = rows, a["width"] = width, a["bandwidth"] = bandwidth, a["power"] = power;
+             a["seed"] = seed, a["pair_mode"] = pair_mode, a["hash_seed"] = hash_seed;
+             return PyRaceSketch(false, std::move(a));
+           }),
            py::arg("kernel") = "l2", py::kw_only(), py::arg("rows"), py::arg("width"), py::arg("bandwidth") = 1.0,
            py::arg("power") = 1, py::arg("seed") = py::none(), py::arg("pair_mode") = "query",
            py::arg("hash_seed") = py::none())
-      .def_static("like", &PyRaceSketch::like, py::arg("other"),
+      .def_static("like", [](const py::object& other) { return as_python(PyRaceSketch::like(other)); }, py::arg("other"),
                   R"doc(A new, unfitted sketch with every public parameter of `other` (a RaceSketch, fitted or loaded, or
 the path of a sketch file, rff and hist feature sketches included): kernel, rows, width, bandwidth,
 power, pair mode, features, sigma, bins, domain and the hash seed. It has no seed: its noise comes
-from the OS, so it is fit for release, and it merges with `other`'s release.)doc")
+from the OS, so it is fit for release, and it merges with `other`'s release. A FeatureSketch for
+rff and hist parameters.)doc")
       .def(
           "fit",
           [](PyRaceSketch& self, const py::handle& x, std::optional<double> epsilon, const std::string& mechanism,
@@ -1159,6 +1461,25 @@ Ctrl-C (KeyboardInterrupt) stops a fit between blocks of rows. Arrays of either 
       .def("save", &PyRaceSketch::save, py::arg("path"), py::kw_only(), py::arg("allow_non_private") = false,
            "Write the sketch file (the CLI's format). A sketch without noise needs allow_non_private=True.")
       .def_static("load", &PyRaceSketch::load, py::arg("path"), "Read a RACE sketch file written by save or `privrace sketch`.")
+      .def("to_bytes", &PyRaceSketch::to_bytes, py::kw_only(), py::arg("allow_non_private") = false,
+           "The sketch file's bytes (the format save writes). Exact counts need allow_non_private=True, or a sketch "
+           "fitted with it.")
+      .def_static(
+          "from_bytes", [](const py::bytes& b) { return PyRaceSketch::from_bytes(b, false); }, py::arg("data"),
+          "A RaceSketch from a sketch file's bytes (to_bytes, or a file's contents).")
+      .def(py::pickle([](const PyRaceSketch& self) { return self.state(); },
+                      [](const py::tuple& t) { return PyRaceSketch::from_state(t, false); }))
+      .def(
+          "get_params", [](const PyRaceSketch& self, bool) { return self.get_params(); }, py::arg("deep") = true,
+          "The constructor arguments by name (scikit-learn's convention; a loaded sketch's are read from its header).")
+      .def(
+          "set_params",
+          [](py::object self, const py::kwargs& params) {
+            self.cast<PyRaceSketch&>().set_params(params);
+            return self;
+          },
+          "Sets constructor arguments by name (validated as the constructor does; ValueError naming unknown ones); "
+          "returns self. A fitted sketch keeps its counts until the next fit.")
       .def("merge", &PyRaceSketch::merge, py::arg("other"), py::return_value_policy::reference_internal,
            "Add another sketch of disjoint data built with the same parameters and seed (`privrace merge`).")
       .def_property_readonly("header", &PyRaceSketch::header, "The file header (family, privacy record, n_hat, ...) as a dict.")
@@ -1199,6 +1520,38 @@ Ctrl-C (KeyboardInterrupt) stops a fit between blocks of rows. Arrays of either 
           py::arg("mechanism") = "discrete_laplace", py::arg("delta") = 0.0, py::arg("neighbors") = "add-remove",
           py::arg("threads") = 0, py::arg("allow_non_private") = false, py::arg("strategy") = "auto");
 
+  py::class_<PyFeatureSketch, PyRaceSketch>(m, "FeatureSketch", R"doc(
+A feature-map sketch for M2M (Houssiau et al.): random Fourier features or per-attribute
+histograms, released with differential privacy (`privrace sketch --kernel rff|hist`).
+
+FeatureSketch("rff", features=M, sigma=1.0, seed=None, hash_seed=None, num_share=0.98)
+FeatureSketch("hist", bins=B, domain=(lo, hi), seed=None, hash_seed=None, num_share=0.98)
+  features: m = 2 m' random Fourier features (even); sigma: the Gaussian kernel's bandwidth.
+  bins: equal bins per attribute; domain: (lo, hi) for every attribute, a list of (lo, hi) per
+        attribute, or 'LO:HI[,LO:HI...]'; records outside it are refused, never clipped.
+  num_share: the share of epsilon for the feature sums; the released record count gets the rest.
+  seed, hash_seed: as RaceSketch's (a seeded sketch equals `privrace sketch --seed`, NOT fit for release).
+fit(X, epsilon=...), save, load, merge, to_bytes, header and counts are RaceSketch's; read the
+release with privrace.M2M(sketch, domain=...).)doc")
+      .def(py::init([](py::object kernel, py::object features, py::object sigma, py::object bins, py::object domain,
+                       py::object seed, py::object hash_seed, py::object num_share) {
+             py::dict a;
+             a["kernel"] = kernel, a["features"] = features, a["sigma"] = sigma, a["bins"] = bins, a["domain"] = domain;
+             a["seed"] = seed, a["hash_seed"] = hash_seed, a["num_share"] = num_share;
+             return PyFeatureSketch(PyRaceSketch(true, std::move(a)));
+           }),
+           py::arg("kernel"), py::kw_only(), py::arg("features") = py::none(), py::arg("sigma") = py::none(),
+           py::arg("bins") = py::none(), py::arg("domain") = py::none(), py::arg("seed") = py::none(),
+           py::arg("hash_seed") = py::none(), py::arg("num_share") = 0.98)
+      .def_static(
+          "load", [](const std::string& path) { return PyFeatureSketch(PyRaceSketch::load_as(path, true, "'" + path + "'")); },
+          py::arg("path"), "Read an rff or hist sketch file written by save or `privrace sketch`.")
+      .def_static(
+          "from_bytes", [](const py::bytes& b) { return PyFeatureSketch(PyRaceSketch::from_bytes(b, true)); }, py::arg("data"),
+          "A FeatureSketch from a sketch file's bytes (to_bytes, or a file's contents).")
+      .def(py::pickle([](const PyFeatureSketch& self) { return self.state(); },
+                      [](const py::tuple& t) { return PyFeatureSketch(PyRaceSketch::from_state(t, true)); }));
+
   py::class_<PyExactPartial>(m, "ExactPartial", R"doc(
 Exact (non-private) counts of part of a collection, made by privrace.dask on a worker. It lives in
 memory only: there is no save, write or counts accessor, and its repr shows no count. It pickles
@@ -1234,9 +1587,10 @@ releases the sum once (privrace._core._release).)doc")
   py::class_<PyM2M>(m, "M2M", R"doc(
 M2M (Houssiau et al.): moments, CDFs, covariance and counting queries from a released feature
 sketch (`privrace sketch --kernel rff|hist`, or a RACE sketch), as `privrace m2m` computes them.
+The sketch is a file's path or a sketch in memory (a fitted or loaded FeatureSketch or RaceSketch).
 Post-processing of the release: no data is read and no budget spent.
 
-M2M(path, domain=None, samples=100000, seed=0x4d324d, threads=0, intercept=False, lambda_rule="eq5",
+M2M(path_or_sketch, domain=None, samples=100000, seed=0x4d324d, threads=0, intercept=False, lambda_rule="eq5",
     allow_unsupported=False)
   domain: the box every record lies in, (lo, hi) for all attributes or (los, his) per attribute.
         None: the domain a HIST sketch records (the only one it accepts; another raises ValueError
@@ -1247,7 +1601,7 @@ M2M(path, domain=None, samples=100000, seed=0x4d324d, threads=0, intercept=False
         histogram per attribute: cov, and counting queries over several attributes), with a
         privrace.UnsupportedTaskWarning; without it such a task raises ValueError with the reason
         (`privrace m2m --allow-unsupported`).)doc")
-      .def(py::init<const std::string&, const py::object&, std::size_t, std::uint64_t, int, bool, const std::string&,
+      .def(py::init<const py::object&, const py::object&, std::size_t, std::uint64_t, int, bool, const std::string&,
                     bool>(),
            py::arg("path"), py::kw_only(), py::arg("domain") = py::none(), py::arg("samples") = 100000,
            py::arg("seed") = 0x4d324d, py::arg("threads") = 0, py::arg("intercept") = false,
