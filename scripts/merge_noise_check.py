@@ -23,10 +23,10 @@ import numpy as np
 
 
 def counts_of(cli, path):
+    # `info` prints the header (JSON); `info --counts` the counts alone (CSV), the header on stderr.
+    header = json.loads(subprocess.run([cli, "info", path], check=True, capture_output=True, text=True).stdout)
     out = subprocess.run([cli, "info", path, "--counts"], check=True, capture_output=True, text=True).stdout
-    header_end = out.index("\n}\n") + 3
-    header = json.loads(out[:header_end])
-    rows = [np.array(line.split(","), dtype=np.int64) for line in out[header_end:].splitlines() if line.strip()]
+    rows = [np.array(line.split(","), dtype=np.int64) for line in out.splitlines() if line.strip()]
     return header, np.vstack(rows)
 
 

@@ -2,6 +2,7 @@
 // The `privrace` command's subcommands (one file each group) and their shared option parsing.
 // Exit codes: 0 success, 2 bad usage (UsageError), 1 any other error (bad input, I/O, resources).
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -10,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "inputs.hpp"
+#include "progress_line.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/io/edge_list.hpp"
 #include "privrace/io/table_reader.hpp"
@@ -32,7 +35,26 @@ inline po::variables_map parse(const std::string& usage, const po::options_descr
       std::cout << usage << "\n" << desc;
       std::exit(0);
     }
+    // A missing positional argument is named as the usage line names it, not as an option
+    // ("option '--sketch' is required"), and before any missing option.
+    if (positional)
+      for (unsigned i = 0; i < std::min(positional->max_total_count(), 8u); ++i) {
+        const std::string& name = positional->name_for_position(i);
+        const po::option_description* opt = desc.find_nothrow(name, false);
+        if (opt && opt->semantic()->is_required() && !vm.count(name)) {
+          std::string line = usage.substr(0, usage.find('\n'));
+          if (line.rfind("usage: ", 0) == 0) line.erase(0, 7);
+          throw UsageError("a " + (name == "sketch" ? std::string("sketch file") : name) + " is required (usage: " + line + ")");
+        }
+      }
     po::notify(vm);
+  } catch (const po::unknown_option& e) {
+    // "unrecognised option '--kernal' (did you mean '--kernel'?)": the command's long names.
+    const std::string given = e.get_option_name();
+    std::vector<std::string> names;
+    for (const auto& opt : desc.options())
+      if (!opt->long_name().empty()) names.push_back("--" + opt->long_name());
+    throw UsageError(given.rfind("--", 0) == 0 ? with_suggestion(e.what(), given, names) : std::string(e.what()));
   } catch (const po::error& e) {
     throw UsageError(e.what());
   }
@@ -53,6 +75,7 @@ struct SketchJob {
   int label_column = 0;
   std::size_t dim = 0, chunk_rows = 65536;
   bool set_kernel = false, graph_input = false, no_privacy = false, quiet = false, timings = false;
+  ProgressLine* progress = nullptr;  // the terminal's progress line (single process); none when null
 };
 // Options -> a validated job (UsageError on bad usage); sets the OpenMP thread count.
 SketchJob parse_sketch(int argc, char** argv);

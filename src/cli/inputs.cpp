@@ -58,6 +58,51 @@ std::vector<std::string> read_list(const std::string& list) {
 
 }  // namespace
 
+const std::vector<std::string> kKernelNames = {"l2", "angular", "angular_pair", "jaccard", "jaccard_classic", "rff", "hist"};
+const std::vector<std::string> kMechanismNames = {"discrete_laplace", "floored_laplace", "gaussian"};
+const std::vector<std::string> kNeighborNames = {"add-remove", "replace"};
+const std::vector<std::string> kEstimatorNames = {"mean", "mom"};
+const std::vector<std::string> kTableFormatNames = {"auto", "csv", "whitespace", "libsvm"};
+const std::vector<std::string> kSketchFormatNames = {"auto", "csv", "whitespace", "libsvm", "sets", "edgelist", "jlg"};
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  // Optimal string alignment: Levenshtein plus the swap of two neighbouring characters.
+  const std::size_t n = a.size(), m = b.size();
+  std::vector<std::vector<std::size_t>> d(n + 1, std::vector<std::size_t>(m + 1));
+  for (std::size_t i = 0; i <= n; ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= m; ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= n; ++i)
+    for (std::size_t j = 1; j <= m; ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[n][m];
+}
+
+std::optional<std::string> closest_name(std::string_view given, const std::vector<std::string>& names) {
+  if (given.empty()) return std::nullopt;
+  const std::size_t limit = std::max<std::size_t>(1, given.size() / 3);
+  std::optional<std::string> best;
+  std::size_t best_d = limit + 1;
+  for (const std::string& name : names) {
+    if (name == given) return std::nullopt;  // not a slip: the name is valid (the error is another)
+    const std::size_t d = edit_distance(given, name);
+    if (d < best_d && d < std::max(given.size(), name.size())) best_d = d, best = name;
+  }
+  return best;
+}
+
+std::string with_suggestion(const std::string& message, std::string_view given, const std::vector<std::string>& names) {
+  const std::optional<std::string> name = closest_name(given, names);
+  if (!name) return message;
+  const std::string hint = " (did you mean '" + *name + "'?)";
+  const std::size_t open = message.find(" (expected ");
+  if (open != std::string::npos && !message.empty() && message.back() == ')')
+    return message.substr(0, open) + hint + "; " + message.substr(open + 2, message.size() - open - 3);
+  return message + hint;
+}
+
 void add_column_options(boost::program_options::options_description& desc) {
   namespace po = boost::program_options;
   desc.add_options()

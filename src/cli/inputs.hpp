@@ -8,7 +8,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "privrace/core/error.hpp"
 
 #include "privrace/core/limits.hpp"
 #include "privrace/core/types.hpp"
@@ -33,6 +36,29 @@ inline int threads_option(const boost::program_options::variables_map& vm, const
 // Largest value of a size option (rows, width, features, bins, dim, ...): 2^32, the bound of
 // a sketch's width and of a sketch file's header fields.
 inline constexpr std::int64_t kMaxSize = std::int64_t{1} << 32;
+
+// "Did you mean": the name of `names` closest to `given` by edit distance (insertions, deletions,
+// substitutions and swaps of neighbours each count 1), when it is close enough to be a slip:
+// at most max(1, |given| / 3) edits. Ties go to the earlier name; nullopt when none is close.
+std::size_t edit_distance(std::string_view a, std::string_view b);
+std::optional<std::string> closest_name(std::string_view given, const std::vector<std::string>& names);
+// `message` with " (did you mean 'NAME'?)" after its first sentence when a name is close: a
+// library message "unknown kernel 'l22' (expected l2, ...)" becomes
+// "unknown kernel 'l22' (did you mean 'l2'?); expected l2, ...". Unchanged otherwise.
+std::string with_suggestion(const std::string& message, std::string_view given, const std::vector<std::string>& names);
+// parse(given), a UsageError from it rethrown with the suggestion (the library's parse_kernel,
+// parse_mechanism, ... know their names but not the CLI's hint).
+template <class Parse>
+auto parse_suggesting(Parse&& parse, const std::string& given, const std::vector<std::string>& names) -> decltype(parse(given)) {
+  try {
+    return parse(given);
+  } catch (const UsageError& e) {
+    throw UsageError(with_suggestion(e.what(), given, names));
+  }
+}
+// The names each enum accepts (for the suggestions).
+extern const std::vector<std::string> kKernelNames, kMechanismNames, kNeighborNames, kEstimatorNames, kTableFormatNames,
+    kSketchFormatNames;
 
 // --columns SPEC, --drop SPEC and --label-column SPEC (each may be repeated): which columns of a
 // CSV or whitespace table are the features (sketch and query read them alike). SPEC: comma-

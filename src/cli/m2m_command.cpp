@@ -100,13 +100,13 @@ int cmd_m2m(int argc, char** argv) {
   try {
     rule = parse_m2m_lambda_rule(lambda_rule);
   } catch (const UsageError&) {
-    throw UsageError("--lambda '" + lambda_rule + "': expected eq5 or auto-noise");
+    throw UsageError(with_suggestion("--lambda '" + lambda_rule + "': expected eq5 or auto-noise", lambda_rule, {"eq5", "auto-noise"}));
   }
   const auto samples = count_option<std::size_t>(vm, "samples", 1, std::int64_t{1} << 40);
   const int threads = threads_option(vm);
+  const M2mTask task = parse_suggesting(parse_task, task_name, {"mean", "moment2", "cdf", "cov", "count"});  // usage first
   const FeatureSketchRelease release = load_feature_release(sketch_path);
   warn_if_not_for_release(release.header.value("privacy", nlohmann::json::object()), sketch_path);
-  const M2mTask task = parse_task(task_name);
   if (!release.map) throw InputError("the sketch has no feature map");
   const std::size_t d = release.map->input_dim();
   if (d < m2m_min_attributes(task))

@@ -31,7 +31,7 @@ constexpr const char* kTopUsage =
     "  sketch   build a differentially private RACE sketch of a table or a collection of sets\n"
     "  query    estimate densities (kernel sum / N-hat) from a sketch\n"
     "  merge    add sketches built with identical parameters and seeds\n"
-    "  info     print a sketch's header (and, with --counts, its counts)\n"
+    "  info     print a sketch's header as JSON (with --counts: its counts as CSV; the header then on stderr)\n"
     "  m2m      estimate moments, CDFs, covariance or counting queries from a feature sketch (M2M)\n"
     "\n"
     "Run 'privrace <command> --help' for the options of one command, 'privrace --version' for the version.\n";
@@ -55,7 +55,7 @@ int cmd_query(int argc, char** argv) {
   pos.add("sketch", 1);
   const auto vm = parse("usage: privrace query SKETCH.rsk --queries FILE [--columns SPEC] [--drop SPEC] [--estimator mean|mom] [--debias]", desc, argc, argv, &pos);
   QueryOptions opts;
-  opts.estimator = parse_estimator(estimator);
+  opts.estimator = parse_suggesting([](const std::string& s) { return parse_estimator(s); }, estimator, kEstimatorNames);
   opts.mom_groups = count_option<std::size_t>(vm, "mom-groups", 1, kMaxSize);
   opts.debias = vm.count("debias") > 0;
   const int threads = threads_option(vm);
@@ -72,7 +72,7 @@ int cmd_query(int argc, char** argv) {
     sums = sketch.query_sets(SetBatch{&sets, 0, sets.size()}, opts);
   } else {
     TableOptions topts;
-    topts.format = parse_table_format(format);
+    topts.format = parse_suggesting([](const std::string& s) { return parse_table_format(s); }, format, kTableFormatNames);
     topts.dim = sketch.family().dim();
     topts.columns = columns;
     TableReader reader(queries, topts);
@@ -104,7 +104,8 @@ int cmd_info(int argc, char** argv) {
   po::options_description desc("options");
   std::string sketch_path;
   desc.add_options()("help,h", "show this help")("sketch", po::value(&sketch_path)->required(), "sketch file (positional)")
-      ("counts", "also print the R x W counts as CSV (one row per line)");
+      ("counts", "print the R x W counts as CSV (one row per line) on standard output, and the header on standard error, "
+                 "so that `privrace info X.rsk --counts > counts.csv` holds the counts alone");
   po::positional_options_description pos;
   pos.add("sketch", 1);
   const auto vm = parse("usage: privrace info SKETCH.rsk [--counts]", desc, argc, argv, &pos);
@@ -112,8 +113,10 @@ int cmd_info(int argc, char** argv) {
   const RaceSketch sketch = load_sketch(sketch_path, &header);
   warn_if_not_for_release(sketch.privacy(), sketch_path);
   if (!sketch.family().accumulates_values()) header["n_hat"] = sketch.n_hat();
-  std::cout << header.dump(2) << "\n";
-  if (vm.count("counts")) {
+  const bool counts = vm.count("counts") > 0;
+  // One stream, one format: the JSON header, or with --counts the CSV counts (the header on stderr).
+  (counts ? std::cerr : std::cout) << header.dump(2) << "\n";
+  if (counts) {
     std::string line;
     for (std::size_t r = 0; r < sketch.rows(); ++r) {
       line.clear();

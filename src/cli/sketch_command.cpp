@@ -87,6 +87,20 @@ void apply_like(const po::variables_map& vm, ReleaseParams& params, std::string&
   kernel_name = to_string(params.family.kernel);
 }
 
+// The summary line's shape of a sketch: "l2, R=50, W=64" for the LSH kernels; the feature maps'
+// own terms, "hist, 3 attributes x 32 bins" and "rff, 200 features (100 cos + 100 sin sums)".
+std::string sketch_shape(const std::string& kernel, const Release& release) {
+  const std::size_t rows = release.rows(), width = release.width();
+  const std::string plural = width == 1 ? "" : "s";
+  if (kernel == "hist")
+    return kernel + ", " + std::to_string(rows) + (rows == 1 ? " attribute" : " attributes") + " x " + std::to_string(width) +
+           " bin" + plural;
+  if (kernel == "rff")
+    return kernel + ", " + std::to_string(rows * width) + " features (" + std::to_string(width) + " cos + " +
+           std::to_string(width) + " sin sum" + plural + ")";
+  return kernel + ", R=" + std::to_string(rows) + ", W=" + std::to_string(width);
+}
+
 }  // namespace
 
 SketchJob parse_sketch(int argc, char** argv) {
@@ -118,7 +132,7 @@ SketchJob parse_sketch(int argc, char** argv) {
       ("sigma", po::value(&sigma)->default_value(1.0), "rff: Gaussian kernel bandwidth sigma")
       ("bins", po::value<std::string>()->default_value("0"), "hist: equal bins per attribute")
       ("domain", po::value(&domain), "hist: LO:HI for every attribute, or LO1:HI1,LO2:HI2,... one per attribute; records outside are refused")
-      ("num-share", po::value(&num_share)->default_value(0.98), "rff/hist: share of epsilon for the feature sums (epsilon_num); the released record count gets the rest (epsilon_den)")
+      ("num-share", po::value(&num_share)->default_value(0.98, "0.98"), "rff/hist: share of epsilon for the feature sums (epsilon_num); the released record count gets the rest (epsilon_den)")
       ("epsilon,e", po::value<std::string>(), "privacy budget epsilon > 0")
       ("delta", po::value(&delta)->default_value(0.0), "delta for --mechanism gaussian")
       ("mechanism", po::value(&mechanism)->default_value("discrete_laplace"), "discrete_laplace | floored_laplace (the paper's floor(S + Lap(R/eps))) | gaussian")
@@ -159,7 +173,7 @@ SketchJob parse_sketch(int argc, char** argv) {
   job.dim = count_option<std::size_t>(vm, "dim", 0, kMaxSize);
   job.chunk_rows = count_option<std::size_t>(vm, "chunk-rows", 1, kMaxSize);
   count_option<std::uint64_t>(vm, "nodes", 0, kMaxSize);  // checked here, read by edge_list_options
-  params.family.kernel = parse_kernel(kernel);
+  params.family.kernel = parse_suggesting([](const std::string& s) { return parse_kernel(s); }, kernel, kKernelNames);
   params.family.bandwidth = bandwidth;
   params.family.power = power;
   params.family.pair_mode = pair_mode;
@@ -203,8 +217,8 @@ SketchJob parse_sketch(int argc, char** argv) {
     if (!epsilon || !(*epsilon > 0.0)) throw UsageError("--epsilon must be a positive number, got '" + text + "'");
     spec.epsilon = *epsilon;
     spec.delta = delta;
-    spec.mechanism = parse_mechanism(mechanism);
-    spec.neighbors = parse_neighbors(neighbors);
+    spec.mechanism = parse_suggesting([](const std::string& s) { return parse_mechanism(s); }, mechanism, kMechanismNames);
+    spec.neighbors = parse_suggesting([](const std::string& s) { return parse_neighbors(s); }, neighbors, kNeighborNames);
     params.privacy = spec;
   }
   if (vm.count("seed")) params.seed = vm["seed"].as<std::uint64_t>();
@@ -233,7 +247,7 @@ SketchJob parse_sketch(int argc, char** argv) {
       throw UsageError("--columns and --drop select the columns of a table; the " + kernel + " kernel reads sets");
   } else {
     if (format == "sets") throw UsageError("--format sets needs --kernel jaccard");
-    job.table.format = parse_table_format(format);
+    job.table.format = parse_suggesting([](const std::string& s) { return parse_table_format(s); }, format, kSketchFormatNames);
     job.table.columns = columns;
     job.table.dim = job.dim;
   }
@@ -276,9 +290,11 @@ nlohmann::json public_graph_record(const nlohmann::json& graph) {
 ExactSketch build_local(const SketchJob& job, const MasterSeed& seed, nlohmann::json& graph_info, double& read_seconds) {
   const auto t0 = std::chrono::steady_clock::now();
   if (job.set_kernel) {
+    if (job.progress) job.progress->stage("reading " + job.input);
     const SetCollection sets = read_set_input(job, graph_info);
     if (sets.size() == 0) throw InputError(job.input + ": no sets");
     read_seconds = seconds_since(t0);
+    if (job.progress) job.progress->stage("building (" + std::to_string(sets.size()) + " sets read)");
     return build_exact(job.params, seed, sets);
   }
   if (job.inputs.size() > 1) {  // several tables, read as one: the records of each file in turn
@@ -299,7 +315,13 @@ ExactSketch build_table(const SketchJob& job, const MasterSeed& seed, std::size_
 ExactSketch build_table(const SketchJob& job, const MasterSeed& seed, std::size_t dim, const DenseChunkReader& next,
                         const std::function<std::string(std::uint64_t)>& locate) {
   try {
-    return build_exact(job.params, seed, dim, next);
+    if (!job.progress) return build_exact(job.params, seed, dim, next);
+    job.progress->stage("reading and hashing");
+    return build_exact(job.params, seed, dim, [&](DenseMatrix& chunk) {
+      const std::size_t n = next(chunk);
+      job.progress->add_rows(n);
+      return n;
+    });
   } catch (const InputError& e) {
     const std::string what = e.what();
     if (what.rfind("record ", 0) == 0) {  // a record the family refused: name the file and the record
@@ -317,6 +339,8 @@ int cmd_sketch(int argc, char** argv) {
   if (launched_by_mpi()) return distributed_sketch(argc, argv);
 #endif
   SketchJob job = parse_sketch(argc, argv);
+  ProgressLine progress("privrace: sketch", !job.quiet);  // a terminal's stderr only
+  if (progress.active()) job.progress = &progress;
   // Batches of BuildOptions::batch rows start at each chunk's start, and a dense family's hash of
   // a row is one GEMM over its batch, whose float rounding depends on the batch's size: chunks on
   // the batch grid make every --chunk-rows give the same counts. (mpirun refuses other sizes:
@@ -335,6 +359,7 @@ int cmd_sketch(int argc, char** argv) {
 void write_sketch(const SketchJob& job, ExactSketch&& exact, const MasterSeed& seed, std::chrono::steady_clock::time_point t0,
                   double read_seconds, const nlohmann::json& graph_info, const nlohmann::json& distributed) {
   const double build_seconds = seconds_since(t0) - read_seconds;
+  if (job.progress) job.progress->stage("adding noise");
   const Release release = std::move(exact).release();  // noise once (or, --no-privacy, the exact counts)
   const double noise_seconds = seconds_since(t0) - read_seconds - build_seconds;
   write_release(job, release, seed, t0, read_seconds, build_seconds, noise_seconds, graph_info, distributed);
@@ -346,7 +371,6 @@ void write_release(const SketchJob& job, const Release& release, const MasterSee
   const std::string& input = job.input;
   const std::string& output = job.output;
   const std::string& kernel = job.kernel;
-  const ReleaseParams& params = job.params;
   const bool no_privacy = job.no_privacy;
   const BuildReport& report = release.build();
   nlohmann::json extra = {{"build", release.build_record(input)}};
@@ -355,7 +379,9 @@ void write_release(const SketchJob& job, const Release& release, const MasterSee
   if (!graph_info.is_null()) extra["graph"] = release.is_private() ? public_graph_record(graph_info) : graph_info;
   const double before_write = seconds_since(t0);
   SketchWriteTimings write_timings;
+  if (job.progress) job.progress->stage("writing " + output);
   save_release(output, release, extra, &write_timings);
+  if (job.progress) job.progress->clear();  // the summary and timings lines start on a clean line
   if (job.timings) {
     // Wall seconds per stage. Tables stream: "read" is the time the build waited for the
     // (serial) reader, inside "build". fill_thread_max / fill_thread_mean shows imbalance.
@@ -376,9 +402,9 @@ void write_release(const SketchJob& job, const Release& release, const MasterSee
   if (!job.quiet) {
     const double total = seconds_since(t0);
     const std::string ranks = distributed.contains("ranks") ? std::to_string(distributed["ranks"].get<int>()) + " rank(s) x " : "";
-    std::fprintf(stderr, "privrace: sketched %zu records (%s, R=%zu, W=%zu) on %s%d thread(s), %s, in %.3f s "
+    std::fprintf(stderr, "privrace: sketched %zu records (%s) on %s%d thread(s), %s, in %.3f s "
                  "(%sbuild %.3f s, noise %.3f s, write %.3f s)%s -> %s\n",
-                 report.points, kernel.c_str(), params.rows(), params.columns(), ranks.c_str(), report.threads, report.strategy.c_str(), total,
+                 report.points, sketch_shape(kernel, release).c_str(), ranks.c_str(), report.threads, report.strategy.c_str(), total,
                  read_seconds > 0 ? ("read " + std::to_string(read_seconds).substr(0, 5) + " s, ").c_str() : "",
                  build_seconds, noise_seconds, total - before_write,
                  no_privacy ? " WITHOUT NOISE" : (seed.fixed() ? " (seeded noise: NOT fit for release)" : ""), output.c_str());

@@ -42,7 +42,9 @@ sketch() {  # sketch NAME ARGS...: a seeded sketch, its header without the commi
   local name="$1"; shift
   "$bin" sketch -t 2 -q --seed 7 -o "$name.rsk" "$@"
   "$bin" info "$name.rsk" 2>/dev/null | grep -v '"commit"' > "$name.header"
-  "$bin" info "$name.rsk" --counts 2>/dev/null | grep -v '"commit"' > "$name.counts"
+  # `info --counts` prints the counts alone (the header on stderr): the header then the counts, as
+  # the digests were recorded when both went to stdout, so that they stay byte-identical.
+  { cat "$name.header"; "$bin" info "$name.rsk" --counts 2>/dev/null; } > "$name.counts"
   record "header:$name" "$name.header"
   record "counts:$name" "$name.counts"
 }
@@ -87,7 +89,7 @@ tail -n +1501 normal.csv > part2.csv
 "$bin" sketch -t 2 -q --seed 10 --hash-seed 99 -o p2.rsk --input part2.csv --rows 20 --width 32 --bandwidth 2 --epsilon 1
 "$bin" merge p1.rsk p2.rsk -o merged.rsk 2>/dev/null
 "$bin" info merged.rsk 2>/dev/null | grep -v '"commit"' > merged.header
-"$bin" info merged.rsk --counts 2>/dev/null | grep -v '"commit"' > merged.counts
+{ cat merged.header; "$bin" info merged.rsk --counts 2>/dev/null; } > merged.counts
 record header:merge merged.header
 record counts:merge merged.counts
 
