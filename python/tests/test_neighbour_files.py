@@ -398,7 +398,7 @@ class Builder:
         if f.header.get("kind", "race") == "race":
             return np.asarray(privrace.RaceSketch.load(str(out)).counts, dtype=np.int64)
         p = subprocess.run([self.cli, "info", str(out), "--counts"], capture_output=True, text=True, check=True)
-        csv = p.stdout.split("\n}\n", 1)[1]
+        csv = p.stdout  # info --counts: the counts on stdout, the header on stderr
         return np.array([[int(v) for v in line.split(",")] for line in csv.splitlines() if line], dtype=np.int64)
 
 
