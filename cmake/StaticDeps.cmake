@@ -7,9 +7,13 @@
 # installed package's users) links the shared libraries as before.
 option(PRIVRACE_STATIC_DEPS "link the command-line tools with static archives of their C and C++ dependencies" ON)
 
-# privrace_dependency(OUT SHARED ARCHIVE): OUT is a link item: SHARED (a target or a path) for
-# ordinary consumers, the static archive libARCHIVE.a for PRIVRACE_STATIC_DEPS executables.
-function(privrace_dependency out shared archive)
+# privrace_dependency(OUT SHARED ARCHIVE INSTALLED): OUT is a link item: in the build tree SHARED
+# (a target or a path) for ordinary consumers, the static archive libARCHIVE.a for
+# PRIVRACE_STATIC_DEPS executables; in the exported targets (find_package(privrace) of an
+# install) the target INSTALLED, which names the library and no path of this machine:
+# ZLIB::ZLIB, OpenSSL::Crypto through find_dependency, privrace::mpfr, ::gmp, ::zstd made by
+# privraceConfig.cmake (cmake/privraceConfig.cmake.in).
+function(privrace_dependency out shared archive installed)
   set(item ${shared})
   if(PRIVRACE_STATIC_DEPS AND NOT PRIVRACE_FUZZ)
     find_library(PRIVRACE_ARCHIVE_${archive} NAMES lib${archive}.a)
@@ -17,7 +21,7 @@ function(privrace_dependency out shared archive)
       set(item "$<IF:$<BOOL:$<TARGET_PROPERTY:PRIVRACE_STATIC_DEPS>>,${PRIVRACE_ARCHIVE_${archive}},${shared}>")
     endif()
   endif()
-  set(${out} ${item} PARENT_SCOPE)
+  set(${out} "$<BUILD_INTERFACE:${item}>" "$<INSTALL_INTERFACE:${installed}>" PARENT_SCOPE)
 endfunction()
 
 # Marks a command-line executable. libstdc++ and libgcc go in statically too, except in the MPI
@@ -33,9 +37,9 @@ function(privrace_static_executable target)
   endif()
 endfunction()
 
-privrace_dependency(PRIVRACE_DEP_ZLIB ZLIB::ZLIB z)
-privrace_dependency(PRIVRACE_DEP_CRYPTO OpenSSL::Crypto crypto)
-privrace_dependency(PRIVRACE_DEP_MPFR "${MPFR_LIBRARY}" mpfr)
-privrace_dependency(PRIVRACE_DEP_GMP "${GMP_LIBRARY}" gmp)
-privrace_dependency(PRIVRACE_DEP_ZSTD "${ZSTD_LIBRARY}" zstd)
-privrace_dependency(PRIVRACE_DEP_PROGRAM_OPTIONS Boost::program_options boost_program_options)
+privrace_dependency(PRIVRACE_DEP_ZLIB ZLIB::ZLIB z ZLIB::ZLIB)
+privrace_dependency(PRIVRACE_DEP_CRYPTO OpenSSL::Crypto crypto OpenSSL::Crypto)
+privrace_dependency(PRIVRACE_DEP_MPFR "${MPFR_LIBRARY}" mpfr privrace::mpfr)
+privrace_dependency(PRIVRACE_DEP_GMP "${GMP_LIBRARY}" gmp privrace::gmp)
+privrace_dependency(PRIVRACE_DEP_ZSTD "${ZSTD_LIBRARY}" zstd privrace::zstd)
+privrace_dependency(PRIVRACE_DEP_PROGRAM_OPTIONS Boost::program_options boost_program_options Boost::program_options)
