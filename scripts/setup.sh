@@ -10,6 +10,7 @@ packages=(
   libnlopt-cxx-dev libmpfr-dev libssl-dev libzstd-dev
   python3 python3-numpy python3-matplotlib
   python3-dev pybind11-dev python3-pybind11 python3-pytest python3-pandas python3-dask python3-distributed  # the Python module, privrace.dask and their tests
+  python3-pip python3-setuptools python3-wheel python3-venv python3-build dpkg-dev  # pip install ., wheels, .deb packages and their tests
 )
 if [[ "${PRIVRACE_WITH_MPI:-0}" == 1 ]]; then packages+=(libopenmpi-dev openmpi-bin); fi
 # libtorch: only the DP-WGAN baseline's module needs it, and it brings about 200 packages (two
