@@ -43,6 +43,7 @@ class RaceSketch:
         threads: int = 0,
         allow_non_private: bool = False,
         strategy: str = "auto",
+        columns: Optional[Sequence[Union[str, int]]] = None,
     ) -> _S: ...
     def fit_sets(
         self: _S,

@@ -163,6 +163,41 @@ std::string python_wording(std::string what) {
 // Python's json module turns the engine's JSON (headers, privacy records) into dicts.
 py::object to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
+// fit(X, columns=...): the columns of X to sketch, by name (a pandas DataFrame's columns) or by
+// 0-based position, in the order given; the others are never converted, so a text or date
+// column that is not selected is ignored. ValueError naming a column that X does not have.
+py::object select_columns(const py::handle& x, const py::handle& columns) {
+  if (columns.is_none()) return py::reinterpret_borrow<py::object>(x);
+  // Messages through Python's str.format (GCC 12 warns falsely on chains of std::string +).
+  auto fail = [](const char* format, const py::handle& a, const py::handle& b) {
+    throw py::value_error(py::str(format).format(a, b).cast<std::string>());
+  };
+  if (py::isinstance<py::str>(columns)) throw py::value_error("columns= takes a list of column names or positions, not one string");
+  const py::list wanted = py::list(py::reinterpret_borrow<py::object>(columns));
+  if (wanted.empty()) throw py::value_error("columns= selects no column");
+  bool names = false, positions = false;
+  for (const auto& c : wanted) (py::isinstance<py::int_>(c) ? positions : names) = true;
+  if (names && positions) throw py::value_error("columns= mixes names and positions: give one kind");
+  const bool frame = py::hasattr(x, "columns") && py::hasattr(x, "iloc");
+  if (names && !frame) throw py::value_error("columns= by name needs a pandas DataFrame; give positions for an array");
+  const py::slice all{py::none(), py::none(), py::none()};
+  if (frame) {
+    const py::list have(x.attr("columns"));
+    const py::int_ n(have.size());
+    for (const auto& c : wanted) {
+      if (names && !have.contains(c)) fail("columns=: X has no column {!r} (its columns: {!r})", c, have);
+      if (positions && (c.cast<long long>() < 0 || c.cast<long long>() >= static_cast<long long>(have.size())))
+        fail("columns=: position {} is outside X's {} columns", c, n);
+    }
+    return names ? x.attr("loc")[py::make_tuple(all, wanted)] : x.attr("iloc")[py::make_tuple(all, wanted)];
+  }
+  const py::object arr = py::module_::import("numpy").attr("asarray")(x);
+  const long long ncols = arr.attr("ndim").cast<int>() == 2 ? arr.attr("shape")[py::int_(1)].cast<long long>() : 0;
+  for (const auto& c : wanted)
+    if (c.cast<long long>() < 0 || c.cast<long long>() >= ncols) fail("columns=: position {} is outside X's {} columns", c, py::int_(ncols));
+  return arr[py::make_tuple(all, wanted)];
+}
+
 std::string shape_text(const py::array& a) {
   std::string s = "(";
   for (py::ssize_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
@@ -1424,17 +1459,21 @@ rff and hist parameters.)doc")
           "fit",
           [](PyRaceSketch& self, const py::handle& x, std::optional<double> epsilon, const std::string& mechanism,
              double delta, const std::string& neighbors, int threads, bool allow_non_private,
-             const std::string& strategy) -> PyRaceSketch& {
-            return self.fit(x, FitArgs{epsilon, mechanism, delta, neighbors, threads, allow_non_private, strategy});
+             const std::string& strategy, const py::handle& columns) -> PyRaceSketch& {
+            const py::object selected = select_columns(x, columns);
+            return self.fit(selected, FitArgs{epsilon, mechanism, delta, neighbors, threads, allow_non_private, strategy});
           },
           py::arg("X"), py::kw_only(), py::arg("epsilon"), py::arg("mechanism") = "discrete_laplace",
           py::arg("delta") = 0.0, py::arg("neighbors") = "add-remove", py::arg("threads") = 0,
-          py::arg("allow_non_private") = false, py::arg("strategy") = "auto", py::return_value_policy::reference_internal,
+          py::arg("allow_non_private") = false, py::arg("strategy") = "auto", py::arg("columns") = py::none(),
+          py::return_value_policy::reference_internal,
           R"doc(Sketch the rows of X (2-D, float32 or float64) and add the release noise.
 epsilon > 0 is required; epsilon=None with allow_non_private=True keeps exact counts (never for release).
 mechanism: discrete_laplace | floored_laplace | gaussian (with delta); neighbors: add-remove | replace.
 threads=0 uses every core; the counts do not depend on it. The GIL is released while building;
-Ctrl-C (KeyboardInterrupt) stops a fit between blocks of rows. Arrays of either byte order are read.)doc")
+Ctrl-C (KeyboardInterrupt) stops a fit between blocks of rows. Arrays of either byte order are read.
+columns=[...] sketches only those columns of X, by name (a pandas DataFrame) or 0-based position, in the
+order given; columns not selected are never converted (a text or date column is ignored).)doc")
       .def(
           "fit_sets",
           [](PyRaceSketch& self, const py::handle& sets, std::optional<double> epsilon, const std::string& mechanism,
