@@ -677,3 +677,17 @@ TEST(Release, ValidateBoundsTheThreadCount) {
   p.threads = 0;
   EXPECT_NO_THROW(p.validate());
 }
+
+TEST(Release, ValidateChecksTheStrategyBeforeAnyData) {
+  ReleaseParams p = l2_params();
+  p.strategy = "bogus";
+  EXPECT_EQ(message_of([&] { p.validate(); }), "--strategy must be one of auto, replicate, split_rows for the l2 kernel, got 'bogus'");
+  p.strategy = "two_phase";  // sets only
+  EXPECT_THROW(p.validate(), UsageError);
+  p.family.kernel = Kernel::Jaccard;
+  EXPECT_NO_THROW(p.validate());
+  for (const char* s : {"auto", "replicate", "split_rows"}) {
+    p.strategy = s;
+    EXPECT_NO_THROW(p.validate()) << s;
+  }
+}

@@ -58,6 +58,11 @@ void ReleaseParams::validate(std::string_view option_prefix) const {
       throw UsageError("pair mode must be 'insert' or 'query', got '" + family.pair_mode + "'");
   }
   check_threads(threads, p + "threads");  // 0..kMaxThreads (core/limits.hpp)
+  // The parallel strategy, before any data is read (the builders would refuse it only then).
+  const bool sets = is_set_kernel(k);
+  if (strategy != "auto" && strategy != "replicate" && strategy != "split_rows" && !(sets && strategy == "two_phase"))
+    throw UsageError(p + "strategy must be one of auto, replicate, split_rows" + (sets ? ", two_phase" : "") + " for the " +
+                     to_string(k) + " kernel, got '" + strategy + "'");
   // Refuse before reading any data (hist: its rows are the attributes, checked when known).
   if (rows() > 0) check_sketch_fits(rows(), columns(), 1);
 }
