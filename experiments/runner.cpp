@@ -601,16 +601,14 @@ struct CellFacts {
   int shared_work_threads = 0;     // the threads that work ran on (0: none made)
 };
 
-json make_record(const ExperimentConfig& cfg, const TaskContext& context, const CellGroup& g, const PendingCell& cell,
-                 const CellResult& result, const CellFacts& facts) {
+// The fields that name a cell, shared by its record and by an unavailable cell's record.
+json cell_identity(const ExperimentConfig& cfg, const CellGroup& g, const PendingCell& cell) {
   return {{"config", cfg.name},
           {"config_fingerprint", cfg.fingerprint()},
           {"key", cell.key},
           {"task", cfg.task},
           {"figure", cfg.figure},
           {"dataset", cfg.dataset},
-          {"stand_in", context.data.stand_in},
-          {"data", context.data_summary},
           {"method", g.method->name},
           {"label", g.method->label},
           {"params", g.params},
@@ -618,22 +616,30 @@ json make_record(const ExperimentConfig& cfg, const TaskContext& context, const 
           {"rep", g.rep},
           {"seed", g.seed},
           {"noise_seed", cell.noise_seed},
-          {"metrics", finite_or_null(result.metrics)},
-          {"primary_metric", cfg.metric},
-          {"selection", cfg.selection},
-          {"build_seconds", result.build_seconds},
-          {"query_seconds_per_query", result.query_seconds_per_query},
-          {"threads", facts.threads},
-          {"jobs", facts.jobs},
-          {"wall_seconds", facts.wall_seconds},
-          {"first_of_group", facts.first_of_group},
-          {"shared_work_seconds", facts.shared_work_seconds},
-          {"shared_work_threads", facts.shared_work_threads},
-          {"run_prepare_seconds", facts.prepare_seconds},
           {"git_commit", git_commit()},
-          {"quick", cfg.quick},
-          {"finished_at", utc_now()},
-          {"details", result.details}};
+          {"quick", cfg.quick}};
+}
+
+json make_record(const ExperimentConfig& cfg, const TaskContext& context, const CellGroup& g, const PendingCell& cell,
+                 const CellResult& result, const CellFacts& facts) {
+  json record = cell_identity(cfg, g, cell);
+  record.update({{"stand_in", context.data.stand_in},
+                 {"data", context.data_summary},
+                 {"metrics", finite_or_null(result.metrics)},
+                 {"primary_metric", cfg.metric},
+                 {"selection", cfg.selection},
+                 {"build_seconds", result.build_seconds},
+                 {"query_seconds_per_query", result.query_seconds_per_query},
+                 {"threads", facts.threads},
+                 {"jobs", facts.jobs},
+                 {"wall_seconds", facts.wall_seconds},
+                 {"first_of_group", facts.first_of_group},
+                 {"shared_work_seconds", facts.shared_work_seconds},
+                 {"shared_work_threads", facts.shared_work_threads},
+                 {"run_prepare_seconds", facts.prepare_seconds},
+                 {"finished_at", utc_now()},
+                 {"details", result.details}});
+  return record;
 }
 
 // A cell that could not run because an optional module is missing (UnavailableError): the
@@ -641,24 +647,9 @@ json make_record(const ExperimentConfig& cfg, const TaskContext& context, const 
 // and the reason. Kept in NAME.unavailable.jsonl, never in NAME.jsonl: the cell is not finished,
 // so the next run tries it again.
 json unavailable_record(const ExperimentConfig& cfg, const CellGroup& g, const PendingCell& cell, const std::string& reason) {
-  return {{"config", cfg.name},
-          {"config_fingerprint", cfg.fingerprint()},
-          {"key", cell.key},
-          {"task", cfg.task},
-          {"figure", cfg.figure},
-          {"dataset", cfg.dataset},
-          {"method", g.method->name},
-          {"label", g.method->label},
-          {"params", g.params},
-          {"epsilon", std::isnan(cell.epsilon) ? json() : json(cell.epsilon)},
-          {"rep", g.rep},
-          {"seed", g.seed},
-          {"noise_seed", cell.noise_seed},
-          {"status", "unavailable"},
-          {"reason", reason},
-          {"git_commit", git_commit()},
-          {"quick", cfg.quick},
-          {"recorded_at", utc_now()}};
+  json record = cell_identity(cfg, g, cell);
+  record.update({{"status", "unavailable"}, {"reason", reason}, {"recorded_at", utc_now()}});
+  return record;
 }
 
 // Runs every pending cell, appending its record as soon as it is done. Returns false when
