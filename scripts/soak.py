@@ -638,7 +638,7 @@ class Soak:
         task = str(r.choice(tasks))
         samples = int(r.integers(50, 3000))
         # hist refuses cov and counting queries over several attributes without --allow-unsupported
-        # (docs/privacy.md, "M2M: the tasks each feature map supports"); the answers are still compared.
+        # (docs/privacy-tasks.md, "M2M: the tasks each feature map supports"); the answers are still compared.
         flags = ["--task", task, "--domain", f"{lo:g}:{hi:g}", "--samples", samples, "--allow-unsupported"]
         kw = dict(domain=(lo, hi), samples=samples, threads=1, allow_unsupported=True)  # as --allow-unsupported
         if r.random() < 0.3:

@@ -224,7 +224,7 @@ TEST(PrivatePgm, ExactTreeMarginalsAreRecovered) {
 
 // A noisy measurement has cells below 0 where the data have none; the model can only take their
 // mass towards 0. The scaled steps pushed such a cell's potential down by up to 20 a step for
-// ever; over AIM's warm-started rounds that ended two fits early (docs/privacy.md, Private-PGM).
+// ever; over AIM's warm-started rounds that ended two fits early (docs/privacy-baselines.md, Private-PGM).
 // A cell whose expected count is already negligible (below 1e-6 records) is not pushed further
 // down; every other cell moves.
 TEST(PrivatePgm, ACellMeasuredBelowZeroIsNotPushedDownOnceItsCountIsNegligible) {

@@ -796,7 +796,7 @@ GraphicalModel estimate(const std::vector<int>& domain, const std::vector<Measur
       // at its first failure the descent continues with mirror-descent steps only. A cell whose
       // expected count is already negligible is not pushed further down: a measurement below 0
       // would drive its potential down by 20 a step for ever, until precision is lost and the
-      // line search fails (docs/privacy.md, "Private-PGM").
+      // line search fails (docs/privacy-baselines.md, "Private-PGM").
       for (std::size_t i = 0; i < g.cliques.size(); ++i) {
         dir[i].resize(grad[i].size());
         for (std::size_t j = 0; j < grad[i].size(); ++j) {

@@ -15,7 +15,7 @@
 //
 // Each has a per-player report from a RandomSource, and a form that reads player i's words of a
 // PlayerStream (simulation.hpp) for the bulk simulators below. Every report is unbiased; the
-// derivations of privacy, mean and variance are in docs/privacy.md ("LDP mean mechanisms").
+// derivations of privacy, mean and variance are in docs/privacy-ldp.md ("LDP mean mechanisms").
 #include <omp.h>
 
 #include <algorithm>

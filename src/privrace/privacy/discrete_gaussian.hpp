@@ -1,6 +1,6 @@
 #pragma once
 // The discrete Gaussian mechanism and the zCDP budget conversions (MST, AIM and their audit
-// path). Derivations: docs/privacy.md, "MST and AIM".
+// path). Derivations: docs/privacy-baselines.md, "MST and AIM".
 #include <cstdint>
 
 #include "privrace/core/random.hpp"

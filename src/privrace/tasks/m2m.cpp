@@ -438,7 +438,7 @@ double M2mModel::choose_lambda(const M2mDesign& design, const FeatureSketchRelea
   const double count = estimator_count(release);
   // eq. (5): lambda = sigma_xi^2 / (n + zeta) * R.
   if (o.lambda_rule == M2mLambdaRule::Eq5) return release.noise_variance / count * o.extra_regularization;
-  // Empirical-Bayes scale of the signal (docs/privacy.md): release and design only.
+  // Empirical-Bayes scale of the signal (docs/privacy-tasks.md): release and design only.
   const double m = static_cast<double>(design.features());
   const double noise = release.noise_variance / (count * count);  // per feature of z-hat
   const Eigen::VectorXd z = release.sums / count;

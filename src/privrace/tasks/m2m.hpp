@@ -17,7 +17,7 @@
 // one factorisation and ONE solve S z-hat give every target f as a weighted average over the
 // synthetic points; `coefficients` gives the explicit a for the same factorisation.
 //
-// Options (post-processing too; docs/privacy.md, "M2M: intercept and lambda"):
+// Options (post-processing too; docs/privacy-tasks.md, "M2M: the intercept and the choice of lambda"):
 // * intercept: an unpenalised constant feature whose sketch value is exactly 1 (the targets
 //   are averages, and the average of 1 is 1). The ridge then runs on the centred design,
 //   a = (C + lambda I)^{-1} (P - 1 mu^T)^T F / n_s with C = P^T P / n_s - mu mu^T,
@@ -160,7 +160,7 @@ class M2mModel {
   // The domain the model was fitted on (the sketch's recorded one when none was given).
   const BoxDomain& domain() const { return design_->options().domain; }
   double count_used() const { return count_used_; }  // n + zeta as used (estimator_count)
-  // max(n + zeta, ||sums||_2 / max_x ||Phi(x)||_2, 1): the least count the release is consistent with (docs/privacy.md).
+  // max(n + zeta, ||sums||_2 / max_x ||Phi(x)||_2, 1): the least count the release is consistent with (docs/privacy-tasks.md).
   static double estimator_count(const FeatureSketchRelease& release);
   std::size_t samples() const { return design_->samples(); }
   std::size_t features() const { return design_->features(); }
@@ -285,7 +285,7 @@ std::string to_string(M2mTask task);  // "mean" | "moment2" | "cdf" | "cov" | "c
 // The attributes a task needs: cov 2, the others 1.
 std::size_t m2m_min_attributes(M2mTask task);
 
-// Which tasks a feature map's features identify (docs/privacy.md, "M2M: the tasks each feature
+// Which tasks a feature map's features identify (docs/privacy-tasks.md, "M2M: the tasks each feature
 // map supports"). RFF and RACE features are functions of all attributes together: every task.
 // HIST holds one-dimensional marginals, which "cannot, by definition, be used to estimate
 // correlations between attributes" (Houssiau et al., section 4.3): marginal tasks only (mean,
