@@ -44,7 +44,7 @@ CHECK_KEYS = {
     "threshold": {"metric", "method", "op", "value"},
     "close": {"metric", "a", "b", "rel", "abs", "where_a", "where_b"},
     "trend": {"metric", "method", "direction"},
-    "value": {"metric", "method", "paper", "rel", "abs"},
+    "value": {"metric", "method", "paper", "rel", "abs", "factor"},
     "grid_stable": {"metric", "method", "param", "range", "within", "within_abs"},
     "slope": {"metric", "method", "param", "max", "min"},
     "faster": {"a", "b", "what", "at"},
@@ -307,6 +307,8 @@ class NotRun(Exception):
 def eps_selected(spec, available):
     """The epsilons a check covers among those the records have (None = no privacy)."""
     finite = sorted(e for e in available if e is not None)
+    if not finite and None in available:  # methods without privacy only: one value, any epsilon
+        return [None]
     if spec in (None, "all"):
         return finite
     if isinstance(spec, (int, float)):
@@ -391,11 +393,11 @@ def evaluate_check(check: dict, claim_config: str | None, digests: Digests):
     if kind == "all":
         parts = [evaluate_check(c, claim_config, digests) for c in check["checks"]]
         verdicts = [v for v, _ in parts]
-        text = "; ".join(t for _, t in parts)
+        text = "; ".join(dict.fromkeys(t for _, t in parts))
         for v in (REFUTED, NOT_COMPARABLE, NOT_RUN):
             if v in verdicts:
                 if v == REFUTED:
-                    text = "; ".join(t for vv, t in parts if vv == REFUTED)
+                    text = "; ".join(dict.fromkeys(t for vv, t in parts if vv == REFUTED))
                 return v, text
         return CONFIRMED, text
     config = check.get("config", claim_config)
@@ -515,8 +517,11 @@ def check_value(c, d):
     if len(eps) != 1:
         raise ClaimError("a value check needs exactly one epsilon")
     ours = v.value(m, eps[0])
-    tol = c["abs"] if "abs" in c else c["rel"] * abs(c["paper"])
-    ok = abs(ours - c["paper"]) <= tol
+    if "factor" in c:  # within a factor either way: for values over orders of magnitude
+        ok = ours > 0 and c["paper"] > 0 and 1 / c["factor"] <= ours / c["paper"] <= c["factor"]
+    else:
+        tol = c["abs"] if "abs" in c else c["rel"] * abs(c["paper"])
+        ok = abs(ours - c["paper"]) <= tol
     return (CONFIRMED if ok else REFUTED), f"{m} {sig(ours)} at eps {eps_text(eps[0])} (paper {sig(c['paper'])})"
 
 
@@ -790,7 +795,7 @@ def render_report(data, digests: Digests):
         out.append("| what | the paper | here | configs |")
         out.append("|---|---|---|---|")
         for dv in data["deviations"]:
-            configs = ", ".join(f"[{c}](results/{c}.md)" for c in as_list(dv.get("configs", [])))
+            configs = config_list(as_list(dv.get("configs", [])))
             out.append(f"| {cell(dv['what'])} | {cell(dv.get('paper', ''))} | {cell(dv.get('here', ''))} | {configs} |")
         out.append("")
     out.append("## Configs")
@@ -803,6 +808,24 @@ def render_report(data, digests: Digests):
                    f"[{d['config']}.md](results/{d['config']}.md) |")
     out.append("")
     return "\n".join(out)
+
+
+def config_list(names):
+    """kde_{skin, sf}, graph_enron: configs grouped by their family prefix, in first-seen order."""
+    fam = {}
+    for n in names:
+        head, _, tail = n.partition("_")
+        fam.setdefault(head if tail else n, []).append(tail)
+    parts = []
+    for head, tails in fam.items():
+        tails = [t for t in tails if t]
+        if not tails:
+            parts.append(head)
+        elif len(tails) == 1:
+            parts.append(f"{head}_{tails[0]}")
+        else:
+            parts.append(f"{head}_{{{', '.join(tails)}}}")
+    return ", ".join(parts)
 
 
 def fmt_params(p: dict) -> str:
@@ -977,8 +1000,10 @@ def lint_check(check, claim_config, configs, where, problems):
     for k in needs:
         if k not in check:
             problems.append(f"{where}: {kind} needs '{k}'")
-    if kind in ("close", "value") and not ("rel" in check or "abs" in check):
-        problems.append(f"{where}: {kind} needs 'rel' or 'abs'")
+    if kind == "close" and not ("rel" in check or "abs" in check):
+        problems.append(f"{where}: close needs 'rel' or 'abs'")
+    if kind == "value" and not ("rel" in check or "abs" in check or "factor" in check):
+        problems.append(f"{where}: value needs 'rel', 'abs' or 'factor'")
     if kind == "slope" and not ("max" in check or "min" in check):
         problems.append(f"{where}: slope needs 'max' or 'min'")
     if kind == "time" and not (("paper" in check and "factor" in check) or "max" in check or "min" in check):

@@ -76,6 +76,15 @@ class Checks(unittest.TestCase):
         self.assertEqual(v, report.CONFIRMED, text)
         self.assertIn("rows=1000", text)
 
+    def test_nonprivate_only(self):
+        v, text = self.verdict({"type": "value", "metric": "mre", "method": "Exact", "eps": 1, "paper": 0.012,
+                                "factor": 1.5})
+        self.assertEqual(v, report.CONFIRMED, text)
+        self.assertEqual(self.verdict({"type": "value", "metric": "mre", "method": "Exact", "eps": 1,
+                                       "paper": 0.1, "factor": 2})[0], report.REFUTED)
+        self.assertEqual(self.verdict({"type": "threshold", "metric": "auc", "method": "Exact", "op": ">=",
+                                       "value": 0.99})[0], report.CONFIRMED)
+
     def test_nonprivate_method_is_the_same_at_every_eps(self):
         v, _ = self.verdict({"type": "better", "metric": "mre", "a": "Exact", "b": ["RACE", "Bernstein"]})
         self.assertEqual(v, report.CONFIRMED)
