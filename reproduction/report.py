@@ -686,8 +686,11 @@ def cell(text: str) -> str:
 
 
 def figure_link(stem, docs_to_figures="figures"):
+    """A link to the published figure, or its name while none is published."""
     if not stem:
         return ""
+    if not (REPO / "docs" / "figures" / f"{stem}.png").is_file():
+        return stem
     return f"[{stem}]({docs_to_figures}/{stem}.png)"
 
 
@@ -730,8 +733,8 @@ def render_report(data, digests: Digests):
            "`reproduction/digests/` (summaries of the records); do not edit by hand. Each row: the paper's",
            "place and words, what the paper says, what the records give, the verdict. A claim about a",
            "method the paper did not run is under \"Beyond the papers\" and decides no verdict. Schema and",
-           "check types: [reproduction/README.md](../reproduction/README.md); per-config numbers:",
-           "[results/](results/).", ""]
+           "check types: [reproduction/README.md](../reproduction/README.md); per-config numbers: the",
+           "pages linked under [Configs](#configs).", ""]
     present = digests.all()
     commits = sorted({c for d in present for c in d["commits"]})
     machines = sorted({d["machine"] for d in present})
