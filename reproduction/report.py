@@ -726,7 +726,7 @@ def place_key(place: str):
     return head
 
 
-def render_report(data, digests: Digests):
+def render_report(data, digests: Digests, configs_dir: Path):
     out = ["# Reproduction: the papers' claims against the records", "",
            "Written by `python3 reproduction/report.py write` from `reproduction/claims.json` (every",
            "quantitative claim of the papers' experiment sections, with its check) and",
@@ -805,7 +805,13 @@ def render_report(data, digests: Digests):
     out.append("")
     out.append("| config | profile | cells | wall time | commit | numbers |")
     out.append("|---|---|---|---|---|---|")
-    for d in present:
+    by_name = {d["config"]: d for d in present}
+    names = sorted(set(by_name) | {p.stem for p in configs_dir.glob("*.json") if not p.stem.startswith("scaling")})
+    for name in names:
+        d = by_name.get(name)
+        if d is None:
+            out.append(f"| {name} | not run yet | | | | |")
+            continue
         out.append(f"| {d['config']} | {d['profile']}{' (stand-in data)' if d.get('stand_in') else ''} | "
                    f"{d['cells']} | {duration(d.get('wall_seconds'))} | {', '.join(d['commits'])} | "
                    f"[{d['config']}.md](results/{d['config']}.md) |")
@@ -920,7 +926,7 @@ def render_all(args):
     data = load_claims(Path(args.claims))
     digests = Digests(Path(args.digests), args.profile)
     docs = Path(args.docs)
-    files = {docs / "reproduction.md": render_report(data, digests)}
+    files = {docs / "reproduction.md": render_report(data, digests, Path(args.configs))}
     for d in digests.all():
         cfg_path = Path(args.configs) / f"{d['config']}.json"
         config = json.loads(cfg_path.read_text()) if cfg_path.is_file() else None
