@@ -795,11 +795,13 @@ def render_report(data, digests: Digests, configs_dir: Path):
     if data["deviations"]:
         out.append("## Deviations from the papers")
         out.append("")
-        out.append("| what | the paper | here | configs |")
-        out.append("|---|---|---|---|")
+        out.append("| paper | what | the paper | here | configs |")
+        out.append("|---|---|---|---|---|")
         for dv in data["deviations"]:
             configs = config_list(as_list(dv.get("configs", [])))
-            out.append(f"| {cell(dv['what'])} | {cell(dv.get('paper', ''))} | {cell(dv.get('here', ''))} | {configs} |")
+            paper = dv["id"].split("-")[0].replace("ldp", "ldp-erm")
+            out.append(f"| {paper} | {cell(dv['what'])} | {cell(dv.get('paper', ''))} | "
+                       f"{cell(dv.get('here', ''))} | {configs} |")
         out.append("")
     out.append("## Configs")
     out.append("")
