@@ -1,9 +1,7 @@
 // The Bernstein release's queries (baselines/bernstein.cpp, BernsteinRelease::evaluate): the
 // tensor-product polynomial of a d = 8 lattice (kde_covtype_pca's and codrna's 8 dimensions) at
-// random queries in [0, 1]^8. In one run: the former evaluation (namespace former: each query
-// contracts the whole lattice, the last dimension first: a pass over (k+1)^8 doubles a query; the
-// baseline) and the blocked one (a block of queries shares each pass as one matrix product).
-// One thread (as a cell of a two-job run has). Report medians.
+// random queries in [0, 1]^8, blocked (a block of queries shares each pass over the lattice as one
+// matrix product). One thread (as a cell of a two-job run has). Report medians.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
@@ -14,34 +12,6 @@
 
 using namespace privrace;
 using namespace privrace::baselines;
-
-namespace former {
-
-std::vector<double> evaluate(const BernsteinRelease& r, const Domain& dom, const DenseRef& queries) {
-  const std::size_t K = static_cast<std::size_t>(r.degree() + 1), d = r.dim();
-  std::vector<double> out(static_cast<std::size_t>(queries.rows())), b(K * d), cur, next;
-  for (Eigen::Index q = 0; q < queries.rows(); ++q) {
-    for (std::size_t j = 0; j < d; ++j)
-      BernsteinRelease::basis(r.degree(), dom.to_unit(queries(q, static_cast<Eigen::Index>(j))), &b[j * K]);
-    const double* src = r.values().data();
-    std::size_t len = r.values().size();
-    for (std::size_t j = d; j-- > 0;) {
-      next.assign(len / K, 0.0);
-      for (std::size_t i = 0; i < len / K; ++i) {
-        double s = 0;
-        for (std::size_t v = 0; v < K; ++v) s += src[i * K + v] * b[j * K + v];
-        next[i] = s;
-      }
-      cur.swap(next);
-      src = cur.data();
-      len /= K;
-    }
-    out[static_cast<std::size_t>(q)] = src[0];
-  }
-  return out;
-}
-
-}  // namespace former
 
 namespace {
 
@@ -64,13 +34,6 @@ Case make_case(int k, Eigen::Index queries) {
   return {std::move(r), std::move(q)};
 }
 
-void BM_BernsteinQueriesFormer(benchmark::State& state) {
-  const Case c = make_case(static_cast<int>(state.range(0)), state.range(1));
-  for (auto _ : state) benchmark::DoNotOptimize(former::evaluate(c.release, Domain{0, 1}, c.queries));
-  state.counters["queries/s"] = benchmark::Counter(static_cast<double>(state.iterations() * state.range(1)),
-                                                   benchmark::Counter::kIsRate);
-}
-
 void BM_BernsteinQueriesBlocked(benchmark::State& state) {
   const Case c = make_case(static_cast<int>(state.range(0)), state.range(1));
   omp_set_num_threads(1);
@@ -82,6 +45,5 @@ void BM_BernsteinQueriesBlocked(benchmark::State& state) {
 }  // namespace
 
 // {degree, queries}: degree 4 (390,625 lattice values) and 6 (5.8 million, 46 MB).
-BENCHMARK(BM_BernsteinQueriesFormer)->Args({4, 2000})->Args({6, 256})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_BernsteinQueriesBlocked)->Args({4, 2000})->Args({6, 256})->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

@@ -154,7 +154,7 @@ static void BM_DiscreteLaplaceDraw(benchmark::State& state) {
 BENCHMARK(BM_DiscreteLaplaceDraw)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMicrosecond);
 
 // range(0): MiB of int64 counts (128: a PrivBayes table of 16^6 cells; 1536: a graph sketch of
-// R = 2000, W = 100k); range(1): 0 = every block fresh (the former allocator), 1 = kept blocks
+// R = 2000, W = 100k); range(1): 0 = every block fresh (page cache limit 0), 1 = kept blocks
 // reused. Each iteration allocates, writes every count and releases.
 static void BM_LargeZeroedArray(benchmark::State& state) {
   const std::size_t saved = page_cache_limit();

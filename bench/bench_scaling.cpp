@@ -1,11 +1,9 @@
-// Thread scaling of every stage of `privrace sketch` and of dense queries, each against its
-// former variant in the same run. Thread grids run 1 .. all cores of the machine, so the same
-// binary gives the 16-core figures there:
+// Thread scaling of every stage of `privrace sketch` and of dense queries. Thread grids run
+// 1 .. all cores of the machine, so the same binary gives the 16-core figures there:
 //   build/bench/bench_scaling --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
-// Arguments: the first is the thread count; a variant argument 0 is the former path, 1 the new.
+// Arguments: the first is the thread count; the build's second argument is its variant.
 #include <benchmark/benchmark.h>
 #include <omp.h>
-#include <openssl/rand.h>
 
 #include <filesystem>
 #include <unistd.h>
@@ -71,64 +69,42 @@ static void BM_BuildStages(benchmark::State& state) {
 }
 BENCHMARK(BM_BuildStages)->Apply([](auto* b) { thread_grid(b, true); })->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// Seeded discrete Laplace noise for R = 1000, W = 1000 (table sampler): one stream per row
-// with rows shared among threads (variant 0, the former scheme, written out here) against one
-// stream per block of 2^16 counts (variant 1, privatize).
+// Seeded discrete Laplace noise for R = 1000, W = 1000 (table sampler, privatize: one stream
+// per block of 2^16 counts).
 static void BM_NoiseStreams(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
-  const bool blocks = state.range(1) == 1;
   const auto family = l2_family(1000, 3);
   const PrivacySpec spec{.epsilon = 1.0};
   for (auto _ : state) {
     state.PauseTiming();
     RaceSketch s(family, 1000);
     state.ResumeTiming();
-    if (blocks) {
-      omp_set_num_threads(threads);
-      privatize(s, spec, {.seeded = true, .seed = 7});
-    } else {
-      const DiscreteLaplace noise(1000.0 / spec.epsilon);
-      const auto table = noise.bulk_sampler();
-      auto counts = s.mutable_counts();
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (std::size_t r = 0; r < 1000; ++r) {
-        SeededRandom rng(derive_seed(7, r));
-        noise.add_to(counts.subspan(r * 1000, 1000), rng, table.get());
-      }
-    }
+    omp_set_num_threads(threads);
+    privatize(s, spec, {.seeded = true, .seed = 7});
     benchmark::DoNotOptimize(s.counts().data());
   }
   omp_set_num_threads(omp_get_num_procs());
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * 1000000);
-  state.SetLabel(blocks ? "block streams" : "row streams");
 }
-BENCHMARK(BM_NoiseStreams)->Apply([](auto* b) { thread_grid(b, true); })->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_NoiseStreams)->Apply([](auto* b) { thread_grid(b, false); })->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// Release randomness, every thread drawing 4 MiB: RAND_bytes 4 KiB at a time (variant 0, the
-// former CryptoRandom: a process-wide lock per call in OpenSSL 3.0) against CryptoRandom (the
-// thread's public DRBG, 64 KiB requests).
+// Release randomness, every thread drawing 4 MiB from CryptoRandom (the thread's public DRBG,
+// 64 KiB requests).
 static void BM_CsprngThreads(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
-  const bool direct = state.range(1) == 1;
   constexpr std::size_t kWords = std::size_t{1} << 19;
   for (auto _ : state) {
 #pragma omp parallel num_threads(threads)
     {
       std::vector<std::uint64_t> out(kWords);
-      if (direct) {
-        CryptoRandom rng;
-        rng.take(out.data(), kWords);
-      } else {
-        for (std::size_t i = 0; i < kWords; i += 512)
-          if (RAND_bytes(reinterpret_cast<unsigned char*>(out.data() + i), 512 * 8) != 1) std::abort();
-      }
+      CryptoRandom rng;
+      rng.take(out.data(), kWords);
       benchmark::DoNotOptimize(out.data());
     }
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * threads * static_cast<std::int64_t>(kWords * 8));
-  state.SetLabel(direct ? "public DRBG, 64 KiB" : "RAND_bytes, 4 KiB");
 }
-BENCHMARK(BM_CsprngThreads)->Apply([](auto* b) { thread_grid(b, true); })->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CsprngThreads)->Apply([](auto* b) { thread_grid(b, false); })->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Encode + write (+ fsync) of a noisy R = 1000, W = 10,000 sketch (10^7 counts, ten blocks).
 static void BM_WriteSketch(benchmark::State& state) {
@@ -157,8 +133,7 @@ static void BM_WriteSketch(benchmark::State& state) {
 }
 BENCHMARK(BM_WriteSketch)->Apply([](auto* b) { thread_grid(b, false); })->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// 100,000 dense queries (d = 3) against an R = 1000, W = 1000 sketch in parallel batches; one
-// thread is the former serial loop.
+// 100,000 dense queries (d = 3) against an R = 1000, W = 1000 sketch in parallel batches.
 static void BM_DenseQueries(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   const auto family = l2_family(1000, 3);

@@ -9,9 +9,9 @@
 // pass over the table computing its column means.
 // The KDE cell of PrivBayes on codrna's shape (59,535 x 8, degree 5, 16 bins, 100,000 synthetic
 // points, 2,000 queries; target: under 3 s): the fit at one epsilon (network scores shared, as
-// in an experiment), the sampling, and the released function at the queries, the latter also
-// by the former per-pair loop (namespace former) on the same points. AIM's size check (a
-// min-fill triangulation per candidate) by bit masks and by the former pair-by-pair elimination.
+// in an experiment), the sampling, and the released function at the queries. AIM's size check (a
+// min-fill triangulation per candidate) by bit masks and by the pair-by-pair elimination that
+// the tests check it against (triangulate_by_definition).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -75,27 +75,6 @@ static void BM_PrivBayesFitAndSample(benchmark::State& state) {
 }
 BENCHMARK(BM_PrivBayesFitAndSample)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-namespace former {
-// The released function's evaluation before it went through the blocked ground-truth routine:
-// one kernel_value call per (point, query) pair, parallel over the queries.
-std::vector<double> weighted_kernel_sums(const DoubleMatrix& points, const std::vector<double>& weights,
-                                         const DenseRef& queries, const KernelSpec& spec) {
-  const auto nq = static_cast<std::ptrdiff_t>(queries.rows());
-  const auto d = static_cast<std::size_t>(points.cols());
-  std::vector<double> out(static_cast<std::size_t>(nq), 0.0);
-#pragma omp parallel for schedule(dynamic, 8)
-  for (std::ptrdiff_t j = 0; j < nq; ++j) {
-    double q[64];
-    for (std::size_t c = 0; c < d; ++c) q[c] = static_cast<double>(queries(j, static_cast<Eigen::Index>(c)));
-    double s = 0;
-    for (Eigen::Index i = 0; i < points.rows(); ++i)
-      s += weights[static_cast<std::size_t>(i)] * kernel_value(spec, points.row(i).data(), q, d);
-    out[static_cast<std::size_t>(j)] = s;
-  }
-  return out;
-}
-}  // namespace former
-
 namespace {
 constexpr std::size_t kCodrnaRows = 59535, kCodrnaCols = 8, kSynthetic = 100000, kQueries = 2000;
 
@@ -154,15 +133,13 @@ static void BM_PrivBayesCodrnaSample(benchmark::State& state) {
 }
 BENCHMARK(BM_PrivBayesCodrnaSample)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// Arg 0: the former per-pair loop; Arg 1: weighted_kernel_sums.
+// The released function (weighted_kernel_sums over the synthetic points) at the queries.
 static void BM_ReleasedFunctionAtQueries(benchmark::State& state) {
   const WeightedPoints& wp = codrna_release();
   static const DenseMatrix queries = unit_rows(kQueries, kCodrnaCols, 6);
-  for (auto _ : state)
-    benchmark::DoNotOptimize(state.range(0) == 0 ? former::weighted_kernel_sums(wp.points, wp.weights, queries, kCodrnaKernel)
-                                                 : wp.evaluate(queries, kCodrnaKernel));
+  for (auto _ : state) benchmark::DoNotOptimize(wp.evaluate(queries, kCodrnaKernel));
 }
-BENCHMARK(BM_ReleasedFunctionAtQueries)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ReleasedFunctionAtQueries)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 static void BM_NoiseMultiplierSearch(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(find_noise_multiplier(1.0, 256.0 / kRows, 5000, 1e-5));
@@ -220,7 +197,8 @@ BENCHMARK(BM_AimFitAndSample)->Arg(1)->Arg(10)->Iterations(1)->Unit(benchmark::k
 // AIM's size check, the min-fill triangulation of the measured cliques plus one candidate, once
 // per candidate per round: 54 attributes (covtype), the 54 one-way cliques and 30 seeded random
 // 3-way ones, 100 candidate 3-way cliques an iteration. range(0) = 0: the elimination written
-// pair by pair (triangulate_by_definition, the former code); 1: neighbour sets as bit masks.
+// pair by pair (triangulate_by_definition, the tests' reference); 1: neighbour sets as bit masks
+// (triangulate, the one AIM calls).
 static void BM_AimSizeCheckTriangulation(benchmark::State& state) {
   constexpr std::size_t kAttributes = 54;
   SeededRandom rng(7);
