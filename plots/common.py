@@ -1,5 +1,6 @@
 """Shared helpers for the figure scripts: read results/*.jsonl, aggregate over repetitions,
-pick the best grid point per epsilon, and save paper-style PNG + PDF figures.
+pick the best grid point per epsilon. The look of every figure (fonts, panel grid, one legend,
+a fixed style per method) is plots/style.py's; style() and save() here defer to it.
 
 Needs numpy and matplotlib (Debian: python3-numpy python3-matplotlib for /usr/bin/python3).
 """
@@ -12,8 +13,11 @@ import sys
 import matplotlib
 
 matplotlib.use("Agg")  # no display needed
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402,F401  (common.plt, for scripts that draw by hand)
 import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import style as _style  # noqa: E402  (the one figure style: plots/style.py)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # privrace.results reads the records (pure Python: the compiled module is not needed). An
@@ -32,6 +36,8 @@ def result_sets(results_dir, task):
     wins over the same config's -quick file."""
     sets = {}
     for path in sorted(glob.glob(os.path.join(results_dir, "*.jsonl"))):
+        if path.endswith(".unavailable.jsonl"):  # cells a missing module could not run: no results
+            continue
         records = [r for r in read_jsonl(path) if r.get("task") == task]
         if not records:
             continue
@@ -71,16 +77,10 @@ def best_over_grid(records, metric, lower_is_better=True):
 # (so existing results resume) but is drawn as what it is: the best R of the grid per epsilon,
 # next to "RACE (R by Corollary 1)" whose R is fixed by the paper's rule without tuning.
 DISPLAY = {"RACE": "RACE (best R over grid)"}
-# Dashed lines for methods whose setting is not tuned on the test answers.
-DASHED = {"RACE (R by Corollary 1)"}
 
 
 def display(label):
     return DISPLAY.get(label, label)
-
-
-def line_style(label):
-    return "--" if label in DASHED else "-"
 
 
 def dedupe(records):
@@ -97,22 +97,13 @@ def dedupe(records):
 
 
 def style():
-    plt.rcParams.update({
-        "font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 8,
-        "lines.linewidth": 1.6, "lines.markersize": 4, "axes.grid": True, "grid.alpha": 0.3,
-        "figure.figsize": (4.2, 3.2), "savefig.bbox": "tight",
-    })
+    """The shared figure style (plots/style.py): every script calls it before drawing."""
+    _style.apply()
 
 
 def save(fig, out_dir, name):
-    os.makedirs(out_dir, exist_ok=True)
-    paths = []
-    for ext in ("png", "pdf"):
-        p = os.path.join(out_dir, f"{name}.{ext}")
-        fig.savefig(p, dpi=150)
-        paths.append(p)
-    plt.close(fig)
-    return paths
+    """Check the figure against the shared rules and write out_dir/name.png and .pdf (plots/style.py)."""
+    return _style.save(fig, out_dir, name)
 
 
 def substitute_label(records):

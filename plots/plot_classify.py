@@ -12,18 +12,15 @@ import argparse
 import json
 import os
 import sys
-import textwrap
 
 try:
     import matplotlib
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 except ImportError:  # some machines put a python3 without matplotlib first on PATH
     sys.exit("plot_classify.py needs matplotlib: run it with /usr/bin/python3 (Debian's python3-matplotlib)")
 
-STYLE = {"RACE": ("tab:blue", "o", "-"), "RACE-MAP": ("tab:cyan", "s", "--"),
-         "ObjPert": ("tab:red", "^", "-"), "ObjPert (wider lambda)": ("tab:orange", "v", "-."), "Majority": ("black", None, ":"),
-         "ObjPert (one-vs-rest)": ("tab:red", "^", "-")}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import style  # noqa: E402  (the shared figure style; a method's colour and marker are style.METHODS')
 
 
 def curves(summary):
@@ -69,7 +66,11 @@ def not_run(summary):
     return out
 
 
-def plot(prefix, datasets, metric_label, title_word, results, out, logy=False):
+def plot(prefix, datasets, metric_label, title_word, results, out, logy=False, clip_to="Trivial"):
+    """One panel per data set (at most four a row), one legend below. logy: the error on a log
+    axis, its range set by the informative methods (those at most twice the `clip_to`
+    reference): a method far worse (SSP at small epsilon) is marked at the panel's edge instead
+    of stretching the range until the others share one band."""
     found = []
     for d in datasets:  # the full run if present, else its --quick run
         for stem in (f"{prefix}_{d}", f"{prefix}_{d}-quick"):
@@ -79,45 +80,52 @@ def plot(prefix, datasets, metric_label, title_word, results, out, logy=False):
                 break
     if not found:
         sys.exit(f"no {prefix}_*.summary.json under {results}: run the configs first")
-    fig, axes = plt.subplots(1, len(found), figsize=(4.2 * len(found), 3.6), squeeze=False)
-    for ax, (name, path) in zip(axes[0], found):
+    style.apply()
+    fig, axes = style.panels(len(found))
+    notes = []
+    quick = False
+    for ax, (name, path) in zip(axes, found):
         with open(path) as f:
             summary = json.load(f)
-        for label, pts in curves(summary).items():
-            color, marker, ls = STYLE.get(label, (None, "d", "-"))
+        quick |= bool(summary.get("quick"))
+        values, refs = {}, []
+        for label, pts in sorted(curves(summary).items(), key=lambda kv: style.legend_rank(kv[0])):
             if isinstance(pts, list):
                 e = [p[0] for p in pts]
                 m = [p[1] for p in pts]
-                s = [p[2] for p in pts]
-                ax.plot(e, m, marker=marker, linestyle=ls, color=color, label=label, markersize=4)
+                sd = [p[2] for p in pts]
                 # On a log axis a band reaching 0 would swamp the panel: clip it at mean / 3.
-                lo = [max(a - b, a / 3) if logy else a - b for a, b in zip(m, s)]
-                ax.fill_between(e, lo, [a + b for a, b in zip(m, s)], color=color, alpha=0.15, linewidth=0)
+                lo = [max(a - b, a / 3) if logy else a - b for a, b in zip(m, sd)]
+                hi = [a + b for a, b in zip(m, sd)]
+                style.line(ax, e, m, label, band=(lo, hi))
+                values[label] = m + lo + hi
             else:
-                ax.axhline(pts, color=color or "gray", linestyle=ls, label=label)
-        ax.set_xscale("log")
+                style.hline(ax, pts, label)
+                refs.append(pts)
+        style.log_eps(ax, logy=logy)
         if logy:
-            ax.set_yscale("log")
-        ax.set_xlabel(r"$\epsilon$")
+            cap = [v for l, v in curves(summary).items() if l == clip_to and not isinstance(v, list)]
+            style.informative_ylim(ax, values, references=refs, cap=2 * cap[0] if cap else None)
         ax.set_ylabel(metric_label)
-        title = name
+        data = summary.get("data") or {}
+        n = data.get("train_rows") or data.get("rows")
+        title = name + (f" (d = {data['dim']}, N = {n / 1000:.3g}k)" if data.get("dim") and n else "")
         if summary.get("stand_in"):
-            title += " (SYNTHETIC STAND-IN)"
-        elif (summary.get("data") or {}).get("substitute"):  # real data of another version than the paper's
-            title += f"\n({summary['data']['substitute'].get('label', 'substitute data')})"
-        if summary.get("quick"):
-            title += " [quick]"
+            title += "\n(SYNTHETIC STAND-IN)"
+        elif data.get("substitute"):  # real data of another version than the paper's
+            sub = data["substitute"]
+            title += f"\n({sub.get('label', 'substitute data') if isinstance(sub, dict) else sub})"
+        ax.set_title(title)
         missing = not_run(summary)
         if missing:
-            title += "\n" + textwrap.fill("refused as too slow: " + ", ".join(missing), 48)  # a panel's width
-        ax.set_title(title, fontsize=10 if "\n" not in title else 9)
-        ax.grid(True, which="major", alpha=0.3)
-    axes[0][0].legend(fontsize=8)
-    fig.suptitle(title_word, fontsize=11)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    fig.savefig(out, dpi=150)
-    print(out)
+            notes.append(f"{name}: refused as too slow: " + ", ".join(missing) + ".")
+    notes.insert(0, "Line: mean over repetitions at the best grid point per ε; band: ± one standard deviation"
+                 + (" (on the log axis, at least mean / 3)" if logy else "") + ". Horizontal lines: methods without ε.")
+    style.finish(fig, axes, title=title_word + (" [quick]" if quick else ""), note="\n".join(notes))
+    out = os.path.abspath(out)
+    base, ext = os.path.splitext(out)
+    paths = style.save(fig, os.path.dirname(out), os.path.basename(base))
+    print(*paths, sep="\n")
 
 
 def main():

@@ -4,7 +4,7 @@
 - plots/graph.png|pdf: mean relative error of f(q) = sum_u J(N(u), N(q)) vs epsilon, log-log,
   one line per graph (and per R when a config sweeps R), band = min..max over repetitions;
 - plots/scaling_graph.png|pdf (from scaling_graph results): speedup vs threads, and build
-  time per edge vs edges (one line per thread count);
+  time per edge vs threads (one line per graph size in both panels: one legend);
 - results/table4_graph.md and .csv: graph, nodes, edges, sketch (build) time, query time,
   sketch size, error at epsilon = 1; also printed.
 
@@ -17,8 +17,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
+import style  # noqa: E402
 import numpy as np  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
 
 
 def graph_name(records):
@@ -37,8 +37,9 @@ def error_records(records):
 
 
 def plot_errors(sets, out_dir, metric="mre"):
-    fig, ax = plt.subplots(figsize=(5.0, 3.6))
+    fig, (ax,) = style.panels(1, panel=(4.2, 3.3))
     any_line = False
+    n_lines = 0
     quick = False
     for name, (records, is_quick) in sorted(sets.items()):
         recs = error_records(records)
@@ -59,19 +60,19 @@ def plot_errors(sets, out_dir, metric="mre"):
             vals = [by_eps[e] for e in eps]
             mean = np.array([np.mean(v) for v in vals])
             label = graph_name(recs) + (f", R = {R}" if len(rows) > 1 else "")
-            line, = ax.plot(eps, mean, marker="o", label=label)
+            st = style.sequence_style(n_lines)
+            ax.plot(eps, mean, label=label, **st)
             ax.fill_between(eps, [np.min(v) for v in vals], [np.max(v) for v in vals],
-                            color=line.get_color(), alpha=0.2, linewidth=0)
+                            color=st["color"], alpha=0.15, linewidth=0)
             any_line = True
+            n_lines += 1
     if not any_line:
-        plt.close(fig)
+        style.plt.close(fig)
         return []
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("Privacy (ε)")
+    style.log_eps(ax)
     ax.set_ylabel("Mean relative error of f(q)")
     ax.set_title("Jaccard kernel sums on graphs" + (" [quick]" if quick else ""))
-    ax.legend()
+    style.finish(fig, [ax], where="right", note="Line: mean over repetitions; band: min-max.")
     return common.save(fig, out_dir, "graph")
 
 
@@ -145,26 +146,28 @@ def plot_scaling(sets, out_dir):
         cells.setdefault(key, []).append(r["build_seconds"])
     edges = sorted({e for e, _ in cells})
     threads = sorted({t for _, t in cells})
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(8.4, 3.2), gridspec_kw={"wspace": 0.4})
-    for e in edges:
-        if (e, 1) not in cells:
-            continue
-        t1 = np.median(cells[(e, 1)])
+    fig, (a1, a2) = style.panels(2)
+    for i, e in enumerate(edges):
+        st = style.sequence_style(i)
         ts = [t for t in threads if (e, t) in cells]
-        a1.plot(ts, [t1 / np.median(cells[(e, t)]) for t in ts], marker="o", label=f"{e / 1e6:.1f}M edges")
-    a1.plot(threads, threads, linestyle="--", color="gray", label="linear")
+        if (e, 1) in cells:
+            t1 = np.median(cells[(e, 1)])
+            a1.plot(ts, [t1 / np.median(cells[(e, t)]) for t in ts], label=f"{e / 1e6:.1f}M edges", **st)
+        a2.plot(ts, [np.median(cells[(e, t)]) / e * 1e9 for t in ts], label=f"{e / 1e6:.1f}M edges", **st)
+    a1.plot(threads, threads, linestyle="--", color="gray", label="linear speedup")
     a1.set_xlabel("threads")
     a1.set_ylabel("speedup over 1 thread")
-    a1.legend()
-    for t in threads:
-        es = [e for e in edges if (e, t) in cells]
-        a2.plot(es, [np.median(cells[(e, t)]) / e * 1e9 for e in es], marker="o", label=f"{t} thread(s)")
-    a2.set_xscale("log")
-    a2.set_xlabel("edges (stored neighbours)")
+    a1.set_title("Speedup of the sketch build")
+    a2.set_xlabel("threads")
     a2.set_ylabel("build ns per edge")
+    a2.set_title("Build time per edge (equal: linear in edges)")
+    for ax in (a1, a2):
+        ax.set_xticks(threads)
     R = recs[0]["params"]["rows"]
-    a2.set_title(f"R = {R}, W = {recs[0]['params']['width']}" + (" [quick]" if quick else ""))
-    a2.legend()
+    style.finish(fig, [a1, a2], order=None,
+                 title=f"Parallel Jaccard sketch build, R-MAT graphs (R = {R}, W = {recs[0]['params']['width']})"
+                 + (" [quick]" if quick else ""),
+                 note="Median build time over repetitions.")
     print("scaling: edges, threads, median build s, ns/edge")
     for (e, t), v in sorted(cells.items()):
         print(f"  {e:>12} {t:>3} {np.median(v):9.3f} {np.median(v) / e * 1e9:8.1f}")

@@ -15,8 +15,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
+import style  # noqa: E402
 import numpy as np  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
 
 LABELS = {"mre": "Relative Error", "mre_debiased": "Relative Error (debiased)",
           "l2_error": "L2 Function Error", "l2_error_debiased": "L2 Function Error (debiased)"}
@@ -26,30 +26,25 @@ def plot_config(name, records, out_dir, suffix=""):
     metric = records[0].get("primary_metric", "mre")
     data = records[0].get("data", {})
     series = common.best_over_grid(records, metric)
-    fig, ax = plt.subplots()
-    # RACE curves first (fixed colours C0/C1), then the baselines alphabetically.
-    for label, points in sorted(series.items(), key=lambda kv: (not kv[0].startswith("RACE"), kv[0])):
+    fig, (ax,) = style.panels(1, panel=(4.2, 3.3))
+    for label, points in sorted(series.items(), key=lambda kv: style.legend_rank(common.display(kv[0]))):
         eps = np.array([p[0] for p in points if p[0] is not None], dtype=float)
         vals = [p[1] for p in points if p[0] is not None]
         if len(eps) == 0:  # a non-private reference: a horizontal line
-            v = np.mean(points[0][1])
-            ax.axhline(v, linestyle="--", color="gray", label=common.display(label))
+            style.hline(ax, np.mean(points[0][1]), common.display(label))
             continue
         mean = np.array([np.mean(v) for v in vals])
         lo = np.array([np.min(v) for v in vals])
         hi = np.array([np.max(v) for v in vals])
-        line, = ax.plot(eps, mean, marker="o", linestyle=common.line_style(label), label=common.display(label))
-        ax.fill_between(eps, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("Privacy (ε)")
+        style.line(ax, eps, mean, common.display(label), band=(lo, hi))
+    style.log_eps(ax)
     ax.set_ylabel(LABELS.get(metric, metric))
     n = data.get("train_rows", data.get("rows"))
     pca = data.get("pca") or {}
     dim = f"{data.get('dim')} PCs of {pca['input_dim']}" if pca.get("input_dim") else data.get("dim")
     shape = f" (d = {dim}, N = {n / 1000:.0f}k)" if n else ""
     ax.set_title(f"{data.get('name', name)}{shape}{common.title_suffix(records, substitute_sep=chr(10))}")
-    ax.legend()
+    style.finish(fig, [ax], note="Line: mean over repetitions at the best grid point per ε; band: min-max.")
     figure = records[0].get("figure", name)
     return common.save(fig, out_dir, figure + suffix)
 

@@ -6,7 +6,10 @@ qualitative density plot at eps = 1 for the salary data sets; plus Table 3 (buil
 per-query time on skin at each method's best setting) written to results/.
 
 usage: plot_kde_baselines.py [--results DIR] [--out DIR] [--quick]
-Reads results/kde_{nyc,sf,skin,skin_baselines,codrna,covtype}[-quick].jsonl (whatever exists).
+Reads results/kde_{nyc,sf,skin,skin_baselines,codrna,covtype}[-quick].jsonl (whatever exists);
+writes kde_baselines.png (the six data sets side by side, 4 panels a row, one legend) and
+kde_{sf,nyc}_density_eps1.png (the paper's density panels) to --out (default: plots/), the tables
+to --results.
 """
 import argparse
 import collections
@@ -138,7 +141,7 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
-    out = a.out or os.path.join(a.results, "plots")
+    out = a.out or HERE
     os.makedirs(out, exist_ok=True)
     sfx = "-quick" if a.quick else ""
 
@@ -165,38 +168,35 @@ def main():
         print(text)
 
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import style  # the shared figure style (needs matplotlib)
     except ImportError:
         sys.exit("matplotlib is missing for this interpreter: run with /usr/bin/python3 (Debian's python3-matplotlib)")
 
+    style.apply()
     panels = []
     for title, stems, metric, ylabel in PANELS:
         recs = common.dedupe([r for s in stems for r in load(a.results, s, a.quick)])
         if recs:
             panels.append((title, recs, metric, ylabel))
     if panels:
-        fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
-        for ax, (title, recs, metric, ylabel) in zip(axes[0], panels):
+        fig, axes = style.panels(len(panels))
+        for ax, (title, recs, metric, ylabel) in zip(axes, panels):
             cs = curves(recs, metric)
-            for label in sorted(cs, key=lambda l: ORDER.index(l) if l in ORDER else 99):
+            for label in sorted(cs, key=lambda l: style.legend_rank(common.display(l))):
                 pts = cs[label]
                 e = [p[0] for p in pts]
-                line, = ax.plot(e, [p[1] for p in pts], marker="o", ms=3, linestyle=common.line_style(label),
-                                label=common.display(label))
-                ax.fill_between(e, [p[2] for p in pts], [p[3] for p in pts], color=line.get_color(), alpha=0.2, linewidth=0)
+                style.line(ax, e, [p[1] for p in pts], common.display(label), band=([p[2] for p in pts], [p[3] for p in pts]))
             d = recs[0].get("data", {})
-            note = " (STAND-IN)" if recs[0].get("stand_in") else ""
+            note = "\n(STAND-IN)" if recs[0].get("stand_in") else ""
             if not note and common.substitute_label(recs):
                 note = f"\n({common.substitute_label(recs)})"
-            ax.set_title(f"{title} (d = {d.get('dim')}, N = {d.get('train_rows')}){note}", fontsize=9)
-            ax.set_xscale("log"); ax.set_yscale("log")
-            ax.set_xlabel("Privacy (ε)"); ax.set_ylabel(ylabel)
-            ax.legend(fontsize=6)
-        fig.tight_layout()
-        fig.savefig(os.path.join(out, f"kde_baselines{sfx}.png"), dpi=130)
-        print("wrote", os.path.join(out, f"kde_baselines{sfx}.png"))
+            n = d.get("train_rows")
+            ax.set_title(f"{title} (d = {d.get('dim')}, N = {n / 1000:.3g}k){note}" if n else f"{title}{note}")
+            style.log_eps(ax)
+            ax.set_ylabel(ylabel)
+        style.finish(fig, axes, title="Private KDE: error against ε (CCS'21 Figures 3 and 7)" + (" [quick]" if a.quick else ""),
+                     note="Line: mean over repetitions at the best setting per ε; band: min-max.")
+        print("wrote", *style.save(fig, out, f"kde_baselines{sfx}"))
 
     # ---- qualitative densities at eps = 1 (salary grids): methods record the released function
     for stem, title in (("kde_sf", "SF"), ("kde_nyc", "NYC")):
@@ -205,30 +205,28 @@ def main():
         if not with_f:
             continue
         cs = curves(recs, "l2_error")
-        fig, ax = plt.subplots(figsize=(6, 4))
+        fig, (ax,) = style.panels(1, panel=(4.6, 3.4))
         truth = with_f[0]["details"]["truth_on_queries"]
         n = len(truth)
-        g = recs[0]
         xs = [10 + (250 - 10) * i / (n - 1) for i in range(n)]  # $k, the config's 200-point grid
-        ax.plot(xs, truth, "k-", lw=2, label="Ground truth")
-        for label in ORDER:
+        style.line(ax, xs, truth, "Ground truth", lw=2.2)
+        for label in sorted(cs, key=lambda l: style.legend_rank(common.display(l))):
             best = [p for p in cs.get(label, []) if abs(p[0] - 1.0) < 1e-9]
             if not best:
                 continue
             cand = [r for r in with_f if r["label"] == label and pkey(r) == best[0][4]]
             if cand:
-                ax.plot(xs, cand[0]["details"]["released_on_queries"], lw=1, linestyle=common.line_style(label),
-                        label=common.display(label))
-        ax.set_xlabel("Salary ($k)"); ax.set_ylabel("Density estimate")
+                style.line(ax, xs, cand[0]["details"]["released_on_queries"], common.display(label), lw=1.1,
+                           marker=None)
+        ax.set_xlabel("Salary ($k)")
+        ax.set_ylabel("Density estimate")
         sub = common.substitute_label(recs)
-        ax.set_title(f"{title} density approximation (ε = 1.0)" + (f"\n({sub})" if sub else ""))
+        ax.set_title(f"{title} density approximation (ε = 1.0)" + (f"\n({sub})" if sub else "")
+                     + (" [quick]" if a.quick else ""))
         lo, hi = min(truth), max(truth)
         ax.set_ylim(lo - 0.5 * (hi - lo), hi + 0.5 * (hi - lo))
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(os.path.join(out, f"{stem}_density_eps1{sfx}.png"), dpi=130)
-        print("wrote", os.path.join(out, f"{stem}_density_eps1{sfx}.png"))
-
+        style.finish(fig, [ax], note="Each method at its best setting for ε = 1; curves leaving the panel are cut at its edge.")
+        print("wrote", *style.save(fig, out, f"{stem}_density_eps1{sfx}"))
 
 if __name__ == "__main__":
     main()

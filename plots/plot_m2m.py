@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """M2M paper, Figure 3, Figure 4 and Table 1, from results/m2m_*.jsonl.
 
-Figure 3 (m2m_fig3.png): 5 tasks (mean MRE, 2nd-moment MRE, CDF EMD, covariance Frobenius,
-counting-query MAE) x 2 data sets (Random10, the LifeSci stand-in), error against epsilon,
+Figure 3, one figure per data set (m2m_fig3_random10.png: the paper's top row,
+m2m_fig3_lifesci.png: its bottom row, on the LifeSci stand-in): 5 panels, one per task (mean
+MRE, 2nd-moment MRE, CDF EMD, covariance Frobenius, counting-query MAE), error against epsilon,
 log-log; mean over the repetitions. The same maps without noise (eps = inf) are dotted
 horizontal lines in the map's colour. Figure 4 (m2m_logistic.png, the config's figure name): AUC of the logistic regression
 against epsilon (implicit M2M from each sketch, DP-ERM best Lambda per epsilon, synthetic-data
@@ -24,33 +25,43 @@ import sys
 try:
     import matplotlib
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 except ImportError:
     sys.exit("plot_m2m.py needs matplotlib and numpy: run it with /usr/bin/python3 (Debian's python3-matplotlib)")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
+import style  # noqa: E402
 
-# method (or map for m2m_nonprivate) -> (colour, marker, legend)
-STYLE = {
-    "m2m_rff": ("tab:blue", "o", "M2M RFF"),
-    "m2m_race": ("tab:orange", "s", "M2M RACE"),
-    "m2m_hist": ("tab:green", "^", "M2M HIST"),
-    "m2m_rff+intercept": ("navy", "o", "M2M RFF + intercept"),
-    "m2m_hist+intercept": ("darkgreen", "^", "M2M HIST + intercept"),
-    "dp_erm": ("tab:red", "v", "DP-ERM"),
-    "dp_copula": ("tab:purple", "D", "DP-Copula"),
-    "privbayes": ("tab:brown", "P", "PrivBayes"),
-    "privbayes_m2m": ("tab:brown", "P", "PrivBayes"),
-    "dp_wgan": ("tab:pink", "X", "DP-WGAN ((eps, 1e-5)-DP)"),
-    "mst_m2m": ("tab:olive", "h", "MST ((eps, 1e-9)-DP)"),
-    "aim_m2m": ("tab:cyan", "*", "AIM ((eps, 1e-9)-DP)"),
-    "logistic_nonprivate": ("black", None, "non-private"),
+# method (or map for m2m_nonprivate) -> legend name; its colour and marker are style.METHODS'
+LEGEND = {
+    "m2m_rff": "M2M RFF",
+    "m2m_race": "M2M RACE",
+    "m2m_hist": "M2M HIST",
+    "m2m_rff+intercept": "M2M RFF + intercept",
+    "m2m_hist+intercept": "M2M HIST + intercept",
+    "dp_erm": "DP-ERM",
+    "dp_copula": "DP-Copula",
+    "privbayes": "PrivBayes",
+    "privbayes_m2m": "PrivBayes",
+    "dp_wgan": "DP-WGAN ((eps, 1e-5)-DP)",
+    "mst_m2m": "MST ((eps, 1e-9)-DP)",
+    "aim_m2m": "AIM ((eps, 1e-9)-DP)",
+    "logistic_nonprivate": "Non-private",
 }
+# Legend order of the M2M figures: the sketches, their eps = inf lines, then the other methods.
+ORDER = ["M2M RFF", "M2M RACE", "M2M HIST", "M2M RFF + intercept", "M2M HIST + intercept", "M2M RFF eps=inf",
+         "M2M RACE eps=inf", "M2M HIST eps=inf", "DP-ERM", "DP-Copula", "PrivBayes", "DP-WGAN ((eps, 1e-5)-DP)",
+         "MST ((eps, 1e-9)-DP)", "AIM ((eps, 1e-9)-DP)", "Non-private"]
+
+
+def legend_order(label):
+    return (ORDER.index(label), "") if label in ORDER else (len(ORDER), label)
+
+
 NONPRIVATE_MAP = {"rff": "m2m_rff", "race": "m2m_race", "hist": "m2m_hist"}
-TASKS = [("mean_mre", "mean (MRE)"), ("moment2_mre", "2nd moment (MRE)"), ("cdf_emd", "CDF (EMD)"),
-         ("cov_frobenius", "covariance (Frobenius)"), ("count_mae", "counting queries (MAE)")]
+TASKS = [("mean_mre", "mean", "MRE"), ("moment2_mre", "2nd moment", "MRE"), ("cdf_emd", "CDF", "EMD"),
+         ("cov_frobenius", "covariance", "Frobenius distance"), ("count_mae", "counting queries", "MAE")]
 PAPER_TABLE1 = {"random10": {"rff": (6.25e-8, 9.55e-3), "hist": (1.87e-5, 9.10e-4)},
                 "lifesci": {"rff": (1.67e-6, 4.20e-2), "hist": (5.91e-5, 3.8e-3)}}
 
@@ -90,20 +101,20 @@ def data_name(records):
 
 
 def draw(ax, records, metric, logy=True):
-    for (skey, label, private), cells in sorted(series(records, metric).items(), key=lambda t: t[0][1]):
-        colour, marker, legend = STYLE.get(skey, ("gray", "x", label))
+    for (skey, label, private), cells in sorted(series(records, metric).items(),
+                                               key=lambda t: style.legend_rank(LEGEND.get(t[0][0], t[0][1]))):
+        legend = LEGEND.get(skey, label)
         if not private:
             v = float(np.mean(cells[None]))
-            ax.axhline(v, color=colour, linestyle=":", linewidth=1.2, label=(legend + " eps=inf") if skey != "logistic_nonprivate" else legend)
+            if skey == "logistic_nonprivate":
+                style.hline(ax, v, legend)
+            else:  # the same map without noise: dotted, in the map's colour
+                style.hline(ax, v, legend + " eps=inf")
             continue
         eps = sorted(cells)
         mean = [float(np.mean(cells[e])) for e in eps]
-        name = legend if skey in STYLE else label
-        ax.plot(eps, mean, color=colour, marker=marker, label=name)
-    ax.set_xscale("log")
-    if logy:
-        ax.set_yscale("log")
-    ax.set_xlabel("epsilon")
+        style.line(ax, eps, mean, legend)
+    style.log_eps(ax, logy=logy)
 
 
 def table1(sets):
@@ -156,33 +167,26 @@ def main():
         print("plot_m2m.py: no m2m results in", args.results)
         return
     common.style()
-    stats = [n for n in ("m2m_random10", "m2m_lifesci") if n in sets]
-    if stats:
-        fig, axes = plt.subplots(len(stats), len(TASKS), figsize=(3.2 * len(TASKS), 2.9 * len(stats)), squeeze=False)
-        notes = []
-        for row, name in enumerate(stats):
-            records, quick = sets[name]
-            records = common.dedupe(records)
-            dname, note = data_name(records)
-            if "lifesci" in name:
-                dname += " (LifeSci stand-in)"
-            for col, (metric, title) in enumerate(TASKS):
-                ax = axes[row][col]
-                draw(ax, records, metric)
-                ax.set_title(f"{dname}\n{title}" + common.title_suffix(records), fontsize=8)
-                if col == 0:
-                    ax.set_ylabel(dname.split(" ")[0] + " error")
-            if note:
-                notes.append(f"{dname}: {note}")
-        handles, labels = axes[0][0].get_legend_handles_labels()
-        # Legend and notes take a fixed height, so a larger share of a one-row figure.
-        share = 0.13 * 2 / len(stats)
-        fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8,
-                   bbox_to_anchor=(0.5, 0.045 * 2 / len(stats)))
-        # The data notes under the legend (on an axes they squeeze the panels).
-        fig.text(0.01, 0.0, "\n".join(notes), fontsize=7, ha="left", va="bottom")
-        fig.tight_layout(rect=(0, share, 1, 1))
-        print("wrote", *common.save(fig, args.out, "m2m_fig3"))
+    for name in ("m2m_random10", "m2m_lifesci"):
+        if name not in sets:
+            continue
+        records, quick = sets[name]
+        records = common.dedupe(records)
+        dname, note = data_name(records)
+        if "lifesci" in name:
+            dname += " (LifeSci stand-in)"
+        fig, axes = style.panels(len(TASKS))
+        for ax, (metric, title, ylabel) in zip(axes, TASKS):
+            draw(ax, records, metric)
+            ax.set_title(title)
+            ax.set_ylabel(ylabel)
+        notes = ["Mean over repetitions; dotted horizontal lines: the same map without noise (eps = inf)."]
+        if note:
+            notes.append(f"{dname}: {note}")
+        style.finish(fig, axes, title=f"M2M Figure 3: {dname}{common.title_suffix(records)}", note="\n".join(notes),
+                     order=legend_order)
+        print("wrote", *common.save(fig, args.out, "m2m_fig3_" + name.split("_", 1)[1]))
+    if any(n in sets for n in ("m2m_random10", "m2m_lifesci")):
         text, table = table1(sets)
         print(text, end="")
         with open(os.path.join(args.results, "m2m_table1.txt"), "w", encoding="utf-8") as f:
@@ -190,11 +194,11 @@ def main():
     if "m2m_logistic_occupancy" in sets:
         records, quick = sets["m2m_logistic_occupancy"]
         records = common.dedupe(records)
-        fig, ax = plt.subplots(figsize=(5, 3.6))
+        fig, (ax,) = style.panels(1, panel=(4.2, 3.3))
         draw(ax, records, "auc", logy=False)
         ax.set_ylabel("AUC (held-out 10%)")
         ax.set_title("Occupancy: logistic regression" + common.title_suffix(records))
-        ax.legend(fontsize=7)
+        style.finish(fig, [ax], order=legend_order, note="Mean over repetitions; DP-ERM at its best regularisation per ε.")
         print("wrote", *common.save(fig, args.out, "m2m_logistic"))
 
 

@@ -20,13 +20,10 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import best_over_grid, plt, result_sets, save, style, substitute_label  # noqa: E402
+from common import best_over_grid, result_sets, save, style, substitute_label  # noqa: E402
+import style as fig_style  # noqa: E402  (the shared figure style)
 
 import numpy as np  # noqa: E402
-
-COLORS = {"RACE": "tab:blue", "Histogram": "tab:green", "Exact KDE": "black", "RACE (eps=inf)": "tab:purple",
-          "Uniform": "tab:red"}
-
 
 def data_note(records):
     d = records[0].get("data") or records[0].get("data_summary") or {}
@@ -45,41 +42,37 @@ def data_note(records):
     return note
 
 
-def draw(ax, records, metric, lower_is_better, ylabel, private_labels=("RACE", "Histogram")):
+def draw(ax, records, metric, lower_is_better, ylabel):
     curves = best_over_grid(records, metric, lower_is_better)
-    for label, pts in curves.items():
-        color = COLORS.get(label)
+    for label, pts in sorted(curves.items(), key=lambda kv: fig_style.legend_rank(kv[0])):
         if all(p[0] is None for p in pts):
             vals = [v for p in pts for v in p[1]]
             if vals:
-                ax.axhline(float(np.mean(vals)), color=color or "gray", linestyle="--", label=label)
+                fig_style.hline(ax, float(np.mean(vals)), label)
             continue
         e = [p[0] for p in pts if p[0] is not None]
         m = [float(np.mean(p[1])) for p in pts if p[0] is not None]
         s = [float(np.std(p[1])) for p in pts if p[0] is not None]
-        ax.plot(e, m, marker="o", color=color, label=label + (" (best grid point)" if label in private_labels else ""))
-        ax.fill_between(e, [a - b for a, b in zip(m, s)], [a + b for a, b in zip(m, s)], color=color, alpha=0.15, linewidth=0)
-    ax.set_xscale("log")
-    ax.set_xlabel(r"$\epsilon$")
+        fig_style.line(ax, e, m, label, band=([a - b for a, b in zip(m, s)], [a + b for a, b in zip(m, s)]))
+    fig_style.log_eps(ax, logy=False)
     ax.set_ylabel(ylabel)
 
 
 def figure(sets, names, rows, out_dir, fig_name, suptitle):
+    """One panel per (config, metric): configs across, metrics down (at most 4 panels a row)."""
     found = [n for n in names if n in sets]
     if not found:
         print(f"plot_race_apps.py: no results for {', '.join(names)}; {fig_name} skipped", file=sys.stderr)
         return
-    fig, axes = plt.subplots(len(rows), len(found), figsize=(4.4 * len(found), 3.3 * len(rows)), squeeze=False)
-    for j, name in enumerate(found):
+    cells = [(name, row) for row in rows for name in found]
+    fig, axes = fig_style.panels(len(cells), ncols=min(len(found), fig_style.MAX_COLS) if len(found) > 1 else None)
+    for ax, (name, (metric, lower, ylabel)) in zip(axes, cells):
         records, _ = sets[name]
-        for i, (metric, lower, ylabel) in enumerate(rows):
-            ax = axes[i][j]
-            draw(ax, records, metric, lower, ylabel)
-            if i == 0:
-                ax.set_title(f"{name}: {data_note(records)}", fontsize=9)
-        axes[0][j].legend(fontsize=7)
-    fig.suptitle(suptitle, fontsize=11)
-    fig.tight_layout()
+        draw(ax, records, metric, lower, ylabel)
+        ax.set_title(f"{name}: {data_note(records)}")
+    fig_style.finish(fig, axes, title=suptitle,
+                     note="Private methods: mean ± one standard deviation over repetitions at the best grid point per ε; "
+                          "horizontal lines: methods without ε.")
     for p in save(fig, out_dir, fig_name):
         print(p)
 
@@ -89,31 +82,33 @@ def neighbors_figure(sets, out_dir):
         print("plot_race_apps.py: no neighbors results; neighbors skipped", file=sys.stderr)
         return
     records, _ = sets["neighbors"]
-    fig, ax = plt.subplots(figsize=(5.6, 3.8))
-    metrics = [("recall_weighted", "private counts x collisions", "tab:blue"),
-               ("recall_collisions", "collisions only (public hashes, not private)", "tab:orange"),
-               ("recall_density", "private density at the candidate", "tab:green"),
-               ("recall_random", "random top-k", "gray")]
+    fig, (ax,) = fig_style.panels(1, panel=(4.2, 3.3))
+    metrics = [("recall_weighted", "private counts x collisions"),
+               ("recall_collisions", "collisions only (public hashes, not private)"),
+               ("recall_density", "private density at the candidate"),
+               ("recall_random", "random top-k")]
     private = [r for r in records if r.get("epsilon") is not None]
     ref = [r for r in records if r.get("epsilon") is None]
-    for metric, name, color in metrics:
+    for i, (metric, name) in enumerate(metrics):
+        st = fig_style.sequence_style(i) if metric != "recall_random" else {"color": "gray", "marker": "x", "linestyle": "-"}
         curves = best_over_grid(private, metric, lower_is_better=False)
         for label, pts in curves.items():
             e = [p[0] for p in pts]
             m = [float(np.mean(p[1])) for p in pts]
-            ax.plot(e, m, marker="o", color=color, label=f"{name}")
+            ax.plot(e, m, label=name, **st)
         vals = [r["metrics"].get(metric) for r in ref]
         vals = [v for v in vals if v is not None and math.isfinite(v)]
         if vals:
-            ax.axhline(float(np.mean(vals)), color=color, linestyle="--", linewidth=1)
+            ax.axhline(float(np.mean(vals)), color=st["color"], linestyle="--", linewidth=1)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylim(1e-3, 1.2)
-    ax.set_xlabel(r"$\epsilon$")
+    ax.set_xlabel(fig_style.EPS_LABEL)
     ax.set_ylabel("recall@k")
-    ax.set_title(f"Near-neighbour search from the sketch: {data_note(records)}\n(dashed: RACE on exact counts)", fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    ax.set_title(f"Near-neighbour search from the sketch:\n{data_note(records)}")
+    fig_style.finish(fig, [ax], where="right", order=None,
+                     note="Candidate rankings from the private sketch, best grid point per ε; dashed: the same "
+                          "ranking on RACE's exact counts (no noise).")
     for p in save(fig, out_dir, "neighbors"):
         print(p)
 
@@ -129,13 +124,13 @@ def main():
     for task in ("modes", "anomaly", "diversity", "neighbors"):
         sets.update(result_sets(a.results, task))
     figure(sets, ["modes", "modes_skin"],
-           [("mean_distance_bw", True, "distance to nearest true mode (bandwidths)"),
+           [("mean_distance_bw", True, "distance to nearest\ntrue mode (bandwidths)"),
             ("recovered_fraction", False, "true modes recovered")],
            a.out, "modes", "Mode finding from the private KDE (NLopt Subplex, multi-start)")
     figure(sets, ["anomaly", "anomaly_pulsar", "anomaly_covtype"], [("auc", False, "ROC AUC")], a.out, "anomaly",
            "Anomaly detection by low private density")
     figure(sets, ["diversity"], [("coverage", False, "components hit in k draws"),
-                                 ("minor_share", False, "share of draws outside the largest component")],
+                                 ("minor_share", False, "share of draws outside\nthe largest component")],
            a.out, "diversity", "Diversity sampling: P ~ 1 / private density")
     neighbors_figure(sets, a.out)
 

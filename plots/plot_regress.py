@@ -5,8 +5,10 @@ epsilon (log-log), one panel per data set, from results/regress_*.summary.json.
 Curves: RACE surrogate loss (both placements of the SRP pair), SSP, AdaSSP, ObjPert, OPS,
 AdaOPS, PrivBayes synthetic data + least squares (mean +- sd over repetitions; best degree and
 synthetic size per epsilon); non-private least squares and the trivial predictor are
-horizontal reference lines. Stand-in data is named in the panel title; a method that refused a
-data set (PrivBayes on gas) is named at the bottom of its panel.
+horizontal reference lines. Each panel's y range is set by the informative methods: up to 2x
+the trivial predictor's MSE (a method beyond it, SSP at small epsilon, is drawn as triangles on
+the panel's top edge instead of stretching the range). Stand-in data is named in the panel
+title; a method that refused a data set (PrivBayes on gas) is named in the note under the legend.
 
 usage: plot_regress.py [--results DIR] [--out FILE] [--datasets airfoil naval gas]
 """
@@ -16,13 +18,6 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot_classify  # noqa: E402  (shared panel code)
-
-plot_classify.STYLE.update({
-    "RACE": ("tab:blue", "o", "-"), "RACE (insert)": ("tab:cyan", "s", "--"),
-    "SSP": ("tab:orange", "v", "-"), "AdaSSP": ("tab:red", "^", "-"), "ObjPert": ("tab:purple", "D", "-"),
-    "OPS": ("tab:brown", "<", "-"), "AdaOPS": ("tab:green", ">", "-"), "PrivBayes": ("tab:olive", "P", "-."),
-    "Non-private": ("black", None, "--"), "Trivial": ("gray", None, ":"),
-})
 
 
 def main():

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Remakes docs/figures/ from the full runs in results/: runs every plots/plot_*.py, then copies
 # the PNGs of each config that has a full-profile results file (results/NAME.jsonl, not
-# -quick) into docs/figures/, shrunk to at most 300 KB, and writes docs/figures/README.md naming
-# the commit of this checkout, the machine, and per figure the configs, their record counts and
-# the commits their records were made with.
+# -quick) into docs/figures/, at most 300 KB each (a 256-colour palette first; scaled down only
+# if still too large), never one drawn from quick records, and writes docs/figures/README.md
+# naming the commit of this checkout, the machine, and per figure the paper figure it is
+# (plots/figures.py), the configs, their record counts and the commits their records were made with.
 #   scripts/publish_figures.sh [--results DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +12,7 @@ RESULTS=results
 while (( $# )); do
   case "$1" in
     --results) RESULTS=${2:?--results needs a directory}; shift ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "publish_figures.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -50,6 +51,9 @@ done
 import glob, io, json, os, platform, subprocess, sys, datetime
 from PIL import Image
 
+sys.path.insert(0, "plots")
+from figures import paper_figure  # noqa: E402  (which PNG is which paper figure)
+
 results = sys.argv[1]
 pending = {}
 with open(sys.argv[2]) as f:
@@ -62,16 +66,24 @@ limit = 300 * 1024
 
 
 def shrink_copy(src, dst):
-    """The PNG at most `limit` bytes: re-encoded, then scaled down in steps of 0.85 if needed."""
+    """The PNG at most `limit` bytes, its pixels kept (150 dpi, the style's panel sizes): re-encoded,
+    then reduced to a 256-colour palette (line plots lose nothing visible); scaled down in steps
+    of 0.85 only if that is still too large."""
     img = Image.open(src)
     img.load()
+    if img.mode not in ("RGB", "L", "P"):
+        img = img.convert("RGB")
     scale = 1.0
     while True:
         im = img if scale == 1.0 else img.resize((int(img.width * scale), int(img.height * scale)), Image.LANCZOS)
-        if im.mode not in ("RGB", "L", "P"):
-            im = im.convert("RGB")
-        buf = io.BytesIO()
-        im.save(buf, format="PNG", optimize=True)
+        candidates = [im]
+        if im.mode == "RGB":
+            candidates.append(im.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE))
+        for cand in candidates:
+            buf = io.BytesIO()
+            cand.save(buf, format="PNG", optimize=True)
+            if buf.tell() <= limit:
+                break
         if buf.tell() <= limit or scale < 0.3:
             break
         scale *= 0.85
@@ -80,6 +92,14 @@ def shrink_copy(src, dst):
         f.write(buf.getvalue())
     os.replace(tmp, dst)
     return buf.tell(), im.size
+
+
+def profile(png):
+    """'quick' for a PNG drawn from --quick records (plots/style.py writes it into the PNG)."""
+    try:
+        return "quick" if "quick" in Image.open(png).info.get("Description", "") else "full"
+    except OSError:
+        return "full"
 
 
 def records(path):
@@ -128,9 +148,16 @@ lines = [
     "the table names the configs behind each figure, their record counts and the commits the "
     "records were made with. [../reproduction.md](../reproduction.md) reads them against the papers.",
     "",
-    "| figure | configs (records) | record commits | size |",
-    "|---|---|---|---|",
+    "| figure | paper figure | configs (records) | record commits | size |",
+    "|---|---|---|---|---|",
 ]
+
+
+def paper(png):
+    row = paper_figure(png)
+    return row[2] if row else "(no longer drawn by the plot scripts)"
+
+
 # Results do not outlive a checkout: a figure published earlier whose configs have no full run
 # here keeps its file and its row (with its own record commits), so publishing is cumulative.
 earlier = {}
@@ -141,7 +168,10 @@ if os.path.exists(readme):
             if row.startswith("| [") and "](" in row:
                 png = row[3:row.index("]")]
                 if os.path.exists(os.path.join(out_dir, png)):
-                    earlier[png] = row.rstrip("\n")
+                    cells = row.rstrip("\n").split(" | ")
+                    if len(cells) == 4:  # a row of before the paper-figure column
+                        cells.insert(1, paper(png))
+                    earlier[png] = " | ".join(cells)
 rows = {}
 published = 0
 # Every config's figure name: "m2m_*.png" must not take m2m_logistic.png, another config's figure.
@@ -156,16 +186,26 @@ for stem in sorted(figures):
     pngs = sorted(glob.glob(os.path.join("plots", stem + ".png")) + glob.glob(os.path.join("plots", stem + "_*.png")))
     pngs = [p for p in pngs if os.path.basename(p)[:-4] == stem or os.path.basename(p)[:-4] not in all_stems]
     for png in pngs:
-        size, dims = shrink_copy(png, os.path.join(out_dir, os.path.basename(png)))
+        name = os.path.basename(png)
+        if profile(png) == "quick":  # a figure of quick records (a config of the stem without a full run)
+            print(f"publish_figures.sh: {name} was drawn from quick records, not published")
+            continue
+        size, dims = shrink_copy(png, os.path.join(out_dir, name))
         cfgs = ", ".join(f"`{n}` ({k})" for n, k, _ in figures[stem])
         commits = ", ".join(sorted({c for _, _, cs in figures[stem] for c in cs}))
-        rows[os.path.basename(png)] = f"| [{os.path.basename(png)}]({os.path.basename(png)}) | {cfgs} | {commits} | {size // 1024} KB, {dims[0]}x{dims[1]} |"
+        rows[name] = f"| [{name}]({name}) | {paper(name)} | {cfgs} | {commits} | {size // 1024} KB, {dims[0]}x{dims[1]} |"
         published += 1
 kept = {png: row for png, row in earlier.items() if png not in rows}
 lines += [row for _, row in sorted({**kept, **rows}.items())]
 if kept:
     lines += ["", f"{len(kept)} figure(s) above were not remade by this run (no full-profile records of their configs in "
               "this checkout's results/): their rows are those of the run that made them."]
+lines += ["", "## Every figure the plot scripts draw", "",
+          "One PNG per paper figure, all drawn through one style module (`plots/style.py`: at most four panels a "
+          "row, each panel at least 2.5 x 2 inches at 150 dpi, no text under 8 pt, one legend per figure outside the "
+          "panels, a fixed colour and marker per method). `python3 plots/figures.py` prints this table.", ""]
+import figures as _catalogue  # noqa: E402
+lines += _catalogue.markdown().rstrip("\n").split("\n")
 with open(readme + ".tmp", "w") as f:
     f.write("\n".join(lines) + "\n")
 os.replace(readme + ".tmp", readme)
