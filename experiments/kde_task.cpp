@@ -219,6 +219,12 @@ void run_race_cells(const KdeContext& ctx, const CellGroup& group, const Method:
           const json extra = rule_details(c.cell.epsilon);  // named: a temporary would die before the loop
           for (const auto& [k, v] : extra.items()) r.details[k] = v;
         }
+        // The qualitative density plot (CCS'21 Figure 3, eps = 1) draws the released function, as
+        // the baselines keep it: small grids, first repetition only.
+        if (group.rep == 0 && ctx.queries.rows() <= 500 && std::abs(c.cell.epsilon - 1.0) < 1e-9) {
+          r.details["released_on_queries"] = dens[0];
+          r.details["truth_on_queries"] = ctx.truth;
+        }
         return r;
       });
 }
