@@ -22,6 +22,8 @@ FIGURES = [
      "Theorem 4", "RACE: best R, R by Corollary 1, median of means"),
     ("kde_skin_baselines.png", "plot_kde.py", "private RACE Fig. 2 [CCS'21 Fig. 3], skin panel",
      "mean relative error against ε, RACE against the baselines"),
+    ("kde_skin_rw.png", "plot_kde.py", "private RACE Discussion: \"any R and W in [100, 1k]\" (no paper figure)",
+     "RACE's mean relative error against ε, one panel per W, one line per R"),
     ("kde_covtype.png", "plot_kde.py", "CCS'21 Fig. 7 (54-d covtype)", "mean relative error against ε"),
     ("kde_covtype_pca.png", "plot_kde.py", "CCS'21 Fig. 7 (8 principal components)",
      "mean relative error against ε, every baseline"),

@@ -49,6 +49,35 @@ def plot_config(name, records, out_dir, suffix=""):
     return common.save(fig, out_dir, figure + suffix)
 
 
+def plot_rw_sweep(name, records, out_dir, suffix=""):
+    """The R x W sweep (kde_skin_rw): one panel per width W, one line per R, MRE against eps,
+    for "any R and W in [100, 1k] give good results" (private RACE, Discussion)."""
+    metric = records[0].get("primary_metric", "mre")
+    by = {}
+    for r in records:
+        p = r.get("params", {})
+        if r.get("epsilon") is None or metric not in r.get("metrics", {}):
+            continue
+        by.setdefault((p.get("width"), p.get("rows")), {}).setdefault(r["epsilon"], []).append(r["metrics"][metric])
+    widths = sorted({w for w, _ in by})
+    rows = sorted({R for _, R in by})
+    fig, axes = style.panels(len(widths), sharey=True)
+    for ax, w in zip(axes, widths):
+        for i, R in enumerate(rows):
+            pts = sorted(by.get((w, R), {}).items())
+            if not pts:
+                continue
+            eps = np.array([e for e, _ in pts])
+            mean = np.array([np.mean(v) for _, v in pts])
+            style.line(ax, eps, mean, f"R = {R}", **style.sequence_style(i))
+        ax.set_title(f"W = {w}")
+        style.log_eps(ax)
+        ax.set_ylabel(LABELS.get(metric, metric))
+    style.finish(fig, axes, title="RACE on skin: every (R, W) in [100, 1000]" + (" [quick]" if suffix else ""),
+                 note="Mean over repetitions; one panel per width W, one line per number of rows R.")
+    return common.save(fig, out_dir, name + suffix)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", default=os.path.join(common.REPO, "results"))
@@ -67,7 +96,8 @@ def main():
         print(f"plot_kde: no KDE results in {args.results}", file=sys.stderr)
         return 0
     for name, (records, _quick) in sorted(sets.items()):
-        for p in plot_config(name, records, args.out, "-quick" if args.quick else ""):
+        draw = plot_rw_sweep if name == "kde_skin_rw" else plot_config
+        for p in draw(name, records, args.out, "-quick" if args.quick else ""):
             print(p)
     return 0
 
