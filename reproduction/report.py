@@ -240,6 +240,21 @@ def write_atomically(path: Path, text: str):
         raise
 
 
+def pending_cells(experiment, name, results: Path, quick: bool) -> int:
+    """Cells of configs/NAME.json not yet in the results, by the runner's own plan (0 when the
+    runner or the config is absent)."""
+    config = REPO / "configs" / f"{name}.json"
+    if not experiment or not Path(experiment).is_file() or not config.is_file():
+        return 0
+    cmd = [experiment, str(config), "--plan", "--out", str(results)] + (["--quick"] if quick else [])
+    out = subprocess.run(cmd, capture_output=True, text=True).stdout.strip().splitlines()
+    for line in out:
+        fields = line.split("\t")
+        if fields and fields[0] in (name, name + "-quick") and len(fields) > 3 and fields[3].isdigit():
+            return int(fields[3])
+    return 0
+
+
 def cmd_digest(args):
     results = Path(args.results)
     if not results.is_dir():
@@ -253,6 +268,10 @@ def cmd_digest(args):
             continue
         quick = stem.endswith("-quick")
         if quick != args.quick:
+            continue
+        pending = pending_cells(args.experiment, stem[:-6] if quick else stem, results, quick)
+        if pending:
+            print(f"{stem}: {pending} cells still to run; not digested (a part of a grid would read as the result)")
             continue
         digest = make_digest(results, stem, machine)
         write_atomically(out / f"{stem}.json", json.dumps(digest, indent=1, sort_keys=True) + "\n")
@@ -1095,6 +1114,8 @@ def main(argv=None):
     d.add_argument("--out", default=str(REPO / "reproduction" / "digests"))
     d.add_argument("--machine", default=None)
     d.add_argument("--quick", action="store_true", help="digest the quick-profile records instead")
+    d.add_argument("--experiment", default=str(REPO / "build" / "privrace-experiment"),
+                   help="the runner, asked for each config's pending cells (configs not finished are skipped)")
     for name in ("write", "check", "lint"):
         common(sub.add_parser(name))
     args = ap.parse_args(argv)

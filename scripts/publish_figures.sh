@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Remakes docs/figures/ from the full runs in results/: runs every plots/plot_*.py, then copies
+# Remakes docs/figures/ from the full runs in results/ (or --results DIR, e.g. the worktree of a
+# frozen whole-suite run): runs every plots/plot_*.py on them, then copies
 # the PNGs of each config that has a full-profile results file (results/NAME.jsonl, not
 # -quick) into docs/figures/, at most 300 KB each (a 256-colour palette first; scaled down only
 # if still too large), never one drawn from quick records, and writes docs/figures/README.md
@@ -27,13 +28,9 @@ for cand in "${PRIVRACE_PYTHON:-}" /usr/bin/python3 python3; do
   fi
 done
 [[ -n $PY ]] || { echo "publish_figures.sh: needs python3 with matplotlib, numpy and PIL (scripts/setup.sh)" >&2; exit 1; }
-if [[ $RESULTS != results ]]; then
-  echo "publish_figures.sh: the plot scripts read ./results; run from a checkout whose results/ is '$RESULTS'" >&2
-  exit 1
-fi
 # A script with no full results yet says so and fails: its figures are simply not published.
 for script in plots/plot_*.py; do
-  "$PY" "$script" >/dev/null 2>"${TMPDIR:-/tmp}/publish_figures.err" ||
+  "$PY" "$script" --results "$RESULTS" >/dev/null 2>"${TMPDIR:-/tmp}/publish_figures.err" ||
     echo "publish_figures.sh: $script drew nothing: $(tail -1 "${TMPDIR:-/tmp}/publish_figures.err")" >&2
 done
 # Configs whose full run is not finished (cells still pending, by the runner's own count) are
