@@ -243,7 +243,9 @@ def write_atomically(path: Path, text: str):
 def pending_cells(experiment, name, results: Path, quick: bool) -> int:
     """Cells of configs/NAME.json not yet in the results, by the runner's own plan (0 when the
     runner or the config is absent)."""
-    config = REPO / "configs" / f"{name}.json"
+    config = results.resolve().parent / "configs" / f"{name}.json"  # the run's own checkout
+    if not config.is_file():
+        config = REPO / "configs" / f"{name}.json"
     if not experiment or not Path(experiment).is_file() or not config.is_file():
         return 0
     cmd = [experiment, str(config), "--plan", "--out", str(results)] + (["--quick"] if quick else [])
