@@ -74,7 +74,8 @@ def plot_rw_sweep(name, records, out_dir, suffix=""):
         style.log_eps(ax)
         ax.set_ylabel(LABELS.get(metric, metric))
     style.finish(fig, axes, title="RACE on skin: every (R, W) in [100, 1000]" + (" [quick]" if suffix else ""),
-                 note="Mean over repetitions; one panel per width W, one line per number of rows R.")
+                 note="Mean over repetitions; one panel per width W, one line per number of rows R.",
+                 order=lambda label: int(label.split("=")[1]))
     return common.save(fig, out_dir, name + suffix)
 
 
