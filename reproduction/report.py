@@ -276,6 +276,8 @@ def cmd_digest(args):
             print(f"{stem}: {pending} cells still to run; not digested (a part of a grid would read as the result)")
             continue
         digest = make_digest(results, stem, machine)
+        if args.note:
+            digest["note"] = args.note
         write_atomically(out / f"{stem}.json", json.dumps(digest, indent=1, sort_keys=True) + "\n")
         made += 1
         print(f"{out / (stem + '.json')}: {digest['cells']} cells, {len(digest['rows'])} rows")
@@ -765,6 +767,10 @@ def render_report(data, digests: Digests, configs_dir: Path):
                    f"commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}; "
                    f"machine {'; '.join(machines)}; wall time {duration(total)} in all "
                    f"(`./run_all.sh --no-fetch`, resumed).")
+        notes = sorted({d["note"] for d in present if d.get("note")})
+        if notes:
+            out.append("")
+            out.append("Run conditions: " + "; ".join(notes) + ".")
         if len(commits) > 1:
             out.append("")
             out.append(f"**The records come from {len(commits)} commits**: the per-config pages say which.")
@@ -876,7 +882,8 @@ def render_config_page(d: dict, config: dict | None):
                f"`{d['dataset']}`{' (**synthetic stand-in**)' if d.get('stand_in') else ''}")
     out.append(f"* profile: {d['profile']}; {d['cells']} cells; wall time {duration(d.get('wall_seconds'))} "
                f"(cells {duration(d.get('cell_seconds'))} summed); jobs {d.get('jobs')}, threads {d.get('threads')}")
-    out.append(f"* records: commit {', '.join(d['commits'])}; machine {d['machine']}")
+    out.append(f"* records: commit {', '.join(d['commits'])}; machine {d['machine']}"
+               + (f"; {d['note']}" if d.get("note") else ""))
     out.append(f"* reproduce: `./run_all.sh --no-fetch {name}` then `python3 reproduction/report.py digest results/`")
     if config:
         out.append(f"* repetitions {config.get('repetitions')}; epsilons {json.dumps(config.get('epsilons'))}")
@@ -1115,6 +1122,7 @@ def main(argv=None):
     d.add_argument("results")
     d.add_argument("--out", default=str(REPO / "reproduction" / "digests"))
     d.add_argument("--machine", default=None)
+    d.add_argument("--note", default=None, help="how the run was made, e.g. on a machine shared with builds")
     d.add_argument("--quick", action="store_true", help="digest the quick-profile records instead")
     d.add_argument("--experiment", default=str(REPO / "build" / "privrace-experiment"),
                    help="the runner, asked for each config's pending cells (configs not finished are skipped)")
