@@ -15,7 +15,7 @@
 #include "privrace/baselines/pfda.hpp"
 #include "privrace/baselines/privbayes.hpp"
 #include "privrace/baselines/spectral.hpp"
-#include "privrace/baselines/synthetic.hpp"
+#include "synthetic_params.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
 
@@ -417,8 +417,7 @@ class SyntheticKdeMethod final : public BaselineMethod {
   std::string check(const json& p) const override { return check_domain_and_delta(p); }
   void run_cells(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& p = group.params;
-    json gen_params = json::object();
-    for (const auto& spec : params_) gen_params[spec.name] = p.at(spec.name);
+    const baselines::SyntheticOptions options = synthetic_options(generator_, params_, p);
     const baselines::Domain dom = domain_of(p);
     const auto box = baselines::TableBox::uniform(static_cast<std::size_t>(ctx.train.cols()), dom.lower, dom.upper);
     const auto samples = p.at("samples").get<std::size_t>();
@@ -426,7 +425,7 @@ class SyntheticKdeMethod final : public BaselineMethod {
     emit_all(ctx, group, emit, 0.0, json::object(), [&](double eps, RandomSource& rng) {
       Timed t;
       auto t1 = Clock::now();
-      const auto gen = baselines::make_synthetic_generator(generator_, gen_params);
+      const auto gen = baselines::make_synthetic_generator(generator_, options);
       try {
         gen->fit(ctx.train, box, {eps, delta}, rng);
       } catch (const UsageError& e) {

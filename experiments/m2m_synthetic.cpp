@@ -26,8 +26,8 @@
 #include <memory>
 
 #include "m2m_task.hpp"
+#include "synthetic_params.hpp"
 #include "privrace/core/clock.hpp"
-#include "privrace/baselines/synthetic.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
 
@@ -65,12 +65,11 @@ class SyntheticM2mMethod final : public TypedMethod<M2mContext> {
 
   void run(const M2mContext& ctx, const CellGroup& group, const Emit& emit) const override {
     const json& p = group.params;
-    json gen_params = json::object();
-    for (const auto& spec : params_) gen_params[spec.name] = p.at(spec.name);
+    baselines::SyntheticOptions options = synthetic_options(generator_, params_, p);
     // One torch thread whatever the run's threads: libtorch's sums depend on its thread count,
     // and one thread keeps the records the same under any --threads and --jobs; the networks are
     // small enough that a second thread saved 5% of a cell (docs/experiments.md, "Jobs").
-    if (generator_ == "dp_wgan") gen_params["threads"] = 1;
+    options.dp_wgan.threads = 1;
     const baselines::TableBox box{ctx.domain.lo, ctx.domain.hi};
     const auto tables = p.at("datasets").get<std::size_t>();
     const auto rows_wanted = p.at("synthetic_rows").get<std::size_t>();
@@ -78,7 +77,7 @@ class SyntheticM2mMethod final : public TypedMethod<M2mContext> {
     const double delta = approximate_ ? p.at("delta").get<double>() : 0.0;
     for (std::size_t i = 0; i < group.cells.size(); ++i) {
       const PendingCell& cell = group.cells[i];
-      const auto gen = baselines::make_synthetic_generator(generator_, gen_params);
+      const auto gen = baselines::make_synthetic_generator(generator_, options);
       SeededRandom noise(cell.noise_seed);  // experiments: reproducible noise, not fit for release
       const auto t0 = std::chrono::steady_clock::now();
       try {

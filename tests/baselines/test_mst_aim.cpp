@@ -14,7 +14,7 @@
 #include "privrace/baselines/aim.hpp"
 #include "privrace/baselines/mst.hpp"
 #include "privrace/baselines/private_pgm.hpp"
-#include "privrace/baselines/synthetic.hpp"
+#include "privrace/baselines/synthetic_generators.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
 
@@ -291,6 +291,15 @@ TEST(PrivatePgm, ZcdpConversionAndDiscreteGaussian) {
   EXPECT_THROW(pgm::DiscreteGaussian(2e7), UsageError);
 }
 
+// MST's and AIM's options with `bins` bins per column under `neighbors` (make_synthetic_generator
+// reads those of the generator it makes).
+SyntheticOptions pgm_options(int bins, const std::string& neighbors = "add-remove") {
+  SyntheticOptions o;
+  o.mst.bins = o.aim.bins = bins;
+  o.mst.neighbors = o.aim.neighbors = neighbors;
+  return o;
+}
+
 // A Markov chain over 8 bins per column (values at bin centres of [0, 1]): column j + 1 is
 // column j moved by -1, 0 or +1 (mod 8) with probabilities 1/4, 1/2, 1/4.
 DenseMatrix chain_table(std::size_t n, std::size_t d, std::uint64_t seed) {
@@ -393,8 +402,8 @@ TEST(Aim, LargeEpsilonMatchesMarginalsAndRecordsBudget) {
 TEST(MstAim, SameNoiseSeedSameFit) {
   const DenseMatrix t = chain_table(3000, 4, 2);
   for (const std::string name : {"mst", "aim"}) {
-    auto g1 = make_synthetic_generator(name, {{"bins", 8}});
-    auto g2 = make_synthetic_generator(name, {{"bins", 8}});
+    auto g1 = make_synthetic_generator(name, pgm_options(8));
+    auto g2 = make_synthetic_generator(name, pgm_options(8));
     SeededRandom n1(4), n2(4);
     g1->fit(t, TableBox::uniform(4, 0, 1), {1.0, 1e-6}, n1);
     g2->fit(t, TableBox::uniform(4, 0, 1), {1.0, 1e-6}, n2);
@@ -412,8 +421,8 @@ TEST(MstAim, ReplaceNeighboursDoubleTheSensitivities) {
   const DenseMatrix t = chain_table(2000, 4, 3);
   const TableBox box = TableBox::uniform(4, 0, 1);
   for (const std::string name : {"mst", "aim"}) {
-    auto add = make_synthetic_generator(name, {{"bins", 8}});
-    auto rep = make_synthetic_generator(name, {{"bins", 8}, {"neighbors", "replace"}});
+    auto add = make_synthetic_generator(name, pgm_options(8));
+    auto rep = make_synthetic_generator(name, pgm_options(8, "replace"));
     SeededRandom n1(1), n2(1);
     add->fit(t, box, {1.0, 1e-9}, n1);
     rep->fit(t, box, {1.0, 1e-9}, n2);
@@ -488,7 +497,7 @@ TEST(MstAim, BadSettingsAreRefusedWithTheirReason) {
   std::string msg = usage_error([&] { aim.fit(t, box, {1.0, 1e-9}, noise); });
   EXPECT_NE(msg.find("workload clique {2, 7} names attribute 7"), std::string::npos) << msg;
   for (const std::string name : {"mst", "aim"}) {
-    auto g = make_synthetic_generator(name, nlohmann::json::object());
+    auto g = make_synthetic_generator(name);
     for (const double delta : {0.0, 1.0, -0.5}) {
       msg = usage_error([&] { g->fit(t, box, {1.0, delta}, noise); });
       EXPECT_NE(msg.find("delta"), std::string::npos) << name << ": " << msg;
@@ -500,7 +509,7 @@ TEST(MstAim, BadSettingsAreRefusedWithTheirReason) {
     msg = usage_error([&] { g->sample(0, 1); });
     EXPECT_NE(msg.find("at least 1 row"), std::string::npos) << msg;
   }
-  msg = usage_error([&] { make_synthetic_generator("mst", {{"neighbors", "swap"}})->fit(t, box, {1.0, 1e-9}, noise); });
+  msg = usage_error([&] { make_synthetic_generator("mst", pgm_options(16, "swap"))->fit(t, box, {1.0, 1e-9}, noise); });
   EXPECT_NE(msg.find("add-remove or replace"), std::string::npos) << msg;
 }
 

@@ -8,12 +8,20 @@
 
 #include "privrace/baselines/dp_copula.hpp"
 #include "privrace/baselines/privbayes.hpp"
-#include "privrace/baselines/synthetic.hpp"
+#include "privrace/baselines/synthetic_generators.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/privacy/mechanisms.hpp"
 
 namespace privrace::baselines {
 namespace {
+
+// PrivBayes's options of network degree `degree` and `bins` bins per column.
+SyntheticOptions privbayes_options(int degree, int bins) {
+  SyntheticOptions o;
+  o.privbayes.degree = degree;
+  o.privbayes.bins = bins;
+  return o;
+}
 
 // n rows of a zero-mean Gaussian with unit variances and the given correlation matrix.
 DenseMatrix gaussian_table(std::size_t n, const Eigen::MatrixXd& corr, std::uint64_t seed) {
@@ -213,7 +221,7 @@ TEST(PrivBayesGenerator, SamplingIsDeterministicPerSeedAndAnySize) {
   Eigen::MatrixXd corr(3, 3);
   corr << 1, 0.8, 0, 0.8, 1, 0, 0, 0, 1;
   const DenseMatrix data = gaussian_table(5000, corr, 21);
-  auto gen = make_synthetic_generator("privbayes", {{"degree", 1}, {"bins", 8}});
+  auto gen = make_synthetic_generator("privbayes", privbayes_options(1, 8));
   SeededRandom noise(22);
   gen->fit(data, TableBox::uniform(3, -4, 4), {1.0, 0}, noise);
   const DoubleMatrix a = gen->sample(777, 5), b = gen->sample(777, 5), c = gen->sample(777, 6);
@@ -225,7 +233,7 @@ TEST(PrivBayesGenerator, SamplingIsDeterministicPerSeedAndAnySize) {
   EXPECT_GE(a.minCoeff(), -4.0);
   EXPECT_LE(a.maxCoeff(), 4.0);
   // The same noise seed releases the same model.
-  auto again = make_synthetic_generator("privbayes", {{"degree", 1}, {"bins", 8}});
+  auto again = make_synthetic_generator("privbayes", privbayes_options(1, 8));
   SeededRandom noise2(22);
   again->fit(data, TableBox::uniform(3, -4, 4), {1.0, 0}, noise2);
   EXPECT_EQ(again->sample(777, 5), a);
@@ -241,7 +249,7 @@ TEST(PrivBayesGenerator, LargeEpsilonKeepsTheDependence) {
   Eigen::MatrixXd corr(2, 2);
   corr << 1, 0.9, 0.9, 1;
   const DenseMatrix data = gaussian_table(20000, corr, 31);
-  auto gen = make_synthetic_generator("privbayes", {{"degree", 1}, {"bins", 32}});
+  auto gen = make_synthetic_generator("privbayes", privbayes_options(1, 32));
   SeededRandom noise(32);
   gen->fit(data, TableBox::uniform(2, -5, 5), {1e5, 0}, noise);
   const DoubleMatrix syn = gen->sample(20000, 33);

@@ -10,7 +10,9 @@
 
 #include "experiment.hpp"
 #include "m2m_task.hpp"
+#include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
+#include "synthetic_params.hpp"
 #include "test_util.hpp"
 
 namespace privrace::experiments {
@@ -188,6 +190,31 @@ TEST(M2mSynthetic, OneClassSyntheticTableScoresAucOneHalf) {
     EXPECT_EQ(one.metrics.at("auc").get<double>(), 0.5) << "class " << only;
     EXPECT_TRUE(one.details.value("single_class", false));
   }
+}
+
+TEST(M2mSynthetic, HyperparametersFillTheGeneratorsTypedOptionsAndAnUnknownOneIsRefused) {
+  using K = ParamSpec::Kind;
+  const std::vector<ParamSpec> specs = {{"bins", K::PositiveInt, 16, {}, ""},
+                                        {"neighbors", K::String, "add-remove", {"add-remove", "replace"}, ""},
+                                        {"max_cells", K::PositiveNumber, 1e6, {}, ""}};
+  const json params = {{"bins", 8}, {"neighbors", "replace"}, {"max_cells", 1e5}, {"samples", 100}, {"delta", 1e-9}};
+  const baselines::SyntheticOptions o = synthetic_options("aim", specs, params);
+  EXPECT_EQ(o.aim.bins, 8);
+  EXPECT_EQ(o.aim.neighbors, "replace");
+  EXPECT_EQ(o.aim.max_cells, 1e5);
+  EXPECT_EQ(o.aim.degree, baselines::AimOptions{}.degree);  // not a parameter of the method: the default
+  EXPECT_EQ(o.mst.bins, baselines::MstOptions{}.bins);      // another generator's options are untouched
+  // A parameter the generator has no option for is an error, never silently ignored.
+  const std::vector<ParamSpec> misspelt = {{"bin", K::PositiveInt, 16, {}, ""}};
+  try {
+    synthetic_options("aim", misspelt, json{{"bin", 8}});
+    FAIL() << "a misspelt hyperparameter was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'bin' is no option of the aim generator"), std::string::npos) << e.what();
+  }
+  const std::vector<ParamSpec> aims_only = {{"degree", K::PositiveInt, 3, {}, ""}};  // an AIM option, not MST's
+  const json degree = {{"degree", 3}};
+  EXPECT_THROW(synthetic_options("mst", aims_only, degree), Error);
 }
 
 }  // namespace

@@ -4,11 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "privrace/baselines/aim.hpp"
-#include "privrace/baselines/dp_copula.hpp"
-#include "privrace/baselines/dp_wgan.hpp"
-#include "privrace/baselines/mst.hpp"
-#include "privrace/baselines/privbayes.hpp"
+#include "privrace/baselines/synthetic_generators.hpp"
 #include "privrace/core/error.hpp"
 
 namespace privrace::baselines {
@@ -53,57 +49,12 @@ void check_synthetic_privacy(const SyntheticPrivacy& privacy, bool delta_require
   }
 }
 
-std::unique_ptr<SyntheticGenerator> make_synthetic_generator(const std::string& name, const nlohmann::json& params) {
-  if (name == "dp_copula") {
-    DpCopulaOptions o;
-    o.bins = params.value("bins", o.bins);
-    o.marginal_ratio = params.value("marginal_ratio", o.marginal_ratio);
-    o.min_eigenvalue = params.value("min_eigenvalue", o.min_eigenvalue);
-    return std::make_unique<DpCopula>(o);
-  }
-  if (name == "privbayes") {
-    PrivBayesOptions o;
-    o.degree = params.value("degree", o.degree);
-    o.bins = params.value("bins", o.bins);
-    o.beta = params.value("beta", o.beta);
-    return std::make_unique<PrivBayesGenerator>(o);
-  }
-  if (name == "dp_wgan") {
-    DpWganOptions o;
-    o.latent = params.value("latent", o.latent);
-    o.hidden = params.value("hidden", o.hidden);
-    o.batch = params.value("batch", o.batch);
-    o.generator_steps = params.value("generator_steps", o.generator_steps);
-    o.critic_steps = params.value("critic_steps", o.critic_steps);
-    o.clip = params.value("clip", o.clip);
-    o.learning_rate = params.value("learning_rate", o.learning_rate);
-    o.weight_clip = params.value("weight_clip", o.weight_clip);
-    o.search.sigma_min = params.value("sigma_min", o.search.sigma_min);
-    o.search.sigma_max = params.value("sigma_max", o.search.sigma_max);
-    o.threads = params.value("threads", o.threads);
-    return std::make_unique<DpWgan>(o);
-  }
-  if (name == "mst") {
-    MstOptions o;
-    o.bins = params.value("bins", o.bins);
-    o.iterations = params.value("iterations", o.iterations);
-    o.neighbors = params.value("neighbors", o.neighbors);
-    o.max_cells = params.value("max_cells", o.max_cells);
-    return std::make_unique<MstGenerator>(o);
-  }
-  if (name == "aim") {
-    AimOptions o;
-    o.bins = params.value("bins", o.bins);
-    o.degree = params.value("degree", o.degree);
-    if (params.contains("workload")) o.workload = params.at("workload").get<std::vector<std::vector<int>>>();
-    o.max_cells = params.value("max_cells", o.max_cells);
-    o.rounds_per_attribute = params.value("rounds_per_attribute", o.rounds_per_attribute);
-    o.alpha = params.value("alpha", o.alpha);
-    o.round_iterations = params.value("round_iterations", o.round_iterations);
-    o.final_iterations = params.value("final_iterations", o.final_iterations);
-    o.neighbors = params.value("neighbors", o.neighbors);
-    return std::make_unique<AimGenerator>(o);
-  }
+std::unique_ptr<SyntheticGenerator> make_synthetic_generator(const std::string& name, const SyntheticOptions& options) {
+  if (name == "dp_copula") return std::make_unique<DpCopula>(options.dp_copula);
+  if (name == "privbayes") return std::make_unique<PrivBayesGenerator>(options.privbayes);
+  if (name == "dp_wgan") return std::make_unique<DpWgan>(options.dp_wgan);
+  if (name == "mst") return std::make_unique<MstGenerator>(options.mst);
+  if (name == "aim") return std::make_unique<AimGenerator>(options.aim);
   throw UsageError("synthetic data: unknown generator '" + name + "'; expected dp_copula, privbayes, dp_wgan, mst or aim");
 }
 

@@ -62,8 +62,6 @@ void check_synthetic_rows(std::size_t rows, const std::string& generator);
 // UsageError unless epsilon > 0 is finite and (delta_allowed ? 0 < delta < 1 : delta == 0).
 void check_synthetic_privacy(const SyntheticPrivacy& privacy, bool delta_required, const std::string& generator);
 
-// "dp_copula" | "privbayes" | "dp_wgan", with the generator's own hyperparameters (the JSON
-// keys of its options; missing keys keep their defaults). UsageError for an unknown name.
-std::unique_ptr<SyntheticGenerator> make_synthetic_generator(const std::string& name, const nlohmann::json& params);
+// make_synthetic_generator (by name, with typed options): synthetic_generators.hpp.
 
 }  // namespace privrace::baselines

@@ -232,10 +232,11 @@ void check_privacy_meaning(const nlohmann::json& privacy, const LshFamily& famil
   std::string neighbors;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const std::string part = where + ".merged_from[" + std::to_string(i) + "]";
-    check_privacy_meaning(parts[i], family, part);
-    all_private = all_private && parts[i].value("private", false);
+    check_privacy_meaning(parts[i], family, part);  // a part's "private" is a boolean from here on
+    const bool part_private = parts[i].at("private").get<bool>();
+    all_private = all_private && part_private;
     all_fit = all_fit && parts[i].value("fit_for_release", false);
-    if (parts[i].value("private", false)) {
+    if (part_private) {
       eps = std::max(eps, parts[i].at("epsilon").get<double>());
       const std::string n = parts[i].at("neighbors").get<std::string>();
       if (!neighbors.empty() && n != neighbors) throw InputError(part + ".neighbors': the parts of a merge must share their neighbouring relation");
