@@ -636,10 +636,10 @@ struct PeerFailed : std::runtime_error {
   PeerFailed() : std::runtime_error("another rank failed") {}
 };
 
-int run(int argc, char** argv, int rank, int ranks) {
-  const auto t0 = std::chrono::steady_clock::now();
-  Failure f;
-  SketchJob job;
+// Every rank parses the same options into the same job; the ranks compare their command lines
+// (and the files they name) before anything is read. Collective; returns the exit code (0: every
+// rank has its job and they agree).
+int parse_and_compare(int argc, char** argv, int rank, int ranks, Failure& f, SketchJob& job) {
   attempt(f, [&] {
     job = parse_sketch(argc, argv);
     if (job.chunk_rows % kBatch != 0)
@@ -647,7 +647,6 @@ int run(int argc, char** argv, int rank, int ranks) {
                        std::to_string(job.chunk_rows));
     (void)requested_reduce();  // a bad PRIVRACE_MPI_REDUCE is a usage error before any reading
   });
-  // Every rank's command line, compared before anything is read.
   std::string line;
   for (int i = 0; i < argc; ++i) line += std::string(argv[i]) + '\0';
   for (const std::string& input : job.inputs) line += input + '\0';  // a pattern or list may expand differently
@@ -662,6 +661,289 @@ int run(int argc, char** argv, int rank, int ranks) {
                              "from rank 0); every rank must get the same options and see the same files\n", r);
       return 2;
     }
+  return 0;
+}
+
+// What this rank built from its part of the input, and what the file records of how.
+struct Built {
+  std::optional<ExactSketch> exact;
+  nlohmann::json graph_info;
+  double read_seconds = 0.0;  // graphs (rank 0); tables stream into the build
+  nlohmann::json dist;
+};
+
+// A .jlg file (its header line first) or a graph read through its CSR cache: rank 0 reads and
+// builds it all, the others add zeros.
+void build_graph_at_rank0(const SketchJob& job, const MasterSeed& seed, int rank, int ranks, Failure& f, Built& b) {
+  if (rank == 0 && ranks > 1 && !job.quiet)
+    std::fprintf(stderr, "privrace sketch: %s: rank 0 reads and sketches the whole graph\n",
+                 job.format == "jlg" ? "a .jlg file" : "--graph-cache");
+  b.dist["split"] = false;
+  attempt(f, [&] {
+    if (rank == 0) b.exact.emplace(build_local(job, seed, b.graph_info, b.read_seconds));
+    else b.exact.emplace(build_exact(job.params, seed, SetCollection{}));
+  });
+}
+
+// Several files: whole files to ranks by size (LPT), sizes looked up once by rank 0. A file that
+// cannot be looked up counts 0 bytes; its rank reports why it cannot be opened. Collective;
+// returns each file's rank.
+std::vector<int> files_to_ranks(const SketchJob& job, int rank, int ranks, nlohmann::json& dist) {
+  const std::size_t files = job.inputs.size();
+  std::vector<std::uint64_t> bytes(files, 0);
+  if (rank == 0)
+    for (std::size_t i = 0; i < files; ++i) {
+      std::error_code ec;
+      const std::uintmax_t size = std::filesystem::file_size(job.inputs[i], ec);
+      bytes[i] = ec ? 0 : static_cast<std::uint64_t>(size);
+    }
+  MPI_Bcast(bytes.data(), static_cast<int>(files), MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  std::vector<std::uint64_t> load;
+  std::vector<int> rank_of = assign_files(bytes, ranks, load);
+  dist["split"] = false;
+  dist["files"] = files;
+  dist["rank_bytes"] = load;
+  return rank_of;
+}
+
+// Several files read as one table, each whole by one rank. Collective; returns agree()'s code.
+int build_files(const SketchJob& job, const MasterSeed& seed, int rank, int ranks, Failure& f, Built& b) {
+  const std::size_t files = job.inputs.size();
+  const std::vector<int> rank_of = files_to_ranks(job, rank, ranks, b.dist);
+
+  // Pass 1: each rank counts the records of its files (and their columns); the per-file
+  // counts, summed over the ranks, give every file the global index of its first record.
+  const auto tc = std::chrono::steady_clock::now();
+  std::vector<std::uint64_t> count(files, 0), dims(files, 0);
+  attempt(f, [&] {
+    for (std::size_t i = 0; i < files; ++i)
+      if (rank_of[i] == rank) {
+        TableReader reader(job.inputs[i], job.table);
+        dims[i] = reader.dim();
+        count[i] = reader.count_remaining();
+      }
+  });
+  if (const int code = agree(f, rank)) return code;
+  MPI_Allreduce(MPI_IN_PLACE, count.data(), static_cast<int>(files), MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, dims.data(), static_cast<int>(files), MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  attempt(f, [&] {  // the same verdict on every rank
+    for (std::size_t i = 1; i < files; ++i)
+      check_same_columns(job.inputs[i], static_cast<std::size_t>(dims[i]), job.inputs[0], static_cast<std::size_t>(dims[0]));
+  });
+  if (const int code = agree(f, rank, /*once=*/true)) return code;
+  Plan plan;  // one piece per file, in list order
+  std::uint64_t first = 0;
+  for (std::size_t i = 0; i < files; ++i) {
+    plan.pieces.push_back({rank_of[i], i, first, count[i], 0});
+    first += count[i];
+  }
+  b.dist["count_pass"] = seconds_since(tc);
+
+  // Pass 2: heads to the owners of their batches, then this rank's files.
+  return build_plan(job, seed, static_cast<std::size_t>(dims[0]), plan, rank,
+                    [&](std::size_t p) { return TableReader(job.inputs[plan.pieces[p].file], job.table); }, f, b.exact);
+}
+
+// The start of the one input file, as rank 0 read it and broadcast it.
+struct Layout {
+  bool splittable = false;
+  TableFormat format{};
+  std::uint64_t fields = 0, dim = 0;
+  std::optional<std::uint64_t> header_at;
+  std::uint64_t bytes = 0;
+};
+
+// Rank 0 reads the start of the whole file: format, fields, header, and whether it splits; a
+// file that does not split stays open in `whole`. Collective; returns agree()'s code.
+int read_layout(const SketchJob& job, int rank, int ranks, Failure& f, std::optional<TableReader>& whole, Layout& layout) {
+  std::array<std::uint64_t, 7> lay{};  // splittable, format, fields, dim, has header, header offset, bytes
+  if (rank == 0)
+    attempt(f, [&] {
+      whole.emplace(job.input, job.table);
+      const TableLayout l = whole->layout();
+      lay = {l.splittable ? 1u : 0u, static_cast<std::uint64_t>(l.format), l.fields, l.dim, l.header_at ? 1u : 0u,
+             l.header_at.value_or(0), l.bytes};
+      if (l.splittable) whole.reset();
+      else if (ranks > 1 && !job.quiet)
+        std::fprintf(stderr, "privrace sketch: %s is %s and cannot be split: rank 0 reads it all\n", job.input.c_str(),
+                     l.why_not.c_str());
+    });
+  if (const int code = agree(f, rank)) return code;
+  MPI_Bcast(lay.data(), static_cast<int>(lay.size()), MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  layout.splittable = lay[0] == 1;
+  layout.format = static_cast<TableFormat>(lay[1]);
+  layout.fields = lay[2];
+  layout.dim = lay[3];
+  if (lay[4] == 1) layout.header_at = lay[5];
+  layout.bytes = lay[6];
+  return 0;
+}
+
+// One splittable file: rank k reads the records whose first byte lies in [k S / K, (k + 1) S / K).
+// Collective; returns agree()'s code.
+int build_share(const SketchJob& job, const MasterSeed& seed, const Layout& layout, int rank, int ranks, Failure& f,
+                Built& b) {
+  TableOptions topts = job.table;
+  topts.format = layout.format;
+  TableShare share;
+  const std::uint64_t bytes = layout.bytes, k = static_cast<std::uint64_t>(rank), K = static_cast<std::uint64_t>(ranks);
+  // k S / K without overflow: S < 2^64 / K for any file and rank count in practice.
+  share.begin = static_cast<std::uint64_t>(static_cast<unsigned __int128>(bytes) * k / K);
+  share.end = static_cast<std::uint64_t>(static_cast<unsigned __int128>(bytes) * (k + 1) / K);
+  share.fields = static_cast<std::size_t>(layout.fields);
+  share.header_at = layout.header_at;
+  topts.share = share;
+
+  // Pass 1: count this share's records; every rank learns where every share starts.
+  const auto tc = std::chrono::steady_clock::now();
+  std::uint64_t mine = 0;
+  attempt(f, [&] { mine = TableReader(job.input, topts).count_remaining(); });
+  if (const int code = agree(f, rank)) return code;
+  std::vector<std::uint64_t> count(static_cast<std::size_t>(ranks));
+  MPI_Allgather(&mine, 1, MPI_UINT64_T, count.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
+  Plan plan;  // one piece per rank, in rank order
+  std::uint64_t first = 0;
+  for (int r = 0; r < ranks; ++r) {
+    const std::uint64_t n = count[static_cast<std::size_t>(r)];
+    plan.pieces.push_back({r, 0, first, n, first});
+    first += n;
+  }
+  b.dist["count_pass"] = seconds_since(tc);
+
+  // Pass 2: the head of this rank's share to the owner of its batch, then the rest.
+  return build_plan(job, seed, static_cast<std::size_t>(layout.dim), plan, rank,
+                    [&](std::size_t) { return TableReader(job.input, topts); }, f, b.exact);
+}
+
+// One table file: in byte shares, or (gzip, stdin, libsvm) read by rank 0 alone while the
+// others add zeros. Collective; returns agree()'s code.
+int build_one_file(const SketchJob& job, const MasterSeed& seed, int rank, int ranks, Failure& f, Built& b) {
+  std::optional<TableReader> whole;
+  Layout layout;
+  if (const int code = read_layout(job, rank, ranks, f, whole, layout)) return code;
+  b.dist["split"] = layout.splittable;
+  if (layout.splittable) return build_share(job, seed, layout, rank, ranks, f, b);
+  const auto dim = static_cast<std::size_t>(layout.dim);
+  attempt(f, [&] {
+    if (rank == 0) {
+      TableReader& reader = *whole;
+      b.exact.emplace(build_table(job, seed, dim, [&](DenseMatrix& chunk) { return reader.next_chunk(chunk, job.chunk_rows); }));
+    } else {
+      b.exact.emplace(build_table(job, seed, dim, [](DenseMatrix&) -> std::size_t { return 0; }));
+    }
+  });
+  return 0;
+}
+
+// This rank's exact sketch of its part of the input, whatever the input. Collective; returns the
+// exit code (0: every rank built its part).
+int build_part(const SketchJob& job, const MasterSeed& seed, int rank, int ranks, Failure& f, Built& b) {
+  if (job.set_kernel && !job.graph_input) {
+    if (const int code = build_set_file(job, seed, rank, ranks, f, b.exact, b.read_seconds, b.dist)) return code;
+  } else if (job.set_kernel && job.format != "jlg" && !job.vm.count("graph-cache")) {
+    if (const int code = build_graph(job, seed, rank, ranks, f, b.exact, b.graph_info, b.read_seconds, b.dist)) return code;
+  } else if (job.set_kernel) {
+    build_graph_at_rank0(job, seed, rank, ranks, f, b);
+  } else if (job.inputs.size() > 1) {
+    if (const int code = build_files(job, seed, rank, ranks, f, b)) return code;
+  } else {
+    if (const int code = build_one_file(job, seed, rank, ranks, f, b)) return code;
+  }
+  return agree(f, rank);
+}
+
+// The tree: noise once, at rank 0, which writes the file (the header of one process: same
+// fields, same order). Returns rank 0's exit code (0 on the other ranks).
+int noise_and_write_at_rank0(const SketchJob& job, const MasterSeed& seed, int rank,
+                             std::chrono::steady_clock::time_point t0, std::uint64_t others, Failure& f, Built& b) {
+  if (rank != 0) return 0;
+  attempt(f, [&] {
+    b.exact->add_reduced_records(static_cast<std::int64_t>(others));
+    write_sketch(job, std::move(*b.exact), seed, t0, b.read_seconds, b.graph_info, b.dist);
+  });
+  if (f.code != 0) std::fprintf(stderr, "privrace sketch: rank 0: %s\n", f.message.c_str());
+  return f.code;
+}
+
+// The reduce-scatter: each rank noises its slice where it lies (the release API's shares: block
+// b of the array from the stream one process gives it) and encodes it; the encoded slices go to
+// rank 0, which decodes them into its counts and writes the blocks as they came. Collective;
+// returns agree()'s code when a rank failed before the gather, else 0 with rank 0's exit code in
+// `status` (0 on the other ranks).
+int noise_slices_and_write(const SketchJob& job, const MasterSeed& seed, const SumPlan& sum, int rank, int ranks,
+                           std::chrono::steady_clock::time_point t0, std::uint64_t others, Failure& f, Built& b,
+                           int& status) {
+  const double build_seconds = seconds_since(t0) - b.read_seconds;
+  bool agreed = false;
+  int code = 0;
+  double noise_encode_seconds = 0.0, gather_seconds = 0.0;
+  std::optional<Release> release;
+  const auto k = static_cast<std::size_t>(rank);
+  const auto t_release = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point t_gathered;
+  attempt(f, [&] {
+    if (rank == 0) b.exact->add_reduced_records(static_cast<std::int64_t>(others));
+    release = std::move(*b.exact).release_in_shares(static_cast<std::size_t>(sum.offsets[k]), static_cast<std::size_t>(sum.sizes[k]),
+                                                    rank == 0, [&](EncodedCountBlocks mine) {
+      noise_encode_seconds = seconds_since(t_release);
+      agreed = true;  // no slice leaves its rank unless every rank has noised and encoded its own
+      if ((code = agree(Failure{}, rank)) != 0) throw PeerFailed();
+      const auto tg = std::chrono::steady_clock::now();
+      EncodedCountBlocks joined = gather_encoded_at_rank0(std::move(mine), rank, ranks);
+      gather_seconds = seconds_since(tg);
+      t_gathered = std::chrono::steady_clock::now();
+      return joined;
+    });
+  });
+  if (!agreed) code = agree(f, rank);  // this rank failed before the gather: the others wait in theirs
+  if (code != 0) return code;
+  // Past the gather only rank 0 can still fail (a damaged slice, the write): the caller's status
+  // broadcast gives every rank its code.
+  if (rank == 0 && f.code == 0) {
+    b.dist["noise_encode_rank0"] = noise_encode_seconds;
+    b.dist["gather"] = gather_seconds;
+    b.dist["join"] = seconds_since(t_gathered);  // the release holds the encoded blocks: nothing is decoded to write
+    b.dist["noise_where"] = "each rank its slice";
+    b.dist["encode_where"] = "each rank its slice";
+    attempt(f, [&] {
+      write_release(job, *release, seed, t0, b.read_seconds, build_seconds, release->noise_seconds(), b.graph_info, b.dist);
+    });
+  }
+  if (rank == 0) {
+    if (f.code != 0) std::fprintf(stderr, "privrace sketch: rank 0: %s\n", f.message.c_str());
+    status = f.code;
+  }
+  return 0;
+}
+
+// Exact integer sums: at rank 0 (the tree), or slice k at rank k (the reduce-scatter); then the
+// noise and the file. Collective; returns the exit code, the same on every rank.
+int sum_and_write(const SketchJob& job, const MasterSeed& seed, int rank, int ranks, std::chrono::steady_clock::time_point t0,
+                  Failure& f, Built& b) {
+  const auto t_reduce = std::chrono::steady_clock::now();
+  auto counts = b.exact->partial_counts();
+  SumPlan sum;
+  attempt(f, [&] { sum = plan_sum(counts.size(), ranks); });  // checked above: cannot fail here
+  b.dist["reduce_method"] = sum.scatter ? "reduce_scatter_gather" : "reduce";
+  if (sum.scatter) reduce_scatter_counts(counts, sum, rank);
+  else reduce_counts_at_rank0(counts, rank);
+  const std::uint64_t local = b.exact->report().points;
+  std::uint64_t all = 0;
+  MPI_Reduce(&local, &all, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  b.dist["reduce"] = seconds_since(t_reduce);
+
+  int status = 0;
+  if (!sum.scatter) status = noise_and_write_at_rank0(job, seed, rank, t0, all - local, f, b);
+  else if (const int code = noise_slices_and_write(job, seed, sum, rank, ranks, t0, all - local, f, b, status)) return code;
+  MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return status;
+}
+
+int run(int argc, char** argv, int rank, int ranks) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Failure f;
+  SketchJob job;
+  if (const int code = parse_and_compare(argc, argv, rank, ranks, f, job)) return code;
 
   // One master seed for every rank: the LSH functions must be the same everywhere.
   std::uint64_t master = 0;
@@ -670,212 +952,10 @@ int run(int argc, char** argv, int rank, int ranks) {
   MPI_Bcast(&master, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
   const MasterSeed seed = MasterSeed::of(master, job.params.seed.has_value());
 
-  std::optional<ExactSketch> exact;
-  nlohmann::json graph_info;
-  double read_seconds = 0.0;  // graphs (rank 0); tables stream into the build
-  nlohmann::json dist = {{"ranks", ranks}};
-  if (job.set_kernel && !job.graph_input) {
-    if (const int code = build_set_file(job, seed, rank, ranks, f, exact, read_seconds, dist)) return code;
-  } else if (job.set_kernel && job.format != "jlg" && !job.vm.count("graph-cache")) {
-    if (const int code = build_graph(job, seed, rank, ranks, f, exact, graph_info, read_seconds, dist)) return code;
-  } else if (job.set_kernel) {
-    // A .jlg file (its header line first) or a graph read through its CSR cache: rank 0 reads
-    // and builds it all, the others add zeros.
-    if (rank == 0 && ranks > 1 && !job.quiet)
-      std::fprintf(stderr, "privrace sketch: %s: rank 0 reads and sketches the whole graph\n",
-                   job.format == "jlg" ? "a .jlg file" : "--graph-cache");
-    dist["split"] = false;
-    attempt(f, [&] {
-      if (rank == 0) exact.emplace(build_local(job, seed, graph_info, read_seconds));
-      else exact.emplace(build_exact(job.params, seed, SetCollection{}));
-    });
-  } else if (job.inputs.size() > 1) {
-    // Several files: whole files to ranks by size (LPT), sizes looked up once by rank 0. A
-    // file that cannot be looked up counts 0 bytes; its rank reports why it cannot be opened.
-    const std::size_t files = job.inputs.size();
-    std::vector<std::uint64_t> bytes(files, 0);
-    if (rank == 0)
-      for (std::size_t i = 0; i < files; ++i) {
-        std::error_code ec;
-        const std::uintmax_t size = std::filesystem::file_size(job.inputs[i], ec);
-        bytes[i] = ec ? 0 : static_cast<std::uint64_t>(size);
-      }
-    MPI_Bcast(bytes.data(), static_cast<int>(files), MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    std::vector<std::uint64_t> load;
-    const std::vector<int> rank_of = assign_files(bytes, ranks, load);
-    dist["split"] = false;
-    dist["files"] = files;
-    dist["rank_bytes"] = load;
-
-    // Pass 1: each rank counts the records of its files (and their columns); the per-file
-    // counts, summed over the ranks, give every file the global index of its first record.
-    const auto tc = std::chrono::steady_clock::now();
-    std::vector<std::uint64_t> count(files, 0), dims(files, 0);
-    attempt(f, [&] {
-      for (std::size_t i = 0; i < files; ++i)
-        if (rank_of[i] == rank) {
-          TableReader reader(job.inputs[i], job.table);
-          dims[i] = reader.dim();
-          count[i] = reader.count_remaining();
-        }
-    });
-    if (const int code = agree(f, rank)) return code;
-    MPI_Allreduce(MPI_IN_PLACE, count.data(), static_cast<int>(files), MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, dims.data(), static_cast<int>(files), MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-    attempt(f, [&] {  // the same verdict on every rank
-      for (std::size_t i = 1; i < files; ++i)
-        check_same_columns(job.inputs[i], static_cast<std::size_t>(dims[i]), job.inputs[0], static_cast<std::size_t>(dims[0]));
-    });
-    if (const int code = agree(f, rank, /*once=*/true)) return code;
-    Plan plan;  // one piece per file, in list order
-    std::uint64_t first = 0;
-    for (std::size_t i = 0; i < files; ++i) {
-      plan.pieces.push_back({rank_of[i], i, first, count[i], 0});
-      first += count[i];
-    }
-    dist["count_pass"] = seconds_since(tc);
-
-    // Pass 2: heads to the owners of their batches, then this rank's files.
-    if (const int code = build_plan(job, seed, static_cast<std::size_t>(dims[0]), plan, rank,
-                                    [&](std::size_t p) { return TableReader(job.inputs[plan.pieces[p].file], job.table); },
-                                    f, exact))
-      return code;
-  } else {
-    // Rank 0 reads the start of the whole file: format, fields, header, and whether it splits.
-    std::optional<TableReader> whole;
-    std::array<std::uint64_t, 7> lay{};  // splittable, format, fields, dim, has header, header offset, bytes
-    if (rank == 0)
-      attempt(f, [&] {
-        whole.emplace(job.input, job.table);
-        const TableLayout l = whole->layout();
-        lay = {l.splittable ? 1u : 0u, static_cast<std::uint64_t>(l.format), l.fields, l.dim, l.header_at ? 1u : 0u,
-               l.header_at.value_or(0), l.bytes};
-        if (l.splittable) whole.reset();
-        else if (ranks > 1 && !job.quiet)
-          std::fprintf(stderr, "privrace sketch: %s is %s and cannot be split: rank 0 reads it all\n", job.input.c_str(),
-                       l.why_not.c_str());
-      });
-    if (const int code = agree(f, rank)) return code;
-    MPI_Bcast(lay.data(), static_cast<int>(lay.size()), MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    const auto dim = static_cast<std::size_t>(lay[3]);
-    dist["split"] = lay[0] == 1;
-
-    if (lay[0] == 0) {
-      attempt(f, [&] {
-        if (rank == 0) {
-          TableReader& reader = *whole;
-          exact.emplace(build_table(job, seed, dim, [&](DenseMatrix& chunk) { return reader.next_chunk(chunk, job.chunk_rows); }));
-        } else {
-          exact.emplace(build_table(job, seed, dim, [](DenseMatrix&) -> std::size_t { return 0; }));
-        }
-      });
-    } else {
-      TableOptions topts = job.table;
-      topts.format = static_cast<TableFormat>(lay[1]);
-      TableShare share;
-      const std::uint64_t bytes = lay[6], k = static_cast<std::uint64_t>(rank), K = static_cast<std::uint64_t>(ranks);
-      // k S / K without overflow: S < 2^64 / K for any file and rank count in practice.
-      share.begin = static_cast<std::uint64_t>(static_cast<unsigned __int128>(bytes) * k / K);
-      share.end = static_cast<std::uint64_t>(static_cast<unsigned __int128>(bytes) * (k + 1) / K);
-      share.fields = static_cast<std::size_t>(lay[2]);
-      if (lay[4] == 1) share.header_at = lay[5];
-      topts.share = share;
-
-      // Pass 1: count this share's records; every rank learns where every share starts.
-      const auto tc = std::chrono::steady_clock::now();
-      std::uint64_t mine = 0;
-      attempt(f, [&] { mine = TableReader(job.input, topts).count_remaining(); });
-      if (const int code = agree(f, rank)) return code;
-      std::vector<std::uint64_t> count(static_cast<std::size_t>(ranks));
-      MPI_Allgather(&mine, 1, MPI_UINT64_T, count.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
-      Plan plan;  // one piece per rank, in rank order
-      std::uint64_t first = 0;
-      for (int r = 0; r < ranks; ++r) {
-        const std::uint64_t n = count[static_cast<std::size_t>(r)];
-        plan.pieces.push_back({r, 0, first, n, first});
-        first += n;
-      }
-      dist["count_pass"] = seconds_since(tc);
-
-      // Pass 2: the head of this rank's share to the owner of its batch, then the rest.
-      if (const int code = build_plan(job, seed, dim, plan, rank, [&](std::size_t) { return TableReader(job.input, topts); },
-                                      f, exact))
-        return code;
-    }
-  }
-  if (const int code = agree(f, rank)) return code;
-
-  // Exact integer sums: at rank 0 (the tree), or slice k at rank k (the reduce-scatter).
-  const auto t_reduce = std::chrono::steady_clock::now();
-  auto counts = exact->partial_counts();
-  SumPlan sum;
-  attempt(f, [&] { sum = plan_sum(counts.size(), ranks); });  // checked above: cannot fail here
-  dist["reduce_method"] = sum.scatter ? "reduce_scatter_gather" : "reduce";
-  if (sum.scatter) reduce_scatter_counts(counts, sum, rank);
-  else reduce_counts_at_rank0(counts, rank);
-  const std::uint64_t local = exact->report().points;
-  std::uint64_t all = 0;
-  MPI_Reduce(&local, &all, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
-  dist["reduce"] = seconds_since(t_reduce);
-
-  int status = 0;
-  if (!sum.scatter) {
-    // Noise once, at rank 0, which writes the file (the header of one process: same fields, same order).
-    if (rank == 0) {
-      attempt(f, [&] {
-        exact->add_reduced_records(static_cast<std::int64_t>(all - local));
-        write_sketch(job, std::move(*exact), seed, t0, read_seconds, graph_info, dist);
-      });
-      if (f.code != 0) std::fprintf(stderr, "privrace sketch: rank 0: %s\n", f.message.c_str());
-      status = f.code;
-    }
-  } else {
-    // Each rank noises its slice where it lies (the release API's shares: block b of the array
-    // from the stream one process gives it) and encodes it; the encoded slices go to rank 0,
-    // which decodes them into its counts and writes the blocks as they came.
-    const double build_seconds = seconds_since(t0) - read_seconds;
-    bool agreed = false;
-    int code = 0;
-    double noise_encode_seconds = 0.0, gather_seconds = 0.0;
-    std::optional<Release> release;
-    const auto k = static_cast<std::size_t>(rank);
-    const auto t_release = std::chrono::steady_clock::now();
-    std::chrono::steady_clock::time_point t_gathered;
-    attempt(f, [&] {
-      if (rank == 0) exact->add_reduced_records(static_cast<std::int64_t>(all - local));
-      release = std::move(*exact).release_in_shares(static_cast<std::size_t>(sum.offsets[k]), static_cast<std::size_t>(sum.sizes[k]),
-                                                    rank == 0, [&](EncodedCountBlocks mine) {
-        noise_encode_seconds = seconds_since(t_release);
-        agreed = true;  // no slice leaves its rank unless every rank has noised and encoded its own
-        if ((code = agree(Failure{}, rank)) != 0) throw PeerFailed();
-        const auto tg = std::chrono::steady_clock::now();
-        EncodedCountBlocks joined = gather_encoded_at_rank0(std::move(mine), rank, ranks);
-        gather_seconds = seconds_since(tg);
-        t_gathered = std::chrono::steady_clock::now();
-        return joined;
-      });
-    });
-    if (!agreed) code = agree(f, rank);  // this rank failed before the gather: the others wait in theirs
-    if (code != 0) return code;
-    // Past the gather only rank 0 can still fail (a damaged slice, the write): the status
-    // broadcast below gives every rank its code.
-    if (rank == 0 && f.code == 0) {
-      dist["noise_encode_rank0"] = noise_encode_seconds;
-      dist["gather"] = gather_seconds;
-      dist["join"] = seconds_since(t_gathered);  // the release holds the encoded blocks: nothing is decoded to write
-      dist["noise_where"] = "each rank its slice";
-      dist["encode_where"] = "each rank its slice";
-      attempt(f, [&] {
-        write_release(job, *release, seed, t0, read_seconds, build_seconds, release->noise_seconds(), graph_info, dist);
-      });
-    }
-    if (rank == 0) {
-      if (f.code != 0) std::fprintf(stderr, "privrace sketch: rank 0: %s\n", f.message.c_str());
-      status = f.code;
-    }
-  }
-  MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  return status;
+  Built built;
+  built.dist = {{"ranks", ranks}};
+  if (const int code = build_part(job, seed, rank, ranks, f, built)) return code;
+  return sum_and_write(job, seed, rank, ranks, t0, f, built);
 }
 
 // The launcher's rank of this process, before MPI is started (for --help).
