@@ -8,6 +8,7 @@
 #include <string>
 
 #include "privrace/baselines/mst.hpp"
+#include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
 
 namespace privrace::baselines {
@@ -32,25 +33,14 @@ void k_subsets(int d, int k, int start, pgm::Clique& cur, std::vector<pgm::Cliqu
   }
 }
 
-}  // namespace aim_detail
-
-void AimGenerator::fit(const DenseRef& table, const TableBox& box, const SyntheticPrivacy& privacy,
-                       RandomSource& noise) {
-  using aim_detail::text;
-  const auto shape = begin_fit(table, box, privacy, opt_.bins);
-  const std::size_t n = shape.first, d = shape.second;
-  selected_.clear();
-  if (!(opt_.alpha > 0 && opt_.alpha < 1)) throw UsageError("aim: alpha must be in (0, 1)");
-  if (opt_.rounds_per_attribute < 1) throw UsageError("aim: rounds_per_attribute must be at least 1");
-  if (opt_.round_iterations < 1 || opt_.final_iterations < 1) throw UsageError("aim: iterations must be at least 1");
-  const auto [l2, score_sens] = marginal_sensitivities(opt_.neighbors, name());
-  const std::vector<int> domain(d, opt_.bins);
-  // The workload, checked.
-  std::vector<pgm::Clique> workload = opt_.workload;
+// The workload, checked: the options' cliques, or every min(degree, d)-way marginal; each
+// clique sorted, of attributes of the table, none repeated.
+std::vector<pgm::Clique> checked_workload(const AimOptions& opt, std::size_t d) {
+  std::vector<pgm::Clique> workload = opt.workload;
   if (workload.empty()) {
-    if (opt_.degree < 1) throw UsageError("aim: degree must be at least 1");
+    if (opt.degree < 1) throw UsageError("aim: degree must be at least 1");
     pgm::Clique cur;
-    aim_detail::k_subsets(static_cast<int>(d), std::min(opt_.degree, static_cast<int>(d)), 0, cur, workload);
+    k_subsets(static_cast<int>(d), std::min(opt.degree, static_cast<int>(d)), 0, cur, workload);
   }
   for (pgm::Clique& w : workload) {
     if (w.empty()) throw UsageError("aim: the workload has an empty clique; expected attribute indices");
@@ -63,14 +53,18 @@ void AimGenerator::fit(const DenseRef& table, const TableBox& box, const Synthet
     if (std::adjacent_find(w.begin(), w.end()) != w.end())
       throw UsageError("aim: workload clique " + text(w) + " repeats an attribute");
   }
-  // Size of the initial model, before anything is allocated.
-  const double initial_cells = static_cast<double>(d) * opt_.bins;
-  if (!(opt_.max_cells >= initial_cells))
-    throw UsageError("aim: the initial model (the one-way marginals of " + std::to_string(d) + " attributes, " +
-                     std::to_string(opt_.bins) + " bins) needs " + std::to_string(initial_cells) +
-                     " cells; max_cells is " + std::to_string(opt_.max_cells) + " (expected at least that many)");
-  // Candidates: the workload's downward closure with weights; those larger than the bound can
-  // never be measured and are dropped before their tables exist.
+  return workload;
+}
+
+// Candidates: the workload's downward closure with weights (w_r: the attributes r shares with
+// each workload clique, summed); those larger than the bound can never be measured and are
+// dropped before their tables exist.
+struct Candidates {
+  std::vector<pgm::Clique> cliques;
+  std::vector<double> weights;
+};
+
+Candidates candidates_of(const std::vector<pgm::Clique>& workload, const std::vector<int>& domain, double max_cells) {
   std::map<pgm::Clique, double> weight;
   for (const pgm::Clique& w : workload) {
     const std::size_t k = w.size();
@@ -87,136 +81,197 @@ void AimGenerator::fit(const DenseRef& table, const TableBox& box, const Synthet
       for (const int a : r) common += std::binary_search(s.begin(), s.end(), a);
       wr += static_cast<double>(common);
     }
-  std::vector<pgm::Clique> cands;
-  std::vector<double> cand_w;
+  Candidates cands;
   for (const auto& [r, wr] : weight)
-    if (pgm::clique_cells(r, domain) <= opt_.max_cells) {
-      cands.push_back(r);
-      cand_w.push_back(wr);
+    if (pgm::clique_cells(r, domain) <= max_cells) {
+      cands.cliques.push_back(r);
+      cands.weights.push_back(wr);
     }
-  const double max_w = *std::max_element(cand_w.begin(), cand_w.end());
+  return cands;
+}
+
+// A round's choice: the eligible candidates (inside the current tree, or a tree within the
+// annealed size bound `limit`) and their qualities, in candidate order.
+struct Eligible {
+  std::vector<std::size_t> index;
+  std::vector<double> quality;
+};
+
+Eligible eligible_candidates(pgm::GraphicalModel& model, const Candidates& cands,
+                             const std::map<pgm::Clique, std::vector<double>>& data_cache,
+                             const std::vector<pgm::Clique>& measured, const std::vector<int>& domain, double limit,
+                             double sigma) {
+  const double sqrt2pi = std::sqrt(2.0 / std::numbers::pi);
+  const std::size_t count = cands.cliques.size();
+  std::vector<double> quality(count);
+  std::vector<char> eligible(count);
+  model.prepare_conditionals();  // read by every candidate's marginal below
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(count); ++c) {
+    const auto ci = static_cast<std::size_t>(c);
+    const pgm::Clique& r = cands.cliques[ci];
+    bool ok = model.tree().containing(r) >= 0;
+    if (!ok) {
+      std::vector<pgm::Clique> with = measured;
+      with.push_back(r);
+      ok = pgm::JunctionTree::size_of(with, domain) <= limit;
+    }
+    if (ok) {
+      // (Nothing may escape the parallel loop: a model marginal too large to compute, which
+      // depends on the model only, makes the candidate ineligible this round.)
+      try {
+        const std::vector<double> est = model.marginal(r);
+        const std::vector<double>& dat = data_cache.at(r);
+        double l1 = 0;
+        for (std::size_t k = 0; k < est.size(); ++k) l1 += std::abs(dat[k] - model.total() * est[k]);
+        quality[ci] = cands.weights[ci] * (l1 - sqrt2pi * sigma * static_cast<double>(est.size()));
+      } catch (const std::exception&) {
+        ok = false;
+      }
+    }
+    eligible[ci] = ok;
+  }
+  Eligible out;
+  for (std::size_t c = 0; c < count; ++c)
+    if (eligible[c]) {
+      out.index.push_back(c);
+      out.quality.push_back(quality[c]);
+    }
+  return out;
+}
+
+// The rounds' inputs: the encoded table, its candidates' data marginals and the budget's constants.
+struct RoundInputs {
+  const std::vector<std::uint16_t>& codes;
+  std::size_t n;
+  const std::vector<int>& domain;
+  const Candidates& cands;
+  const std::map<pgm::Clique, std::vector<double>>& data_cache;
+  double rho, alpha, l2, quality_sens, max_cells;
+};
+
+// What the rounds carry from one to the next and report: the budget, the measurements and the
+// model fit to them.
+struct RoundState {
+  double sigma = 0, eps_t = 0, rho_used = 0;
+  double rho_select = 0, rho_measure = 0;
+  int annealed = 0;
+  std::vector<pgm::Measurement> ms;
+  std::vector<pgm::Clique> measured;
+  pgm::GraphicalModel model;
+  double est_seconds = 0;
+  nlohmann::json rounds = nlohmann::json::array();
+};
+
+// One round t: when the budget left pays for at most two more rounds, this one spends it all;
+// pick the worst-answered eligible candidate (exponential mechanism), measure it (Gaussian
+// mechanism) and refit; anneal when the refit moved its marginal by at most the noise's
+// expected size. Returns whether it was the last round.
+bool aim_round(int t, const RoundInputs& in, const pgm::EstimationOptions& round_opt, RandomSource& noise, RoundState& s,
+               std::vector<pgm::Clique>& selected) {
+  const double sqrt2pi = std::sqrt(2.0 / std::numbers::pi);
+  const double l2 = in.l2, remaining = in.rho - s.rho_used;
+  bool last = false;
+  if (remaining <= 2 * (l2 * l2 / (2 * s.sigma * s.sigma) + s.eps_t * s.eps_t / 8)) {
+    s.sigma = l2 * std::sqrt(1 / (2 * in.alpha * remaining));
+    s.eps_t = std::sqrt(8 * (1 - in.alpha) * remaining);
+    last = true;
+  }
+  const double limit = s.rho_used / in.rho * in.max_cells;
+  const Eligible el = eligible_candidates(s.model, in.cands, in.data_cache, s.measured, in.domain, limit, s.sigma);
+  const std::size_t pick = el.index[pgm::exponential_mechanism(el.quality, s.eps_t, in.quality_sens, noise)];
+  const pgm::Clique& r = in.cands.cliques[pick];
+  const std::vector<double> before = s.model.marginal(r);
+  s.ms.push_back(pgm::measure(in.codes, in.n, r, in.domain, s.sigma, noise));
+  const double rho_m = l2 * l2 / (2 * s.sigma * s.sigma), rho_s = s.eps_t * s.eps_t / 8;
+  s.rho_used = last ? in.rho : s.rho_used + rho_m + rho_s;
+  s.rho_select += rho_s;
+  s.rho_measure += rho_m;
+  selected.push_back(r);
+  if (std::find(s.measured.begin(), s.measured.end(), r) == s.measured.end()) s.measured.push_back(r);
+  const auto t_est = std::chrono::steady_clock::now();
+  s.model = pgm::estimate(in.domain, s.ms, round_opt, &s.model);
+  s.est_seconds += seconds_since(t_est);
+  const std::vector<double> after = s.model.marginal(r);
+  double moved = 0;
+  for (std::size_t k = 0; k < after.size(); ++k) moved += std::abs(after[k] - before[k]) * s.model.total();
+  const double threshold = sqrt2pi * s.sigma * static_cast<double>(after.size());
+  s.rounds.push_back({{"round", t},
+                      {"clique", r},
+                      {"sigma", s.sigma},
+                      {"epsilon", s.eps_t},
+                      {"rho_measure", rho_m},
+                      {"rho_select", rho_s},
+                      {"candidates", el.index.size()},
+                      {"pgm_iterations", s.model.last_iterations},
+                      {"pgm_stop", s.model.last_stop},
+                      {"model_cells", pgm::JunctionTree::size_of(s.measured, in.domain)},
+                      {"last", last}});
+  if (last) return true;
+  if (moved <= threshold) {
+    s.sigma /= 2;
+    s.eps_t *= 2;
+    ++s.annealed;
+  }
+  return false;
+}
+
+}  // namespace aim_detail
+
+void AimGenerator::fit(const DenseRef& table, const TableBox& box, const SyntheticPrivacy& privacy,
+                       RandomSource& noise) {
+  const auto shape = begin_fit(table, box, privacy, opt_.bins);
+  const std::size_t n = shape.first, d = shape.second;
+  selected_.clear();
+  if (!(opt_.alpha > 0 && opt_.alpha < 1)) throw UsageError("aim: alpha must be in (0, 1)");
+  if (opt_.rounds_per_attribute < 1) throw UsageError("aim: rounds_per_attribute must be at least 1");
+  if (opt_.round_iterations < 1 || opt_.final_iterations < 1) throw UsageError("aim: iterations must be at least 1");
+  const auto [l2, score_sens] = marginal_sensitivities(opt_.neighbors, name());
+  const std::vector<int> domain(d, opt_.bins);
+  const std::vector<pgm::Clique> workload = aim_detail::checked_workload(opt_, d);
+  // Size of the initial model, before anything is allocated.
+  const double initial_cells = static_cast<double>(d) * opt_.bins;
+  if (!(opt_.max_cells >= initial_cells))
+    throw UsageError("aim: the initial model (the one-way marginals of " + std::to_string(d) + " attributes, " +
+                     std::to_string(opt_.bins) + " bins) needs " + std::to_string(initial_cells) +
+                     " cells; max_cells is " + std::to_string(opt_.max_cells) + " (expected at least that many)");
+  const aim_detail::Candidates cands = aim_detail::candidates_of(workload, domain, opt_.max_cells);
+  const double max_w = *std::max_element(cands.weights.begin(), cands.weights.end());
   const double quality_sens = score_sens * max_w;
 
   const std::vector<std::uint16_t> codes = pgm::encode_table(table, box, opt_.bins);
   std::map<pgm::Clique, std::vector<double>> data_cache;
-  auto data_of = [&](const pgm::Clique& r) -> const std::vector<double>& {
-    auto it = data_cache.find(r);
-    if (it == data_cache.end()) it = data_cache.emplace(r, pgm::data_marginal(codes, n, r, domain)).first;
-    return it->second;
-  };
-  for (const pgm::Clique& r : cands) data_of(r);
+  for (const pgm::Clique& r : cands.cliques) data_cache.emplace(r, pgm::data_marginal(codes, n, r, domain));
 
   const double rho = pgm::zcdp_rho(privacy.epsilon, privacy.delta);
   const double T = static_cast<double>(opt_.rounds_per_attribute) * static_cast<double>(d);
   const double alpha = opt_.alpha;
-  double sigma = l2 * std::sqrt(T / (2 * alpha * rho));
-  double eps_t = std::sqrt(8 * (1 - alpha) * rho / T);
-  const double sqrt2pi = std::sqrt(2.0 / std::numbers::pi);
+  aim_detail::RoundState s;
+  s.sigma = l2 * std::sqrt(T / (2 * alpha * rho));
+  s.eps_t = std::sqrt(8 * (1 - alpha) * rho / T);
 
   // Initial one-way measurements.
-  std::vector<pgm::Measurement> ms;
-  for (std::size_t j = 0; j < d; ++j) ms.push_back(pgm::measure(codes, n, {static_cast<int>(j)}, domain, sigma, noise));
-  const double rho_one_way = static_cast<double>(d) * l2 * l2 / (2 * sigma * sigma);
-  double rho_used = rho_one_way;
+  for (std::size_t j = 0; j < d; ++j) s.ms.push_back(pgm::measure(codes, n, {static_cast<int>(j)}, domain, s.sigma, noise));
+  const double rho_one_way = static_cast<double>(d) * l2 * l2 / (2 * s.sigma * s.sigma);
+  s.rho_used = rho_one_way;
   pgm::EstimationOptions round_opt;
   round_opt.iterations = opt_.round_iterations;
   round_opt.tolerance = 1e-4;  // a round's model only guides the next selection
   auto t_est = std::chrono::steady_clock::now();
-  double est_seconds = 0;
-  pgm::GraphicalModel model = pgm::estimate(domain, ms, round_opt);
-  est_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_est).count();
-  std::vector<pgm::Clique> measured;
-  for (std::size_t j = 0; j < d; ++j) measured.push_back({static_cast<int>(j)});
+  s.model = pgm::estimate(domain, s.ms, round_opt);
+  s.est_seconds += seconds_since(t_est);
+  for (std::size_t j = 0; j < d; ++j) s.measured.push_back({static_cast<int>(j)});
 
-  nlohmann::json rounds = nlohmann::json::array();
-  double rho_select = 0, rho_measure = 0;
-  int annealed = 0;
-  std::vector<double> quality(cands.size());
-  std::vector<char> eligible(cands.size());
-  for (int t = 1; rho_used < rho; ++t) {
-    const double remaining = rho - rho_used;
-    bool last = false;
-    if (remaining <= 2 * (l2 * l2 / (2 * sigma * sigma) + eps_t * eps_t / 8)) {
-      sigma = l2 * std::sqrt(1 / (2 * alpha * remaining));
-      eps_t = std::sqrt(8 * (1 - alpha) * remaining);
-      last = true;
-    }
-    // Eligible candidates: inside the current tree, or a tree within the annealed size bound.
-    const double limit = rho_used / rho * opt_.max_cells;
-    std::vector<std::size_t> idx;
-    model.prepare_conditionals();  // read by every candidate's marginal below
-#pragma omp parallel for schedule(dynamic, 1)
-    for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(cands.size()); ++c) {
-      const auto ci = static_cast<std::size_t>(c);
-      bool ok = model.tree().containing(cands[ci]) >= 0;
-      if (!ok) {
-        std::vector<pgm::Clique> with = measured;
-        with.push_back(cands[ci]);
-        ok = pgm::JunctionTree::size_of(with, domain) <= limit;
-      }
-      if (ok) {
-        // (Nothing may escape the parallel loop: a model marginal too large to compute, which
-        // depends on the model only, makes the candidate ineligible this round.)
-        try {
-          const std::vector<double> est = model.marginal(cands[ci]);
-          const std::vector<double>& dat = data_cache.at(cands[ci]);
-          double l1 = 0;
-          for (std::size_t k = 0; k < est.size(); ++k) l1 += std::abs(dat[k] - model.total() * est[k]);
-          quality[ci] = cand_w[ci] * (l1 - sqrt2pi * sigma * static_cast<double>(est.size()));
-        } catch (const std::exception&) {
-          ok = false;
-        }
-      }
-      eligible[ci] = ok;
-    }
-    std::vector<double> qs;
-    for (std::size_t c = 0; c < cands.size(); ++c)
-      if (eligible[c]) {
-        idx.push_back(c);
-        qs.push_back(quality[c]);
-      }
-    const std::size_t pick = idx[pgm::exponential_mechanism(qs, eps_t, quality_sens, noise)];
-    const pgm::Clique& r = cands[pick];
-    const std::vector<double> before = model.marginal(r);
-    ms.push_back(pgm::measure(codes, n, r, domain, sigma, noise));
-    const double rho_m = l2 * l2 / (2 * sigma * sigma), rho_s = eps_t * eps_t / 8;
-    rho_used = last ? rho : rho_used + rho_m + rho_s;
-    rho_select += rho_s;
-    rho_measure += rho_m;
-    selected_.push_back(r);
-    if (std::find(measured.begin(), measured.end(), r) == measured.end()) measured.push_back(r);
-    t_est = std::chrono::steady_clock::now();
-    model = pgm::estimate(domain, ms, round_opt, &model);
-    est_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_est).count();
-    const std::vector<double> after = model.marginal(r);
-    double moved = 0;
-    for (std::size_t k = 0; k < after.size(); ++k) moved += std::abs(after[k] - before[k]) * model.total();
-    const double threshold = sqrt2pi * sigma * static_cast<double>(after.size());
-    rounds.push_back({{"round", t},
-                      {"clique", r},
-                      {"sigma", sigma},
-                      {"epsilon", eps_t},
-                      {"rho_measure", rho_m},
-                      {"rho_select", rho_s},
-                      {"candidates", idx.size()},
-                      {"pgm_iterations", model.last_iterations},
-                      {"pgm_stop", model.last_stop},
-                      {"model_cells", pgm::JunctionTree::size_of(measured, domain)},
-                      {"last", last}});
-    if (last) break;
-    if (moved <= threshold) {
-      sigma /= 2;
-      eps_t *= 2;
-      ++annealed;
-    }
-  }
+  const aim_detail::RoundInputs in{codes, n, domain, cands, data_cache, rho, alpha, l2, quality_sens, opt_.max_cells};
+  for (int t = 1; s.rho_used < rho; ++t)
+    if (aim_detail::aim_round(t, in, round_opt, noise, s, selected_)) break;
   pgm::EstimationOptions final_opt;
   final_opt.iterations = opt_.final_iterations;
   final_opt.tolerance = 1e-8;
   t_est = std::chrono::steady_clock::now();
-  model_ = std::make_unique<pgm::GraphicalModel>(pgm::estimate(domain, ms, final_opt, &model));
-  const double final_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_est).count();
-  est_seconds += final_seconds;
+  model_ = std::make_unique<pgm::GraphicalModel>(pgm::estimate(domain, s.ms, final_opt, &s.model));
+  const double final_seconds = seconds_since(t_est);
+  s.est_seconds += final_seconds;
   box_ = box;
   bins_ = opt_.bins;
   nlohmann::json wl = nlohmann::json::array();
@@ -231,23 +286,23 @@ void AimGenerator::fit(const DenseRef& table, const TableBox& box, const Synthet
              {"quality_sensitivity", quality_sens},
              {"budget_split",
               {{"one_way_rho", rho_one_way},
-               {"selection_rho", rho_select},
-               {"measurement_rho", rho_measure},
-               {"total_rho", rho_one_way + rho_select + rho_measure},
+               {"selection_rho", s.rho_select},
+               {"measurement_rho", s.rho_measure},
+               {"total_rho", rho_one_way + s.rho_select + s.rho_measure},
                {"alpha", alpha},
                {"T", T}}},
-             {"rounds", rounds},
-             {"annealing_steps", annealed},
+             {"rounds", s.rounds},
+             {"annealing_steps", s.annealed},
              {"noise", "discrete Gaussian on counts (sigma^2 rounded up)"},
              {"workload_cliques", workload.size()},
              {"workload", wl.size() <= 200 ? wl : nlohmann::json("(" + std::to_string(wl.size()) + " cliques)")},
-             {"candidates", cands.size()},
+             {"candidates", cands.cliques.size()},
              {"max_cells", opt_.max_cells},
-             {"model_cells", pgm::JunctionTree::size_of(measured, domain)},
+             {"model_cells", pgm::JunctionTree::size_of(s.measured, domain)},
              {"bins", opt_.bins},
              {"discretisation", "equal-width bins over the public box (the paper compresses domains instead)"},
              {"estimated_total", model_->total()},
-             {"pgm_seconds", est_seconds},
+             {"pgm_seconds", s.est_seconds},
              {"final_pgm_seconds", final_seconds},
              {"final_pgm_iterations", model_->last_iterations},
              {"final_pgm_stop", model_->last_stop},
