@@ -711,8 +711,11 @@ double estimation_loss(const GraphicalModel& model, const std::vector<Measuremen
 
 constexpr double kNegligibleCount = 1e-6;  // records: a cell the scaled steps no longer push down
 
-GraphicalModel estimate(const std::vector<int>& domain, const std::vector<Measurement>& measurements,
-                        const EstimationOptions& options, const GraphicalModel* warm) {
+namespace {
+
+// Every measurement: a clique of distinct attributes of the domain in ascending order, one value
+// per cell, a finite sigma > 0.
+void check_measurements(const std::vector<int>& domain, const std::vector<Measurement>& measurements) {
   if (measurements.empty()) throw UsageError("private-pgm: no measurements to estimate from");
   for (const Measurement& m : measurements) {
     if (!std::is_sorted(m.clique.begin(), m.clique.end()) ||
@@ -730,11 +733,12 @@ GraphicalModel estimate(const std::vector<int>& domain, const std::vector<Measur
       throw UsageError("private-pgm: measurement of " + clique_text(m.clique) + " has sigma " +
                        std::to_string(m.sigma) + "; expected a finite sigma > 0");
   }
-  if (options.iterations < 0) throw UsageError("private-pgm: iterations must be at least 0");
-  const Grouped g = group_measurements(measurements);
-  GraphicalModel model(domain, g.cliques);
-  // Total: inverse-variance weighted mean of the measurements' sums (Var(sum y) = cells sigma^2).
-  double num = 0, den = 0, lip = 0;
+}
+
+// Total: inverse-variance weighted mean of the measurements' sums (Var(sum y) = cells sigma^2),
+// at least 1.
+double weighted_total(const std::vector<Measurement>& measurements) {
+  double num = 0, den = 0;
   for (const Measurement& m : measurements) {
     double s = 0;
     for (const double v : m.y) s += v;
@@ -742,31 +746,28 @@ GraphicalModel estimate(const std::vector<int>& domain, const std::vector<Measur
     num += w * s;
     den += w;
   }
-  const double n = std::max(1.0, num / den);
-  model.set_total(n);
-  for (const Measurement& m : measurements) lip += n * n / (m.sigma * m.sigma);
-  auto& theta = model.potentials();
-  if (warm)
-    for (auto& [c, th] : theta) {
-      const auto it = warm->potentials().find(c);
-      if (it != warm->potentials().end()) th = it->second;
-    }
-  model.calibrate();
-  int passes = 1;
-  std::vector<std::vector<double>> mu, mu_new, grad;
-  clique_marginals(model, g, mu);
-  double loss = loss_and_gradient(measurements, g, mu, n, &grad);
-  double eta = 1.0 / lip;
+  return std::max(1.0, num / den);
+}
+
+// The descent on the model's potentials: the marginals, loss and gradient at the current point,
+// the step's direction, and the Armijo line search along it from the saved potentials.
+struct Descent {
+  GraphicalModel& model;
+  const std::vector<Measurement>& measurements;
+  const Grouped& g;
+  double n;
+  int passes = 1;  // belief-propagation passes
+  std::vector<std::vector<double>> mu, mu_new, grad, dir;
   std::map<Clique, std::vector<double>> saved;
-  // Per distinct clique: the sum of its measurements' weights 1 / sigma^2.
-  std::vector<double> wsum(g.cliques.size(), 0.0);
-  for (std::size_t i = 0; i < g.cliques.size(); ++i)
-    for (const std::size_t m : g.members[i]) wsum[i] += 1.0 / (measurements[m].sigma * measurements[m].sigma);
-  std::vector<std::vector<double>> dir(g.cliques.size());
+  double loss = 0;
+
+  Descent(GraphicalModel& m, const std::vector<Measurement>& ms, const Grouped& grouped, double total)
+      : model(m), measurements(ms), g(grouped), n(total) {}
+
   // theta <- saved + step * direction, then the Armijo test on L; the new loss through *out.
-  auto try_step = [&](double step, double* out) {
+  bool try_step(double step, double* out) {
     std::size_t i = 0;
-    for (auto& [c, th] : theta) {
+    for (auto& [c, th] : model.potentials()) {
       const std::vector<double>& s = saved.at(c);
       for (std::size_t j = 0; j < th.size(); ++j) th[j] = s[j] + step * dir[i][j];
       ++i;
@@ -779,68 +780,106 @@ GraphicalModel estimate(const std::vector<int>& domain, const std::vector<Measur
     for (std::size_t q = 0; q < mu.size(); ++q)
       for (std::size_t j = 0; j < mu[q].size(); ++j) expected += grad[q][j] * (mu[q][j] - mu_new[q][j]);
     return loss - *out >= 0.5 * expected && *out <= loss;
-  };
+  }
+
+  // At most `tries` steps, halving `step` after each failure; `grow`: the first was accepted.
+  bool search(double& step, int tries, bool& grow, double& new_loss) {
+    for (int t = 0; t < tries; ++t) {
+      grow = t == 0;
+      if (try_step(step, &new_loss)) return true;
+      step *= 0.5;
+    }
+    return false;
+  }
+
+  // The scaled direction -(mu - ybar / N) / mu per cell (ybar: the clique's weighted mean
+  // measurement), clipped to [-20, 20]: an iterative-proportional-fitting-like step that moves
+  // small cells as fast as large ones. A cell whose expected count is already negligible is not
+  // pushed further down: a measurement below 0 would drive its potential down by 20 a step for
+  // ever, until precision is lost and the line search fails (docs/privacy-baselines.md,
+  // "Private-PGM"). `wsum`: per distinct clique, the sum of its measurements' 1 / sigma^2.
+  void scaled_direction(const std::vector<double>& wsum) {
+    for (std::size_t i = 0; i < g.cliques.size(); ++i) {
+      dir[i].resize(grad[i].size());
+      for (std::size_t j = 0; j < grad[i].size(); ++j) {
+        const double d = std::clamp(-grad[i][j] / (n * n * wsum[i] * std::max(mu[i][j], 1e-300)), -20.0, 20.0);
+        dir[i][j] = d < 0 && n * mu[i][j] < kNegligibleCount ? 0.0 : d;
+      }
+    }
+  }
+
+  // Mirror descent: minus the gradient.
+  void gradient_direction() {
+    for (std::size_t i = 0; i < g.cliques.size(); ++i) {
+      dir[i].resize(grad[i].size());
+      for (std::size_t j = 0; j < grad[i].size(); ++j) dir[i][j] = -grad[i][j];
+    }
+  }
+};
+
+}  // namespace
+
+GraphicalModel estimate(const std::vector<int>& domain, const std::vector<Measurement>& measurements,
+                        const EstimationOptions& options, const GraphicalModel* warm) {
+  check_measurements(domain, measurements);
+  if (options.iterations < 0) throw UsageError("private-pgm: iterations must be at least 0");
+  const Grouped g = group_measurements(measurements);
+  GraphicalModel model(domain, g.cliques);
+  const double n = weighted_total(measurements);
+  model.set_total(n);
+  double lip = 0;
+  for (const Measurement& m : measurements) lip += n * n / (m.sigma * m.sigma);
+  auto& theta = model.potentials();
+  if (warm)
+    for (auto& [c, th] : theta) {
+      const auto it = warm->potentials().find(c);
+      if (it != warm->potentials().end()) th = it->second;
+    }
+  model.calibrate();
+  Descent d(model, measurements, g, n);
+  clique_marginals(model, g, d.mu);
+  d.loss = loss_and_gradient(measurements, g, d.mu, n, &d.grad);
+  double eta = 1.0 / lip;
+  // Per distinct clique: the sum of its measurements' weights 1 / sigma^2.
+  std::vector<double> wsum(g.cliques.size(), 0.0);
+  for (std::size_t i = 0; i < g.cliques.size(); ++i)
+    for (const std::size_t m : g.members[i]) wsum[i] += 1.0 / (measurements[m].sigma * measurements[m].sigma);
+  d.dir.resize(g.cliques.size());
   int it = 0;
   bool grow = true, pgrow = true;  // the last step was accepted at its first try: try a longer one
   bool scaled = options.scaled_steps;
   bool gradient_step_next = false;  // a stalled scaled step: the next step is mirror descent
   double pstep = 1.0;
   for (; it < options.iterations; ++it) {
-    saved = theta;
+    d.saved = theta;
     bool accepted = false;
-    double new_loss = loss;
+    double new_loss = d.loss;
     if (scaled && !gradient_step_next) {
-      // The scaled direction -(mu - ybar / N) / mu per cell (ybar: the clique's weighted mean
-      // measurement), clipped to [-20, 20]: an iterative-proportional-fitting-like step that
-      // moves small cells as fast as large ones. Used while it passes the same Armijo test;
-      // at its first failure the descent continues with mirror-descent steps only. A cell whose
-      // expected count is already negligible is not pushed further down: a measurement below 0
-      // would drive its potential down by 20 a step for ever, until precision is lost and the
-      // line search fails (docs/privacy-baselines.md, "Private-PGM").
-      for (std::size_t i = 0; i < g.cliques.size(); ++i) {
-        dir[i].resize(grad[i].size());
-        for (std::size_t j = 0; j < grad[i].size(); ++j) {
-          const double d = std::clamp(-grad[i][j] / (n * n * wsum[i] * std::max(mu[i][j], 1e-300)), -20.0, 20.0);
-          dir[i][j] = d < 0 && n * mu[i][j] < kNegligibleCount ? 0.0 : d;
-        }
-      }
+      // Scaled steps while they pass the same Armijo test; at their first failure the descent
+      // continues with mirror-descent steps only.
+      d.scaled_direction(wsum);
       if (pgrow) pstep = std::min(1.0, 2 * pstep);
-      for (int tries = 0; tries < 6 && !accepted; ++tries) {
-        pgrow = tries == 0;
-        if (try_step(pstep, &new_loss))
-          accepted = true;
-        else
-          pstep *= 0.5;
-      }
+      accepted = d.search(pstep, 6, pgrow, new_loss);
       if (!accepted) scaled = false;
     }
     const bool scaled_step = accepted;
     gradient_step_next = false;
     if (!accepted) {
-      for (std::size_t i = 0; i < g.cliques.size(); ++i) {
-        dir[i].resize(grad[i].size());
-        for (std::size_t j = 0; j < grad[i].size(); ++j) dir[i][j] = -grad[i][j];
-      }
+      d.gradient_direction();
       if (grow) eta *= 2;
-      for (int tries = 0; tries < 40 && !accepted; ++tries) {
-        grow = tries == 0;
-        if (try_step(eta, &new_loss))
-          accepted = true;
-        else
-          eta *= 0.5;
-      }
+      accepted = d.search(eta, 40, grow, new_loss);
     }
     if (!accepted) {
-      theta = saved;
+      theta = d.saved;
       model.calibrate();
-      ++passes;
+      ++d.passes;
       model.last_stop = "line search failed";
       break;
     }
-    const double decrease = loss - new_loss;
-    mu.swap(mu_new);
-    loss = loss_and_gradient(measurements, g, mu, n, &grad);
-    if (decrease <= options.tolerance * loss) {
+    const double decrease = d.loss - new_loss;
+    d.mu.swap(d.mu_new);
+    d.loss = loss_and_gradient(measurements, g, d.mu, n, &d.grad);
+    if (decrease <= options.tolerance * d.loss) {
       // The clipped scaled steps can stall short of the optimum (their direction is not the
       // gradient's): only a mirror-descent step that gains nothing ends the fit.
       if (scaled_step) {
@@ -853,7 +892,7 @@ GraphicalModel estimate(const std::vector<int>& domain, const std::vector<Measur
     }
   }
   model.last_iterations = it;
-  model.last_bp_passes = passes;
+  model.last_bp_passes = d.passes;
   return model;
 }
 
