@@ -163,6 +163,22 @@ struct RoundState {
   nlohmann::json rounds = nlohmann::json::array();
 };
 
+// The rounds' start: every one-way marginal measured with noise `sigma`, and the model fit to
+// them; `eps_t`: the first round's selection budget.
+RoundState one_way_start(const std::vector<std::uint16_t>& codes, std::size_t n, const std::vector<int>& domain, double sigma,
+                         double eps_t, const pgm::EstimationOptions& round_opt, RandomSource& noise) {
+  RoundState s;
+  s.sigma = sigma;
+  s.eps_t = eps_t;
+  for (std::size_t j = 0; j < domain.size(); ++j)
+    s.ms.push_back(pgm::measure(codes, n, {static_cast<int>(j)}, domain, s.sigma, noise));
+  const auto t_est = std::chrono::steady_clock::now();
+  s.model = pgm::estimate(domain, s.ms, round_opt);
+  s.est_seconds += seconds_since(t_est);
+  for (std::size_t j = 0; j < domain.size(); ++j) s.measured.push_back({static_cast<int>(j)});
+  return s;
+}
+
 // One round t: when the budget left pays for at most two more rounds, this one spends it all;
 // pick the worst-answered eligible candidate (exponential mechanism), measure it (Gaussian
 // mechanism) and refit; anneal when the refit moved its marginal by at most the noise's
@@ -246,21 +262,13 @@ void AimGenerator::fit(const DenseRef& table, const TableBox& box, const Synthet
   const double rho = pgm::zcdp_rho(privacy.epsilon, privacy.delta);
   const double T = static_cast<double>(opt_.rounds_per_attribute) * static_cast<double>(d);
   const double alpha = opt_.alpha;
-  aim_detail::RoundState s;
-  s.sigma = l2 * std::sqrt(T / (2 * alpha * rho));
-  s.eps_t = std::sqrt(8 * (1 - alpha) * rho / T);
-
-  // Initial one-way measurements.
-  for (std::size_t j = 0; j < d; ++j) s.ms.push_back(pgm::measure(codes, n, {static_cast<int>(j)}, domain, s.sigma, noise));
-  const double rho_one_way = static_cast<double>(d) * l2 * l2 / (2 * s.sigma * s.sigma);
-  s.rho_used = rho_one_way;
   pgm::EstimationOptions round_opt;
   round_opt.iterations = opt_.round_iterations;
   round_opt.tolerance = 1e-4;  // a round's model only guides the next selection
-  auto t_est = std::chrono::steady_clock::now();
-  s.model = pgm::estimate(domain, s.ms, round_opt);
-  s.est_seconds += seconds_since(t_est);
-  for (std::size_t j = 0; j < d; ++j) s.measured.push_back({static_cast<int>(j)});
+  aim_detail::RoundState s = aim_detail::one_way_start(codes, n, domain, l2 * std::sqrt(T / (2 * alpha * rho)),
+                                                       std::sqrt(8 * (1 - alpha) * rho / T), round_opt, noise);
+  const double rho_one_way = static_cast<double>(d) * l2 * l2 / (2 * s.sigma * s.sigma);
+  s.rho_used = rho_one_way;
 
   const aim_detail::RoundInputs in{codes, n, domain, cands, data_cache, rho, alpha, l2, quality_sens, opt_.max_cells};
   for (int t = 1; s.rho_used < rho; ++t)
@@ -268,7 +276,7 @@ void AimGenerator::fit(const DenseRef& table, const TableBox& box, const Synthet
   pgm::EstimationOptions final_opt;
   final_opt.iterations = opt_.final_iterations;
   final_opt.tolerance = 1e-8;
-  t_est = std::chrono::steady_clock::now();
+  const auto t_est = std::chrono::steady_clock::now();
   model_ = std::make_unique<pgm::GraphicalModel>(pgm::estimate(domain, s.ms, final_opt, &s.model));
   const double final_seconds = seconds_since(t_est);
   s.est_seconds += final_seconds;
