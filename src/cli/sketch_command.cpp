@@ -103,16 +103,16 @@ std::string sketch_shape(const std::string& kernel, const Release& release) {
 
 }  // namespace
 
-SketchJob parse_sketch(int argc, char** argv) {
-  SketchJob job;
-  std::string& output = job.output;
-  std::string& kernel = job.kernel;
-  std::string& format = job.format;
-  ReleaseParams& params = job.params;
-  po::options_description desc("options");
+namespace {
+
+// The options' values that are not the job's own fields, as the option parser fills them.
+struct SketchOptionValues {
   std::string mechanism, neighbors, pair_mode, strategy, domain;
   double bandwidth = 1.0, delta = 0.0, sigma = 1.0, num_share = 0.98;
-  const std::string threads_help = "OpenMP threads (0 = all, at most " + std::to_string(kMaxThreads) + ")";
+};
+
+// The sketch command's options, filling `job` and `v`.
+void add_sketch_options(po::options_description& desc, SketchJob& job, SketchOptionValues& v, const std::string& threads_help) {
   desc.add_options()("help,h", "show this help")
       ("input,i", po::value(&job.inputs)->required()->multitoken(), "data file: CSV (header optional), whitespace, libsvm or sets; .gz allowed; - = stdin. "
                  "Several tables are read as one, their records in order (each file's header line skipped): repeat --input "
@@ -122,21 +122,21 @@ SketchJob parse_sketch(int argc, char** argv) {
                  "or, for several, whole files assigned by size; a set file or an edge list is split by bytes too (an edge "
                  "list's pairs then go to the ranks that own their nodes); one .gz file, stdin, libsvm, a .jlg file or "
                  "--graph-cache cannot be split and is read by rank 0 alone")
-      ("output,o", po::value(&output)->required(), "sketch file to write (written atomically)")
-      ("kernel,k", po::value(&kernel)->default_value("l2"), "l2 (p-stable) | angular (SRP) | angular_pair (regression surrogate) | jaccard (densified MinHash) | jaccard_classic (independent MinHashes) | rff (random Fourier features, for M2M) | hist (per-attribute histograms, for M2M)")
-      ("bandwidth", po::value(&bandwidth)->default_value(1.0), "p-stable bucket width w (l2)")
+      ("output,o", po::value(&job.output)->required(), "sketch file to write (written atomically)")
+      ("kernel,k", po::value(&job.kernel)->default_value("l2"), "l2 (p-stable) | angular (SRP) | angular_pair (regression surrogate) | jaccard (densified MinHash) | jaccard_classic (independent MinHashes) | rff (random Fourier features, for M2M) | hist (per-attribute histograms, for M2M)")
+      ("bandwidth", po::value(&v.bandwidth)->default_value(1.0), "p-stable bucket width w (l2)")
       ("power,p", po::value<std::string>()->default_value("1"), "concatenated hashes per row (p)")
       ("rows,R", po::value<std::string>(), "sketch rows R (LSH kernels)")
       ("width,W", po::value<std::string>(), "sketch columns W (LSH kernels)")
       ("features", po::value<std::string>()->default_value("0"), "rff: number of features m = 2 m' (even)")
-      ("sigma", po::value(&sigma)->default_value(1.0), "rff: Gaussian kernel bandwidth sigma")
+      ("sigma", po::value(&v.sigma)->default_value(1.0), "rff: Gaussian kernel bandwidth sigma")
       ("bins", po::value<std::string>()->default_value("0"), "hist: equal bins per attribute")
-      ("domain", po::value(&domain), "hist: LO:HI for every attribute, or LO1:HI1,LO2:HI2,... one per attribute; records outside are refused")
-      ("num-share", po::value(&num_share)->default_value(0.98, "0.98"), "rff/hist: share of epsilon for the feature sums (epsilon_num); the released record count gets the rest (epsilon_den)")
+      ("domain", po::value(&v.domain), "hist: LO:HI for every attribute, or LO1:HI1,LO2:HI2,... one per attribute; records outside are refused")
+      ("num-share", po::value(&v.num_share)->default_value(0.98, "0.98"), "rff/hist: share of epsilon for the feature sums (epsilon_num); the released record count gets the rest (epsilon_den)")
       ("epsilon,e", po::value<std::string>(), "privacy budget epsilon > 0")
-      ("delta", po::value(&delta)->default_value(0.0), "delta for --mechanism gaussian")
-      ("mechanism", po::value(&mechanism)->default_value("discrete_laplace"), "discrete_laplace | floored_laplace (the paper's floor(S + Lap(R/eps))) | gaussian")
-      ("neighbors", po::value(&neighbors)->default_value("add-remove"), "add-remove (unbounded DP) | replace (doubles the sensitivity)")
+      ("delta", po::value(&v.delta)->default_value(0.0), "delta for --mechanism gaussian")
+      ("mechanism", po::value(&v.mechanism)->default_value("discrete_laplace"), "discrete_laplace | floored_laplace (the paper's floor(S + Lap(R/eps))) | gaussian")
+      ("neighbors", po::value(&v.neighbors)->default_value("add-remove"), "add-remove (unbounded DP) | replace (doubles the sensitivity)")
       ("seed", po::value<std::uint64_t>(), "fix the LSH seed and the noise (reproducible; the file is marked NOT fit for release); "
                "with --hash-seed, the noise only")
       ("hash-seed", po::value<std::uint64_t>(), "fix the hash functions only (recorded as family.seed, a public parameter): releases of "
@@ -146,10 +146,10 @@ SketchJob parse_sketch(int argc, char** argv) {
                "this release merges with it; options given as well must agree")
       ("threads,t", po::value<std::string>()->default_value("0"), threads_help.c_str())
       ("no-privacy", "write the exact counts without noise (never for release)")
-      ("format", po::value(&format)->default_value("auto"), "auto | csv | whitespace | libsvm | sets (one set of ids per line) | edgelist (SNAP 'u v' lines, .gz ok: node u's set = its out-neighbours) | jlg")
+      ("format", po::value(&job.format)->default_value("auto"), "auto | csv | whitespace | libsvm | sets (one set of ids per line) | edgelist (SNAP 'u v' lines, .gz ok: node u's set = its out-neighbours) | jlg")
       ("dim", po::value<std::string>()->default_value("0"), "libsvm: number of features (needed when reading stdin)")
-      ("pair-mode", po::value(&pair_mode)->default_value("query"), "angular_pair: insert (x and -x, sensitivity 2R) | query (q and -q, sensitivity R)")
-      ("strategy", po::value(&strategy)->default_value("auto"), "parallel build: auto | replicate (per-thread sketches) | split_rows | two_phase (sets: the default)")
+      ("pair-mode", po::value(&v.pair_mode)->default_value("query"), "angular_pair: insert (x and -x, sensitivity 2R) | query (q and -q, sensitivity R)")
+      ("strategy", po::value(&v.strategy)->default_value("auto"), "parallel build: auto | replicate (per-thread sketches) | split_rows | two_phase (sets: the default)")
       ("undirected", "edgelist: add every edge in both directions (an undirected graph listed once or twice)")
       ("drop-self-loops", "edgelist: drop u-u edges (they are counted in the summary either way)")
       ("nodes", po::value<std::string>(), "edgelist: declared node count; ids must be below it")
@@ -158,12 +158,14 @@ SketchJob parse_sketch(int argc, char** argv) {
       ("quiet,q", "no summary on stderr")
       ("timings", "print the stage timings as one JSON line on stderr (read, allocate, fill, merge, noise, encode, write, fsync)");
   add_column_options(desc);  // --columns, --drop, --label-column
-  job.vm = parse("usage: privrace sketch --input FILE --rows R --width W (--epsilon E | --no-privacy) -o OUT.rsk [options]\n"
-                 "       privrace sketch --input FILE --kernel rff --features M --sigma S (--epsilon E | --no-privacy) -o OUT.rsk\n"
-                 "       privrace sketch --input FILE --kernel hist --bins B --domain LO:HI (--epsilon E | --no-privacy) -o OUT.rsk\n"
-                 "       mpirun -np K privrace sketch ... (built with -DPRIVRACE_MPI=ON): the same sketch, byte for byte, from K ranks",
-                 desc, argc, argv);
+}
+
+// The counts (range-checked), the hash family and the release's shape from the parsed options.
+// Returns the column selection, checked before any data is read.
+ColumnSelection read_family(SketchJob& job, const SketchOptionValues& v) {
   const po::variables_map& vm = job.vm;
+  ReleaseParams& params = job.params;
+  const std::string& kernel = job.kernel;
   // Counts are read as text and range-checked: "-5" must not wrap around (inputs.hpp).
   const auto power = count_option<std::size_t>(vm, "power", 1, 64);
   const auto features = count_option<std::size_t>(vm, "features", 0, kMaxSize);
@@ -174,23 +176,30 @@ SketchJob parse_sketch(int argc, char** argv) {
   job.chunk_rows = count_option<std::size_t>(vm, "chunk-rows", 1, kMaxSize);
   count_option<std::uint64_t>(vm, "nodes", 0, kMaxSize);  // checked here, read by edge_list_options
   params.family.kernel = parse_suggesting([](const std::string& s) { return parse_kernel(s); }, kernel, kKernelNames);
-  params.family.bandwidth = bandwidth;
+  params.family.bandwidth = v.bandwidth;
   params.family.power = power;
-  params.family.pair_mode = pair_mode;
+  params.family.pair_mode = v.pair_mode;
   params.family.features = features;
-  params.family.sigma = sigma;
+  params.family.sigma = v.sigma;
   params.family.bins = bins;
-  params.num_share = num_share;
+  params.num_share = v.num_share;
   params.threads = threads;
-  params.strategy = strategy;
+  params.strategy = v.strategy;
   if (vm.count("rows")) params.family.rows = count_option<std::size_t>(vm, "rows", 1, kMaxSize);
   if (vm.count("width")) params.width = count_option<std::size_t>(vm, "width", 1, kMaxSize);
-  if (vm.count("domain")) std::tie(params.family.lo, params.family.hi) = parse_box_domain(domain);
+  if (vm.count("domain")) std::tie(params.family.lo, params.family.hi) = parse_box_domain(v.domain);
   if (vm.count("hash-seed")) params.hash_seed = vm["hash-seed"].as<std::uint64_t>();
   if (vm.count("like")) apply_like(vm, params, job.kernel);
-  // rff and hist are feature-map sketches (M2M): their shape comes from --features / --bins and
-  // the data, and they release the record count with a share of epsilon.
-  const Kernel k = params.kernel();
+  return columns;
+}
+
+// rff and hist are feature-map sketches (M2M): their shape comes from --features / --bins and
+// the data, and they release the record count with a share of epsilon; the LSH kernels need
+// --rows and --width (or --like).
+void check_shape_options(const SketchJob& job) {
+  const po::variables_map& vm = job.vm;
+  const std::string& kernel = job.kernel;
+  const Kernel k = job.params.kernel();
   if (is_feature_kernel(k)) {
     if (vm.count("rows") || vm.count("width"))
       throw UsageError("--rows and --width do not apply to --kernel " + kernel + " (its shape comes from " +
@@ -204,6 +213,12 @@ SketchJob parse_sketch(int argc, char** argv) {
     if (!vm.count("rows")) throw UsageError("the option '--rows' is required but missing");
     if (!vm.count("width")) throw UsageError("the option '--width' is required but missing");
   }
+}
+
+// --no-privacy, or the privacy of the release: --epsilon and its mechanism; and the output flags.
+void read_privacy(SketchJob& job, const SketchOptionValues& v) {
+  const po::variables_map& vm = job.vm;
+  ReleaseParams& params = job.params;
   job.no_privacy = vm.count("no-privacy") > 0;
   job.quiet = vm.count("quiet") > 0;
   job.timings = vm.count("timings") > 0;
@@ -216,18 +231,23 @@ SketchJob parse_sketch(int argc, char** argv) {
     const std::optional<double> epsilon = parse_finite_number(text);
     if (!epsilon || !(*epsilon > 0.0)) throw UsageError("--epsilon must be a positive number, got '" + text + "'");
     spec.epsilon = *epsilon;
-    spec.delta = delta;
-    spec.mechanism = parse_suggesting([](const std::string& s) { return parse_mechanism(s); }, mechanism, kMechanismNames);
-    spec.neighbors = parse_suggesting([](const std::string& s) { return parse_neighbors(s); }, neighbors, kNeighborNames);
+    spec.delta = v.delta;
+    spec.mechanism = parse_suggesting([](const std::string& s) { return parse_mechanism(s); }, v.mechanism, kMechanismNames);
+    spec.neighbors = parse_suggesting([](const std::string& s) { return parse_neighbors(s); }, v.neighbors, kNeighborNames);
     params.privacy = spec;
   }
-  if (vm.count("seed")) params.seed = vm["seed"].as<std::uint64_t>();
-  params.validate();  // every parameter and the memory bound, before any data is read
-  if (threads > 0) omp_set_num_threads(threads);  // the noise, the encoder and the checksum too
+}
 
+// The input files (expanded) and their format, checked against the kernel and the output.
+void read_inputs(SketchJob& job, const ColumnSelection& columns) {
+  const po::variables_map& vm = job.vm;
+  ReleaseParams& params = job.params;
+  const std::string& kernel = job.kernel;
+  const std::string& format = job.format;
+  const Kernel k = params.kernel();
   job.set_kernel = is_set_kernel(k);
   job.inputs = expand_inputs(job.inputs);
-  check_output_target(output, job.inputs);  // not an input, nor a FIFO, link or device
+  check_output_target(job.output, job.inputs);  // not an input, nor a FIFO, link or device
   if (vm.count("graph-cache")) check_output_target(vm["graph-cache"].as<std::string>(), job.inputs);
   job.input = inputs_label(job.inputs);
   if (job.inputs.size() > 1 && job.set_kernel)
@@ -251,6 +271,28 @@ SketchJob parse_sketch(int argc, char** argv) {
     job.table.columns = columns;
     job.table.dim = job.dim;
   }
+}
+
+}  // namespace
+
+SketchJob parse_sketch(int argc, char** argv) {
+  SketchJob job;
+  SketchOptionValues v;
+  po::options_description desc("options");
+  const std::string threads_help = "OpenMP threads (0 = all, at most " + std::to_string(kMaxThreads) + ")";
+  add_sketch_options(desc, job, v, threads_help);
+  job.vm = parse("usage: privrace sketch --input FILE --rows R --width W (--epsilon E | --no-privacy) -o OUT.rsk [options]\n"
+                 "       privrace sketch --input FILE --kernel rff --features M --sigma S (--epsilon E | --no-privacy) -o OUT.rsk\n"
+                 "       privrace sketch --input FILE --kernel hist --bins B --domain LO:HI (--epsilon E | --no-privacy) -o OUT.rsk\n"
+                 "       mpirun -np K privrace sketch ... (built with -DPRIVRACE_MPI=ON): the same sketch, byte for byte, from K ranks",
+                 desc, argc, argv);
+  const ColumnSelection columns = read_family(job, v);
+  check_shape_options(job);
+  read_privacy(job, v);
+  if (job.vm.count("seed")) job.params.seed = job.vm["seed"].as<std::uint64_t>();
+  job.params.validate();  // every parameter and the memory bound, before any data is read
+  if (job.params.threads > 0) omp_set_num_threads(job.params.threads);  // the noise, the encoder and the checksum too
+  read_inputs(job, columns);
   return job;
 }
 
