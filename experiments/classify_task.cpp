@@ -183,7 +183,7 @@ class RaceClassifierMethod final : public TypedMethod<ClassifyContext> {
     spec.width = p.at("width").get<std::size_t>();
     spec.power = p.at("power").get<std::size_t>();
     spec.bandwidth = ctx.bandwidth;
-    spec.seed = group.seed;
+    spec.seed = group_hash_seed(group);
     spec.threads = ctx.threads;
     RaceClassifier exact(spec, static_cast<std::size_t>(ctx.train_x.cols()), ctx.classes);
     exact.fit(ctx.train_x, ctx.train_y);

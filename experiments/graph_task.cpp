@@ -268,13 +268,17 @@ std::vector<double> debias_all(const RaceSketch& sketch, const std::vector<doubl
   return out;
 }
 
-std::shared_ptr<const LshFamily> jaccard_family(std::size_t rows, std::size_t power, std::uint64_t seed) {
-  FamilySpec fs;
-  fs.kernel = Kernel::Jaccard;
-  fs.rows = rows;
-  fs.power = power;
-  fs.seed = seed;
-  return make_family(fs);
+// The release parameters of a graph sketch (densified MinHash, R x W, p) with its build's threads
+// and strategy: the method's "threads" when set, else the run's.
+ReleaseParams jaccard_params(const json& p, std::size_t power, int run_threads) {
+  ReleaseParams params;
+  params.family.kernel = Kernel::Jaccard;
+  params.family.rows = p.at("rows").get<std::size_t>();
+  params.family.power = power;
+  params.width = p.at("width").get<std::size_t>();
+  params.threads = p.at("threads").get<int>() > 0 ? p.at("threads").get<int>() : run_threads;
+  params.strategy = p.at("strategy").get<std::string>();
+  return params;
 }
 
 class RaceGraphMethod final : public TypedMethod<GraphContext> {
@@ -301,14 +305,9 @@ class RaceGraphMethod final : public TypedMethod<GraphContext> {
     const json& p = group.params;
     const std::size_t rows = p.at("rows").get<std::size_t>(), width = p.at("width").get<std::size_t>();
     check_sketch_fits(rows, width, 2);  // the exact counts + one privatized copy
-    RaceSketch counts(jaccard_family(rows, ctx.power, group.seed), width);
-    SetBuildOptions bo;
-    bo.threads = p.at("threads").get<int>() > 0 ? p.at("threads").get<int>() : ctx.threads;
-    bo.strategy = p.at("strategy").get<std::string>();
-    const auto t0 = std::chrono::steady_clock::now();
-    const BuildReport br = build_set_sketch(counts, ctx.sets, bo);
-    const double hash_seconds = seconds_since(t0);
-    const ExactSketch exact(std::move(counts), br);
+    const ExactSketch exact = build_group_exact(jaccard_params(p, ctx.power, ctx.threads), group, ctx.sets);
+    const BuildReport& br = exact.report();
+    const double hash_seconds = br.seconds;  // the build's own time (not the family or the counts' allocation)
 
     QueryOptions plain, debiased;
     plain.estimator = debiased.estimator = parse_estimator(p.at("estimator").get<std::string>());
@@ -408,13 +407,9 @@ class RaceGraphScalingMethod final : public TypedMethod<GraphContext> {
     }
     const std::size_t rows = p.at("rows").get<std::size_t>(), width = p.at("width").get<std::size_t>();
     check_sketch_fits(rows, width, 1);
-    RaceSketch sketch(jaccard_family(rows, 1, group.seed), width);
-    SetBuildOptions bo;
-    bo.threads = p.at("threads").get<int>() > 0 ? p.at("threads").get<int>() : ctx.threads;
-    bo.strategy = p.at("strategy").get<std::string>();
-    const auto t0 = std::chrono::steady_clock::now();
-    const BuildReport br = build_set_sketch(sketch, *graph, bo);
-    const double build_seconds = seconds_since(t0);
+    const ExactSketch exact = build_group_exact(jaccard_params(p, 1, ctx.threads), group, *graph);  // timed, never released
+    const BuildReport& br = exact.report();
+    const double build_seconds = br.seconds;  // the build's own time (not the family or the counts' allocation)
     const double edges = static_cast<double>(graph->ids.size());
     const double nan = std::numeric_limits<double>::quiet_NaN();
     for (std::size_t i = 0; i < group.cells.size(); ++i) {

@@ -176,20 +176,16 @@ void run_race_cells(const KdeContext& ctx, const CellGroup& group, const Method:
     const std::size_t rows = rows_for(epsilon);
     if (exact && exact->counts().rows() == rows) return *exact;
     exact.reset();  // free the previous counts before hashing again
-    FamilySpec fs;
-    fs.kernel = ctx.kernel.kernel;
-    fs.bandwidth = ctx.kernel.bandwidth;
-    fs.power = ctx.kernel.power;
-    fs.rows = rows;
-    fs.dim = static_cast<std::size_t>(ctx.train.cols());
-    fs.seed = group.seed;
-    RaceSketch counts(make_family(fs), p.at("width").get<std::size_t>());
-    BuildOptions bo;
-    bo.threads = ctx.threads;
-    const auto t0 = std::chrono::steady_clock::now();
-    BuildReport br = build_dense(counts, ctx.train, bo);
-    hash_seconds = seconds_since(t0);
-    return exact.emplace(std::move(counts), std::move(br));
+    ReleaseParams params;
+    params.family.kernel = ctx.kernel.kernel;
+    params.family.bandwidth = ctx.kernel.bandwidth;
+    params.family.power = ctx.kernel.power;
+    params.family.rows = rows;
+    params.width = p.at("width").get<std::size_t>();
+    params.threads = ctx.threads;
+    exact.emplace(build_group_exact(params, group, ctx.train));
+    hash_seconds = exact->report().seconds;  // the build's own time (not the family or the counts' allocation)
+    return *exact;
   };
 
   QueryOptions plain, debiased;

@@ -502,19 +502,15 @@ class AppMethod final : public TypedMethod<AppContext> {
       case DensityKind::Race:
       case DensityKind::RaceNonPrivate: {
         const auto t0 = std::chrono::steady_clock::now();
-        FamilySpec fs;
-        fs.kernel = ctx.kernel.kernel;
-        fs.bandwidth = ctx.kernel.bandwidth;
-        fs.power = ctx.kernel.power;
-        fs.rows = p.at("rows").get<std::size_t>();
-        fs.dim = static_cast<std::size_t>(ctx.train.cols());
-        fs.seed = group.seed;
-        RaceSketch counts(make_family(fs), p.at("width").get<std::size_t>());
-        BuildOptions bo;
-        bo.threads = ctx.threads;
-        BuildReport br = build_dense(counts, ctx.train, bo);
+        ReleaseParams params;
+        params.family.kernel = ctx.kernel.kernel;
+        params.family.bandwidth = ctx.kernel.bandwidth;
+        params.family.power = ctx.kernel.power;
+        params.family.rows = p.at("rows").get<std::size_t>();
+        params.width = p.at("width").get<std::size_t>();
+        params.threads = ctx.threads;
+        const ExactSketch exact = build_group_exact(params, group, ctx.train);
         const double hash_seconds = seconds_since(t0);
-        const ExactSketch exact(std::move(counts), std::move(br));
         const bool is_private = kind_ == DensityKind::Race;
         // Scores a released sketch (the exact counts for the eps = inf reference).
         const auto score = [&](const RaceSketch& sketch, const PendingCell& cell, double noise_seconds) {

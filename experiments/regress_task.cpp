@@ -132,7 +132,7 @@ class RaceRegressionMethod final : public TypedMethod<RegressContext> {
     spec.power = p.at("power").get<std::size_t>();
     spec.width = p.at("width").get<std::size_t>();
     spec.pair_mode = p.at("pair_mode").get<std::string>();
-    spec.seed = group.seed;
+    spec.seed = group_hash_seed(group);
     spec.threads = ctx.threads;
     const auto t0 = std::chrono::steady_clock::now();
     // The surrogate is ~ sum_i <z_i, q>^2 / (|z_i|^2 |q|^2) near its minimum, and |q|^2 =
@@ -141,7 +141,7 @@ class RaceRegressionMethod final : public TypedMethod<RegressContext> {
     // flatter loss (differences scale with c^2). c = 1 is the paper's construction.
     const double c = p.at("target_scale").get<double>();
     const DenseMatrix z = surrogate_inputs(ctx.train_x, c * ctx.train_y);
-    const ExactSketch exact(build_surrogate_sketch(z, spec), BuildReport{});
+    const ExactSketch exact = build_surrogate_exact(z, spec);
     const double sketch_seconds = seconds_since(t0);
     SurrogateFitOptions fo;
     fo.algorithm = p.at("optimizer").get<std::string>();

@@ -3,9 +3,11 @@
 // depend on the parameters and the group seed, never on epsilon); each cell gets a privatized
 // copy with the noise seed the runner gave it, and the method scores that release. Noise seeds
 // and noise timing are handled here only: a method never derives a noise seed or calls
-// privatize() itself. RACE sketches go through the release API (ExactSketch::release, the call
-// every front end uses); a released object the API does not cover (the per-class sketches of
-// the RACE classifier, M2M's feature sums) passes its own library release call to sweep_epsilons.
+// privatize() itself. RACE sketches are built and released by the release API (build_exact and
+// ExactSketch::release, the calls every front end uses; the RACE classifier's class sketches and
+// the regression surrogate through their task's calls to it), with the group's seed as the public
+// hash seed (build_group_exact); M2M's feature sums pass their own library release call to
+// sweep_epsilons.
 #include <chrono>
 #include <cstddef>
 #include <utility>
@@ -19,6 +21,19 @@ namespace privrace::experiments {
 
 // The noise of one cell: the runner's seed for it (seeded, so a record can be reproduced).
 inline NoiseSource cell_noise(const PendingCell& cell) { return NoiseSource{true, cell.noise_seed}; }
+
+// A group's public hash seed: the group seed (runner.cpp derives it from the config seed, the
+// method, its parameters and the repetition; never from epsilon or the data).
+inline std::uint64_t group_hash_seed(const CellGroup& group) { return group.seed; }
+
+// A group's exact counts, built by the release API: the group's hash seed is the release's public
+// hash seed (ReleaseParams::hash_seed, as `privrace sketch --hash-seed` gives one) and the noise
+// is each cell's (cell_noise), never the master seed's.
+template <class Records>
+ExactSketch build_group_exact(ReleaseParams params, const CellGroup& group, const Records& records) {
+  params.hash_seed = group_hash_seed(group);
+  return build_exact(params, MasterSeed::of(group.seed, true), records);
+}
 
 // The privacy spec of a method with race_noise_parameters() (mechanism, delta, neighbors).
 PrivacySpec race_privacy_spec(const json& params, double epsilon);

@@ -42,18 +42,17 @@ std::unique_ptr<RandomSource> rng_for(const NoiseSource& noise) {
 using NoiseStep = std::function<void(RaceSketch&, const NoiseSource&, Observation&)>;
 AuditPath dense_variant(const std::string& name, const std::string& kernel, const std::string& pair_mode, Claim claim,
                         NoiseStep add_noise, const PathOptions& o = {}) {
-  auto family = audit_family(kernel, o, pair_mode);
+  const ExactBuilder builder = audit_builder(kernel, o, pair_mode);
   const DenseMatrix d = audit_points(o.records, 2, o.seed);
   const DenseMatrix candidates = audit_points(32, 2, derive_seed(o.seed, 1));
-  const DenseMatrix d_prime = with_row(d, candidates, most_sensitive_row(family, o.width, d, candidates));
+  const DenseMatrix d_prime = with_row(d, candidates, most_sensitive_row(builder, d, candidates));
   AuditPath p;
   p.name = name;
   p.claim = claim;
-  p.exact = exact_values(exact_sketch(family, o.width, d));
-  p.exact_neighbour = exact_values(exact_sketch(family, o.width, d_prime));
-  const std::size_t width = o.width;
+  p.exact = exact_values(builder.build(d));
+  p.exact_neighbour = exact_values(builder.build(d_prime));
   p.release = [=](bool neighbour, const NoiseSource& noise, Observation& out) {
-    RaceSketch sketch = exact_sketch(family, width, neighbour ? d_prime : d);
+    RaceSketch sketch = builder.build(neighbour ? d_prime : d).counts();  // a copy of the exact counts, noised here
     add_noise(sketch, noise, out);
   };
   return p;
@@ -105,25 +104,25 @@ AuditPath broken_gaussian_delta() {
 // Noise on each per-thread sub-sketch, then again on the merged sketch (which records one noise).
 AuditPath broken_double_noise() {
   const PathOptions o;
-  auto family = audit_family("l2", o);
+  const ExactBuilder builder = audit_builder("l2", o);
   const DenseMatrix d = audit_points(o.records, 2, o.seed);
   const DenseMatrix candidates = audit_points(32, 2, derive_seed(o.seed, 1));
-  const DenseMatrix d_prime = with_row(d, candidates, most_sensitive_row(family, o.width, d, candidates));
+  const DenseMatrix d_prime = with_row(d, candidates, most_sensitive_row(builder, d, candidates));
   PrivacySpec spec;
   spec.epsilon = 1.0;
   AuditPath p;
   p.name = "broken: noise per thread sub-sketch and after the merge";
   p.claim = {1.0, 0.0, false};
-  p.exact = exact_values(exact_sketch(family, o.width, d));
-  p.exact_neighbour = exact_values(exact_sketch(family, o.width, d_prime));
+  p.exact = exact_values(builder.build(d));
+  p.exact_neighbour = exact_values(builder.build(d_prime));
   const std::size_t width = o.width;
   p.release = [=](bool neighbour, const NoiseSource& noise, Observation& out) {
     const DenseMatrix& data = neighbour ? d_prime : d;
     const Eigen::Index half = data.rows() / 2;
-    RaceSketch merged(family, width);
+    RaceSketch merged(builder.family(), width);
     for (int t = 0; t < 2; ++t) {  // two "threads", each privatizing its own sub-sketch
-      RaceSketch part = exact_sketch(family, width, t == 0 ? DenseMatrix(data.topRows(half))
-                                                           : DenseMatrix(data.bottomRows(data.rows() - half)));
+      RaceSketch part = builder.build(t == 0 ? DenseMatrix(data.topRows(half)) : DenseMatrix(data.bottomRows(data.rows() - half)))
+                            .counts();
       privatize(part, spec, {noise.seeded, derive_seed(noise.seed, static_cast<std::uint64_t>(t))});
       auto dst = merged.mutable_counts();
       for (std::size_t i = 0; i < dst.size(); ++i) dst[i] += part.counts()[i];
@@ -138,18 +137,17 @@ AuditPath broken_double_noise() {
 AuditPath broken_seed_reuse() {
   AuditPath p = make_path("two_releases");
   const PathOptions o;
-  auto family = audit_family("l2", o);
+  const ExactBuilder builder = audit_builder("l2", o);
   const DenseMatrix all = audit_points(o.records, 2, o.seed);
   const DenseMatrix a = all.topRows(all.rows() / 2);
   const DenseMatrix candidates = audit_points(32, 2, derive_seed(o.seed, 1));
-  const DenseMatrix all_prime = with_row(all, candidates, most_sensitive_row(family, o.width, all, candidates));
+  const DenseMatrix all_prime = with_row(all, candidates, most_sensitive_row(builder, all, candidates));
   PrivacySpec spec;
   spec.epsilon = 1.0;
   p.name = "broken: one noise seed for two releases";
-  const std::size_t width = o.width;
   p.release = [=](bool neighbour, const NoiseSource& noise, Observation& out) {
-    RaceSketch first = exact_sketch(family, width, a);
-    RaceSketch second = exact_sketch(family, width, neighbour ? all_prime : all);
+    RaceSketch first = builder.build(a).counts();
+    RaceSketch second = builder.build(neighbour ? all_prime : all).counts();
     privatize(first, spec, noise);
     privatize(second, spec, noise);  // the bug: the same seed
     Observation one, two;

@@ -69,21 +69,18 @@ TEST(AuditFileFields, TheContainerAndEveryHeaderFieldButTheNoisyOnes) {
 AuditPath leaky_path() {
   const PathOptions o;
   AuditPath p = make_path("race_pstable", o);
-  auto family = audit_family("l2", o);
+  const ExactBuilder builder = audit_builder("l2", o);
   const DenseMatrix d = audit_points(o.records, 2, o.seed);
   const DenseMatrix candidates = audit_points(32, 2, derive_seed(o.seed, 1));
-  const DenseMatrix d_prime = with_row(d, candidates, most_sensitive_row(family, o.width, d, candidates));
+  const DenseMatrix d_prime = with_row(d, candidates, most_sensitive_row(builder, d, candidates));
   PrivacySpec spec;
   spec.epsilon = o.epsilon;
   auto folder = std::make_shared<ScratchFolder>();
-  const std::size_t width = o.width;
   p.name = "leaky_record_count";
   p.release_files = [=](bool neighbour, const NoiseSource& noise) {
-    BuildReport report;
-    RaceSketch exact = exact_sketch(family, width, neighbour ? d_prime : d, &report);
-    const Release release = ExactSketch(std::move(exact), report).release(spec, noise);
+    const Release release = builder.build(neighbour ? d_prime : d).release(spec, noise);
     nlohmann::json header = sketch_header(release.sketch());
-    header["build"] = {{"points", report.points}};  // exact: a function of the records
+    header["build"] = {{"points", release.build().points}};  // exact: a function of the records
     const std::string path = folder->next_path();
     write_sketch_file(path, header, release.sketch().counts());
     return std::vector<std::string>{take_file(path)};

@@ -24,6 +24,14 @@
 #include "privrace/sketch/sketch_io.hpp"
 #include "test_util.hpp"
 
+namespace privrace {
+// ExactSketch's adopting constructor is private (only the release API makes exact sketches);
+// this test reaches it to check its refusals.
+struct ExactSketchTestAccess {
+  static ExactSketch adopt(RaceSketch counts, BuildReport report) { return ExactSketch(std::move(counts), std::move(report)); }
+};
+}  // namespace privrace
+
 namespace fs = std::filesystem;
 using namespace privrace;
 using privrace::testing::message_of;
@@ -236,9 +244,9 @@ TEST(Release, ExactCountsAreNeverWrittenAsARelease) {
   EXPECT_TRUE(r.is_private());
   RaceSketch noisy = std::move(r).take_sketch();
   EXPECT_THROW(privatize(noisy, *p.privacy, NoiseSource{true, 1}), UsageError);
-  EXPECT_THROW(ExactSketch(noisy, BuildReport{}), UsageError);
+  EXPECT_THROW(ExactSketchTestAccess::adopt(noisy, BuildReport{}), UsageError);
   // An exact sketch adopted without release parameters has no default release.
-  ExactSketch adopted(exact.counts(), exact.report());
+  ExactSketch adopted = ExactSketchTestAccess::adopt(exact.counts(), exact.report());
   EXPECT_THROW(std::move(adopted).release(), UsageError);
   // Parameters without privacy: the exact counts, written because they were asked for.
   ReleaseParams none = p;

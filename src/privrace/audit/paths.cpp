@@ -50,9 +50,7 @@ std::string take_file(const std::string& path) {
   return bytes;
 }
 
-std::string write_released_file(ScratchFolder& folder, RaceSketch exact, const BuildReport& report, const PrivacySpec& spec,
-                                const NoiseSource& noise) {
-  const Release release = ExactSketch(std::move(exact), report).release(spec, noise);
+std::string write_released_file(ScratchFolder& folder, const Release& release) {
   const std::string path = folder.next_path();
   save_release(path, release, {{"build", release.build_record("audit")}});
   return take_file(path);
@@ -81,23 +79,23 @@ Claim claim_for(const PrivacySpec& spec) {
   return {spec.epsilon, spec.delta, spec.mechanism == NoiseMechanism::Gaussian};
 }
 
-// A dense sketch path: build(D or D') with the parallel builder, privatize once, observe.
+// A dense sketch path: build(D or D') and release it (noise once) through the release API, observe.
 AuditPath dense_sketch_path(const std::string& name, const std::string& description, const PathOptions& o,
-                            std::shared_ptr<const LshFamily> family, const PrivacySpec& spec) {
+                            const ExactBuilder& builder, const PrivacySpec& spec) {
   const DenseMatrix d = audit_points(o.records, kDim, o.seed);
   const DenseMatrix candidates = audit_points(kCandidates, kDim, derive_seed(o.seed, 1));
   DenseMatrix d_prime;
   if (spec.neighbors == NeighborRelation::AddRemove) {
-    d_prime = with_row(d, candidates, most_sensitive_row(family, o.width, d, candidates));
+    d_prime = with_row(d, candidates, most_sensitive_row(builder, d, candidates));
   } else {
     // Replace the first record of D by the candidate that moves the counts most (L1 2R when
     // the two records share no cell in any row).
     const DenseMatrix rest = d.bottomRows(d.rows() - 1);
-    const auto base = exact_values(exact_sketch(family, o.width, d));
+    const auto base = exact_values(builder.build(d));
     Eigen::Index best = 0;
     double best_l1 = -1;
     for (Eigen::Index i = 0; i < candidates.rows(); ++i) {
-      const auto v = exact_values(exact_sketch(family, o.width, with_row(rest, candidates, i)));
+      const auto v = exact_values(builder.build(with_row(rest, candidates, i)));
       double l1 = 0;
       for (std::size_t c = 0; c < v.size(); ++c) l1 += std::abs(v[c] - base[c]);
       if (l1 > best_l1) {
@@ -112,32 +110,27 @@ AuditPath dense_sketch_path(const std::string& name, const std::string& descript
   p.name = name;
   p.description = description;
   p.claim = claim_for(spec);
-  p.exact = exact_values(exact_sketch(family, o.width, d));
-  p.exact_neighbour = exact_values(exact_sketch(family, o.width, d_prime));
-  const std::size_t width = o.width;
-  p.release = [family, width, d, d_prime, spec](bool neighbour, const NoiseSource& noise, Observation& out) {
-    RaceSketch sketch = exact_sketch(family, width, neighbour ? d_prime : d);
-    privatize(sketch, spec, noise);
-    observe(sketch, out);
+  p.exact = exact_values(builder.build(d));
+  p.exact_neighbour = exact_values(builder.build(d_prime));
+  p.release = [builder, d, d_prime, spec](bool neighbour, const NoiseSource& noise, Observation& out) {
+    observe(builder.build(neighbour ? d_prime : d).release(spec, noise).sketch(), out);
   };
-  p.release_files = [family, width, d, d_prime, spec, folder = std::make_shared<ScratchFolder>()](
-                        bool neighbour, const NoiseSource& noise) {
-    BuildReport report;
-    RaceSketch sketch = exact_sketch(family, width, neighbour ? d_prime : d, &report);
-    return std::vector<std::string>{write_released_file(*folder, std::move(sketch), report, spec, noise)};
+  p.release_files = [builder, d, d_prime, spec, folder = std::make_shared<ScratchFolder>()](bool neighbour,
+                                                                                           const NoiseSource& noise) {
+    return std::vector<std::string>{write_released_file(*folder, builder.build(neighbour ? d_prime : d).release(spec, noise))};
   };
   return p;
 }
 
 AuditPath sets_path(const PathOptions& o) {
-  auto family = audit_family("jaccard", o);
+  const ExactBuilder builder = audit_builder("jaccard", o);
   const SetCollection d = audit_sets(o.records, o.seed);
   const SetCollection candidates = audit_sets(kCandidates, derive_seed(o.seed, 1));
-  const auto base = exact_values(exact_sketch(family, o.width, d));
+  const auto base = exact_values(builder.build(d));
   std::size_t best = 0;
   double best_l1 = -1;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
-    const auto v = exact_values(exact_sketch(family, o.width, with_set(d, candidates, i)));
+    const auto v = exact_values(builder.build(with_set(d, candidates, i)));
     double l1 = 0;
     for (std::size_t c = 0; c < v.size(); ++c) l1 += std::abs(v[c] - base[c]);
     if (l1 > best_l1) {
@@ -153,18 +146,13 @@ AuditPath sets_path(const PathOptions& o) {
   p.description = "sets, densified one-permutation MinHash (jaccard kernel), discrete Laplace, scale R/eps";
   p.claim = claim_for(spec);
   p.exact = base;
-  p.exact_neighbour = exact_values(exact_sketch(family, o.width, d_prime));
-  const std::size_t width = o.width;
-  p.release = [family, width, d, d_prime, spec](bool neighbour, const NoiseSource& noise, Observation& out) {
-    RaceSketch sketch = exact_sketch(family, width, neighbour ? d_prime : d);
-    privatize(sketch, spec, noise);
-    observe(sketch, out);
+  p.exact_neighbour = exact_values(builder.build(d_prime));
+  p.release = [builder, d, d_prime, spec](bool neighbour, const NoiseSource& noise, Observation& out) {
+    observe(builder.build(neighbour ? d_prime : d).release(spec, noise).sketch(), out);
   };
-  p.release_files = [family, width, d, d_prime, spec, folder = std::make_shared<ScratchFolder>()](
-                        bool neighbour, const NoiseSource& noise) {
-    BuildReport report;
-    RaceSketch sketch = exact_sketch(family, width, neighbour ? d_prime : d, &report);
-    return std::vector<std::string>{write_released_file(*folder, std::move(sketch), report, spec, noise)};
+  p.release_files = [builder, d, d_prime, spec, folder = std::make_shared<ScratchFolder>()](bool neighbour,
+                                                                                           const NoiseSource& noise) {
+    return std::vector<std::string>{write_released_file(*folder, builder.build(neighbour ? d_prime : d).release(spec, noise))};
   };
   return p;
 }
@@ -172,17 +160,17 @@ AuditPath sets_path(const PathOptions& o) {
 // Two data owners sketch disjoint parts A and B, privatize each, and `privrace merge` adds the
 // released sketches (parallel composition: the sum is eps-DP). The neighbour record joins A.
 AuditPath merge_path(const PathOptions& o) {
-  auto family = audit_family("l2", o);
+  const ExactBuilder builder = audit_builder("l2", o);
   const DenseMatrix all = audit_points(o.records, kDim, o.seed);
   const Eigen::Index half = all.rows() / 2;
   const DenseMatrix a = all.topRows(half), b = all.bottomRows(all.rows() - half);
   const DenseMatrix candidates = audit_points(kCandidates, kDim, derive_seed(o.seed, 1));
-  const DenseMatrix a_prime = with_row(a, candidates, most_sensitive_row(family, o.width, a, candidates));
+  const DenseMatrix a_prime = with_row(a, candidates, most_sensitive_row(builder, a, candidates));
   check_neighbours(a, a_prime, NeighborRelation::AddRemove);
   const PrivacySpec spec = spec_for(o, NoiseMechanism::DiscreteLaplace);
   auto exact_sum = [&](const DenseMatrix& first) {
-    RaceSketch s = exact_sketch(family, o.width, first);
-    s.merge(exact_sketch(family, o.width, b));
+    ExactSketch s = builder.build(first);
+    s.merge(builder.build(b));
     return exact_values(s);
   };
   AuditPath p;
@@ -191,27 +179,22 @@ AuditPath merge_path(const PathOptions& o) {
   p.claim = claim_for(spec);
   p.exact = exact_sum(a);
   p.exact_neighbour = exact_sum(a_prime);
-  const std::size_t width = o.width;
-  p.release = [family, width, a, a_prime, b, spec](bool neighbour, const NoiseSource& noise, Observation& out) {
-    RaceSketch first = exact_sketch(family, width, neighbour ? a_prime : a);
-    RaceSketch second = exact_sketch(family, width, b);
-    privatize(first, spec, {noise.seeded, derive_seed(noise.seed, 0)});
-    privatize(second, spec, {noise.seeded, derive_seed(noise.seed, 1)});
-    const nlohmann::json record = merged_privacy({first.privacy(), second.privacy()});
-    first.merge(second);
-    first.set_privacy(record);
+  p.release = [builder, a, a_prime, b, spec](bool neighbour, const NoiseSource& noise, Observation& out) {
+    RaceSketch first = builder.build(neighbour ? a_prime : a).release(spec, {noise.seeded, derive_seed(noise.seed, 0)}).take_sketch();
+    const Release second = builder.build(b).release(spec, {noise.seeded, derive_seed(noise.seed, 1)});
+    ReleaseMerge merge(first);  // as `privrace merge` adds them (parallel composition)
+    merge.add(second.sketch());
+    merge.finish();
     observe(first, out);
   };
   // The files: each owner's release, as `privrace sketch` writes it, and their merge, as
   // `privrace merge` writes it from those two files.
-  p.release_files = [family, width, a, a_prime, b, spec, folder = std::make_shared<ScratchFolder>()](
-                        bool neighbour, const NoiseSource& noise) {
-    BuildReport report_a, report_b;
-    RaceSketch first = exact_sketch(family, width, neighbour ? a_prime : a, &report_a);
-    RaceSketch second = exact_sketch(family, width, b, &report_b);
+  p.release_files = [builder, a, a_prime, b, spec, folder = std::make_shared<ScratchFolder>()](bool neighbour,
+                                                                                               const NoiseSource& noise) {
     std::vector<std::string> files;
-    files.push_back(write_released_file(*folder, std::move(first), report_a, spec, {noise.seeded, derive_seed(noise.seed, 0)}));
-    files.push_back(write_released_file(*folder, std::move(second), report_b, spec, {noise.seeded, derive_seed(noise.seed, 1)}));
+    files.push_back(write_released_file(
+        *folder, builder.build(neighbour ? a_prime : a).release(spec, {noise.seeded, derive_seed(noise.seed, 0)})));
+    files.push_back(write_released_file(*folder, builder.build(b).release(spec, {noise.seeded, derive_seed(noise.seed, 1)})));
     const std::string path_a = folder->next_path(), path_b = folder->next_path(), merged_path = folder->next_path();
     write_file_atomically(path_a, files[0]);
     write_file_atomically(path_b, files[1]);
@@ -232,11 +215,11 @@ AuditPath merge_path(const PathOptions& o) {
 // data), each eps-DP with its own fresh noise: together 2 eps (sequential composition). The
 // observables include the difference of the two releases, where shared noise would cancel.
 AuditPath two_releases_path(const PathOptions& o) {
-  auto family = audit_family("l2", o);
+  const ExactBuilder builder = audit_builder("l2", o);
   const DenseMatrix all = audit_points(o.records, kDim, o.seed);
   const DenseMatrix a = all.topRows(all.rows() / 2);
   const DenseMatrix candidates = audit_points(kCandidates, kDim, derive_seed(o.seed, 1));
-  const DenseMatrix all_prime = with_row(all, candidates, most_sensitive_row(family, o.width, all, candidates));
+  const DenseMatrix all_prime = with_row(all, candidates, most_sensitive_row(builder, all, candidates));
   check_neighbours(all, all_prime, NeighborRelation::AddRemove);
   const PrivacySpec spec = spec_for(o, NoiseMechanism::DiscreteLaplace);
   auto pair_values = [](const std::vector<double>& first, const std::vector<double>& second) {
@@ -245,37 +228,31 @@ AuditPath two_releases_path(const PathOptions& o) {
     for (std::size_t c = 0; c < first.size(); ++c) v.push_back(second[c] - first[c]);
     return v;
   };
-  const auto exact_a = exact_values(exact_sketch(family, o.width, a));
+  const auto exact_a = exact_values(builder.build(a));
   AuditPath p;
   p.name = "two_releases";
   p.description = "two releases (A, then A + B), each eps-DP with its own noise; claim 2 eps";
   p.claim = {2.0 * spec.epsilon, 0.0, false};
-  p.exact = pair_values(exact_a, exact_values(exact_sketch(family, o.width, all)));
-  p.exact_neighbour = pair_values(exact_a, exact_values(exact_sketch(family, o.width, all_prime)));
-  const std::size_t width = o.width;
-  p.release = [family, width, a, all, all_prime, spec, pair_values](bool neighbour, const NoiseSource& noise,
-                                                                     Observation& out) {
-    RaceSketch first = exact_sketch(family, width, a);
-    RaceSketch second = exact_sketch(family, width, neighbour ? all_prime : all);
-    privatize(first, spec, {noise.seeded, derive_seed(noise.seed, 0)});
-    privatize(second, spec, {noise.seeded, derive_seed(noise.seed, 1)});
+  p.exact = pair_values(exact_a, exact_values(builder.build(all)));
+  p.exact_neighbour = pair_values(exact_a, exact_values(builder.build(all_prime)));
+  p.release = [builder, a, all, all_prime, spec, pair_values](bool neighbour, const NoiseSource& noise, Observation& out) {
+    const Release first = builder.build(a).release(spec, {noise.seeded, derive_seed(noise.seed, 0)});
+    const Release second = builder.build(neighbour ? all_prime : all).release(spec, {noise.seeded, derive_seed(noise.seed, 1)});
     Observation one, two;
-    observe(first, one);
-    observe(second, two);
+    observe(first.sketch(), one);
+    observe(second.sketch(), two);
     out.values = pair_values(one.values, two.values);
     out.recorded_variance = one.recorded_variance;
     out.recorded_variance.insert(out.recorded_variance.end(), two.recorded_variance.begin(), two.recorded_variance.end());
     for (std::size_t c = 0; c < one.values.size(); ++c)
       out.recorded_variance.push_back(one.recorded_variance[c] + two.recorded_variance[c]);
   };
-  p.release_files = [family, width, a, all, all_prime, spec, folder = std::make_shared<ScratchFolder>()](
-                        bool neighbour, const NoiseSource& noise) {
-    BuildReport report_a, report_all;
-    RaceSketch first = exact_sketch(family, width, a, &report_a);
-    RaceSketch second = exact_sketch(family, width, neighbour ? all_prime : all, &report_all);
+  p.release_files = [builder, a, all, all_prime, spec, folder = std::make_shared<ScratchFolder>()](bool neighbour,
+                                                                                                   const NoiseSource& noise) {
     std::vector<std::string> files;
-    files.push_back(write_released_file(*folder, std::move(first), report_a, spec, {noise.seeded, derive_seed(noise.seed, 0)}));
-    files.push_back(write_released_file(*folder, std::move(second), report_all, spec, {noise.seeded, derive_seed(noise.seed, 1)}));
+    files.push_back(write_released_file(*folder, builder.build(a).release(spec, {noise.seeded, derive_seed(noise.seed, 0)})));
+    files.push_back(write_released_file(
+        *folder, builder.build(neighbour ? all_prime : all).release(spec, {noise.seeded, derive_seed(noise.seed, 1)})));
     return files;
   };
   return p;
@@ -353,53 +330,50 @@ AuditPath mechanism_path(const std::string& name, const PathOptions& o) {
 }
 
 // M2M feature sketches (RFF, HIST): the feature sums and the record count, released with the
-// epsilon_num / epsilon_den split of feature_privacy_spec (num_share 0.98), through privatize.
-// The observables are the noisy sums (grid units) and the noisy count.
+// epsilon_num / epsilon_den split of feature_privacy_spec (num_share 0.98), through the release
+// API. The observables are the noisy sums (grid units) and the noisy count.
 AuditPath feature_path(const std::string& kind, const PathOptions& o) {
-  FeatureSketchSpec fs;
-  fs.kind = kind;
+  ReleaseParams params;
+  params.family.kernel = kind == "rff" ? Kernel::Rff : Kernel::Hist;
   // One frequency (m' = 1): a record's change is one (cos, sin) pair, and the candidate search
   // finds a phase near pi/4 where its L1 norm reaches the sqrt(2) G of the sensitivity. With many
   // pairs the worst case needs every phase there at once, and the audit would measure a loose bound.
-  fs.features = 2;
-  fs.sigma = 1.0;
-  fs.bins = o.width;
-  fs.lo = {-8.0};
-  fs.hi = {8.0};
-  fs.seed = derive_seed(o.seed, 3);
-  auto family = make_feature_family(fs, kDim);
-  const std::size_t width = feature_sketch_width(fs);
+  params.family.features = 2;
+  params.family.sigma = 1.0;
+  params.family.bins = o.width;
+  params.family.lo = {-8.0};
+  params.family.hi = {8.0};
+  params.threads = 1;
+  params.hash_seed = derive_seed(o.seed, 3);
+  const ExactBuilder builder = ExactBuilder::dense(params, MasterSeed::of(o.seed, true), kDim);
   FeatureSketchPrivacy fp;
   fp.epsilon = o.epsilon;
   const PrivacySpec spec = feature_privacy_spec(fp);
   const DenseMatrix d = audit_points(o.records, kDim, o.seed);
   const DenseMatrix candidates = audit_points(kCandidates, kDim, derive_seed(o.seed, 1));
-  const DenseMatrix d_prime = with_row(d, candidates, most_sensitive_row(family, width, d, candidates));
+  const DenseMatrix d_prime = with_row(d, candidates, most_sensitive_row(builder, d, candidates));
   check_neighbours(d, d_prime, NeighborRelation::AddRemove);
-  auto with_count = [](const RaceSketch& s) {
+  auto with_count = [](const ExactSketch& s) {
     auto v = exact_values(s);
-    v.push_back(static_cast<double>(s.records()));
+    v.push_back(static_cast<double>(s.counts().records()));
     return v;
   };
   AuditPath p;
   p.name = "m2m_" + kind;
   p.description = kind + " feature sketch (M2M) with its record count, epsilon_num = 0.98 eps, epsilon_den = 0.02 eps";
   p.claim = claim_for(spec);
-  p.exact = with_count(exact_sketch(family, width, d));
-  p.exact_neighbour = with_count(exact_sketch(family, width, d_prime));
-  p.release = [family, width, d, d_prime, spec](bool neighbour, const NoiseSource& noise, Observation& out) {
-    RaceSketch sketch = exact_sketch(family, width, neighbour ? d_prime : d);
-    privatize(sketch, spec, noise);
-    observe(sketch, out);
-    const auto& rec = sketch.privacy();
+  p.exact = with_count(builder.build(d));
+  p.exact_neighbour = with_count(builder.build(d_prime));
+  p.release = [builder, d, d_prime, spec](bool neighbour, const NoiseSource& noise, Observation& out) {
+    const Release release = builder.build(neighbour ? d_prime : d).release(spec, noise);
+    observe(release.sketch(), out);
+    const auto& rec = release.sketch().privacy();
     out.values.push_back(rec.at("count").get<double>());
     out.recorded_variance.push_back(rec.at("count_noise_variance").get<double>());
   };
-  p.release_files = [family, width, d, d_prime, spec, folder = std::make_shared<ScratchFolder>()](
-                        bool neighbour, const NoiseSource& noise) {
-    BuildReport report;
-    RaceSketch sketch = exact_sketch(family, width, neighbour ? d_prime : d, &report);
-    return std::vector<std::string>{write_released_file(*folder, std::move(sketch), report, spec, noise)};
+  p.release_files = [builder, d, d_prime, spec, folder = std::make_shared<ScratchFolder>()](bool neighbour,
+                                                                                           const NoiseSource& noise) {
+    return std::vector<std::string>{write_released_file(*folder, builder.build(neighbour ? d_prime : d).release(spec, noise))};
   };
   return p;
 }
@@ -532,26 +506,26 @@ AuditPath make_path(const std::string& name, const PathOptions& o) {
   using NM = NoiseMechanism;
   if (name == "race_pstable")
     return dense_sketch_path(name, "dense RACE, p-stable (l2) LSH, discrete Laplace, scale R/eps", o,
-                             audit_family("l2", o), spec_for(o, NM::DiscreteLaplace));
+                             audit_builder("l2", o), spec_for(o, NM::DiscreteLaplace));
   if (name == "race_srp")
     return dense_sketch_path(name, "dense RACE, signed random projections (angular), discrete Laplace", o,
-                             audit_family("angular", o), spec_for(o, NM::DiscreteLaplace));
+                             audit_builder("angular", o), spec_for(o, NM::DiscreteLaplace));
   if (name == "regression_query_pairs")
     return dense_sketch_path(name, "regression sketch, pairs at query time (1 cell a row), scale R/eps", o,
-                             audit_family("angular_pair", o, "query"), spec_for(o, NM::DiscreteLaplace));
+                             audit_builder("angular_pair", o, "query"), spec_for(o, NM::DiscreteLaplace));
   if (name == "regression_insert_pairs")
     return dense_sketch_path(name, "regression sketch, x and -x inserted (2 cells a row), scale 2R/eps", o,
-                             audit_family("angular_pair", o, "insert"), spec_for(o, NM::DiscreteLaplace));
+                             audit_builder("angular_pair", o, "insert"), spec_for(o, NM::DiscreteLaplace));
   if (name == "sets_minhash") return sets_path(o);
   if (name == "merge_disjoint") return merge_path(o);
   if (name == "race_pstable_replace")
-    return dense_sketch_path(name, "dense RACE, replace-one neighbours, scale 2R/eps", o, audit_family("l2", o),
+    return dense_sketch_path(name, "dense RACE, replace-one neighbours, scale 2R/eps", o, audit_builder("l2", o),
                              spec_for(o, NM::DiscreteLaplace, NeighborRelation::Replace));
   if (name == "race_pstable_floored_laplace")
-    return dense_sketch_path(name, "dense RACE, floor(S + Laplace(R/eps))", o, audit_family("l2", o),
+    return dense_sketch_path(name, "dense RACE, floor(S + Laplace(R/eps))", o, audit_builder("l2", o),
                              spec_for(o, NM::FlooredLaplace));
   if (name == "race_pstable_gaussian")
-    return dense_sketch_path(name, "dense RACE, analytic Gaussian at L2 sensitivity sqrt(R)", o, audit_family("l2", o),
+    return dense_sketch_path(name, "dense RACE, analytic Gaussian at L2 sensitivity sqrt(R)", o, audit_builder("l2", o),
                              spec_for(o, NM::Gaussian));
   if (name == "two_releases") return two_releases_path(o);
   if (name == "m2m_rff") return feature_path("rff", o);
@@ -600,47 +574,28 @@ SetCollection with_set(const SetCollection& d, const SetCollection& candidates, 
   return out;
 }
 
-std::shared_ptr<const LshFamily> audit_family(const std::string& kernel, const PathOptions& o, const std::string& pair_mode) {
-  FamilySpec spec;
-  spec.kernel = parse_kernel(kernel);
-  spec.rows = o.rows;
-  spec.dim = kernel == "jaccard" ? 0 : kDim;
-  spec.bandwidth = 1.0;
+ExactBuilder audit_builder(const std::string& kernel, const PathOptions& o, const std::string& pair_mode) {
+  ReleaseParams params;
+  params.family.kernel = parse_kernel(kernel);
+  params.family.rows = o.rows;
+  params.family.bandwidth = 1.0;
   // SRP: 2^3 = 8 codes fill W = 8 columns one-to-one; the pair sketch's 2^2 codes leave room
   // for x and -x in different columns.
-  spec.power = kernel == "angular" ? 3 : kernel == "angular_pair" ? 2 : 1;
-  spec.seed = derive_seed(o.seed, 2);
-  spec.pair_mode = pair_mode;
-  return make_family(spec);
+  params.family.power = kernel == "angular" ? 3 : kernel == "angular_pair" ? 2 : 1;
+  params.family.pair_mode = pair_mode;
+  params.width = o.width;
+  params.threads = 1;
+  params.hash_seed = derive_seed(o.seed, 2);  // public; the noise comes from each run's source
+  const MasterSeed seed = MasterSeed::of(o.seed, true);
+  return is_set_kernel(params.family.kernel) ? ExactBuilder::sets(params, seed) : ExactBuilder::dense(params, seed, kDim);
 }
 
-RaceSketch exact_sketch(std::shared_ptr<const LshFamily> family, std::size_t width, const DenseMatrix& data,
-                        BuildReport* report) {
-  RaceSketch sketch(std::move(family), width);
-  BuildOptions opts;
-  opts.threads = 1;
-  BuildReport r = build_dense(sketch, data, opts);
-  if (report) *report = std::move(r);
-  return sketch;
-}
-
-RaceSketch exact_sketch(std::shared_ptr<const LshFamily> family, std::size_t width, const SetCollection& data,
-                        BuildReport* report) {
-  RaceSketch sketch(std::move(family), width);
-  BuildOptions opts;
-  opts.threads = 1;
-  BuildReport r = build_sets(sketch, data, opts);
-  if (report) *report = std::move(r);
-  return sketch;
-}
-
-Eigen::Index most_sensitive_row(const std::shared_ptr<const LshFamily>& family, std::size_t width,
-                                const DenseMatrix& d, const DenseMatrix& candidates) {
-  const auto base = exact_values(exact_sketch(family, width, d));
+Eigen::Index most_sensitive_row(const ExactBuilder& builder, const DenseMatrix& d, const DenseMatrix& candidates) {
+  const auto base = exact_values(builder.build(d));
   Eigen::Index best = 0;
   double best_l1 = -1, best_l2 = -1;
   for (Eigen::Index i = 0; i < candidates.rows(); ++i) {
-    const auto v = exact_values(exact_sketch(family, width, with_row(d, candidates, i)));
+    const auto v = exact_values(builder.build(with_row(d, candidates, i)));
     double l1 = 0, l2 = 0;
     for (std::size_t c = 0; c < v.size(); ++c) {
       const double delta = v[c] - base[c];
@@ -655,6 +610,8 @@ Eigen::Index most_sensitive_row(const std::shared_ptr<const LshFamily>& family, 
   }
   return best;
 }
+
+std::vector<double> exact_values(const ExactSketch& exact) { return exact_values(exact.counts()); }
 
 std::vector<double> exact_values(const RaceSketch& sketch) {
   const auto counts = sketch.counts();

@@ -1,17 +1,16 @@
 #pragma once
-// The release paths the auditor checks, built from the library's own code: the sketch
-// builder, privatize, merge and the noise samplers, exactly as `privrace sketch` and
-// `privrace merge` call them. Small sketches (R = 4, W = 8 by default) keep a release at a
-// few microseconds, so a verdict can rest on 10^5 - 10^6 releases.
+// The release paths the auditor checks, built from the library's own code: the release API
+// (ExactBuilder, ExactSketch::release, save_release, ReleaseMerge) and the noise samplers,
+// exactly as `privrace sketch` and `privrace merge` call them. Small sketches (R = 4, W = 8 by
+// default) keep a release at a few microseconds, so a verdict can rest on 10^5 - 10^6 releases.
 #include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "privrace/audit/auditor.hpp"
-#include "privrace/lsh/family.hpp"
-#include "privrace/sketch/builder.hpp"
 #include "privrace/sketch/race_sketch.hpp"
+#include "privrace/sketch/release.hpp"
 
 namespace privrace::audit {
 
@@ -34,14 +33,10 @@ DenseMatrix audit_points(std::size_t n, std::size_t dim, std::uint64_t seed);
 SetCollection audit_sets(std::size_t n, std::uint64_t seed);
 DenseMatrix with_row(const DenseMatrix& d, const DenseMatrix& candidates, Eigen::Index row);
 SetCollection with_set(const SetCollection& d, const SetCollection& candidates, std::size_t index);
-std::shared_ptr<const LshFamily> audit_family(const std::string& kernel, const PathOptions& options,
-                                              const std::string& pair_mode = "query");
-// The exact sketch of D through the parallel builder (one thread: the runs are the parallel axis);
-// `report`: the build's report (what the release API records).
-RaceSketch exact_sketch(std::shared_ptr<const LshFamily> family, std::size_t width, const DenseMatrix& data,
-                        BuildReport* report = nullptr);
-RaceSketch exact_sketch(std::shared_ptr<const LshFamily> family, std::size_t width, const SetCollection& data,
-                        BuildReport* report = nullptr);
+// The release API's builder of an audit sketch on `kernel`: R x W of the options, one thread (the
+// runs are the parallel axis), the public hash seed derive_seed(seed, 2). builder.build(D) is the
+// exact sketch of D as `privrace sketch` builds it.
+ExactBuilder audit_builder(const std::string& kernel, const PathOptions& options, const std::string& pair_mode = "query");
 
 // The whole-file check's files: a private folder (memory-backed /dev/shm where writable, else
 // the temporary directory), removed with everything in it when the last path using it goes.
@@ -58,16 +53,15 @@ class ScratchFolder {
 };
 // The file's bytes; the file is removed.
 std::string take_file(const std::string& path);
-// One release as `privrace sketch` writes it: the exact counts released through the release API
-// (ExactSketch::release, noise once) and written by save_release with the "build" record the
-// command writes (input "audit"); returns the file's bytes.
-std::string write_released_file(ScratchFolder& folder, RaceSketch exact, const BuildReport& report, const PrivacySpec& spec,
-                                const NoiseSource& noise);
+// One release as `privrace sketch` writes it: a release of the release API (ExactSketch::release,
+// noise once) written by save_release with the "build" record the command writes (input
+// "audit"); returns the file's bytes.
+std::string write_released_file(ScratchFolder& folder, const Release& release);
 // The candidate whose insertion changes the exact counts most (L1, then L2): D' = D + it.
-Eigen::Index most_sensitive_row(const std::shared_ptr<const LshFamily>& family, std::size_t width,
-                                const DenseMatrix& d, const DenseMatrix& candidates);
+Eigen::Index most_sensitive_row(const ExactBuilder& builder, const DenseMatrix& d, const DenseMatrix& candidates);
 // Observation of a released sketch: its counts, and the per-count noise variance it records.
 void observe(const RaceSketch& sketch, Observation& out);
 std::vector<double> exact_values(const RaceSketch& sketch);
+std::vector<double> exact_values(const ExactSketch& exact);
 
 }  // namespace privrace::audit

@@ -211,16 +211,6 @@ std::optional<Release> ExactSketch::release_in_shares(std::size_t first, std::si
 
 namespace {
 
-RaceSketch empty_sketch(const ReleaseParams& params, const MasterSeed& seed, std::size_t dim) {
-  FamilySpec fam = params.family;
-  fam.dim = dim;
-  fam.seed = params.hash_seed ? *params.hash_seed : seed.hash_seed();
-  std::shared_ptr<const LshFamily> family(make_family(fam));
-  // hist: one row per attribute, known now.
-  if (params.family.kernel == Kernel::Hist) check_sketch_fits(family->rows(), params.columns(), 1);
-  return RaceSketch(std::move(family), params.columns());
-}
-
 BuildOptions dense_options(const ReleaseParams& params) {
   BuildOptions b;
   b.threads = params.threads;
@@ -233,33 +223,100 @@ void check_dense(const ReleaseParams& params) {
     throw UsageError("the " + to_string(params.family.kernel) + " kernel sketches sets, not dense records");
 }
 
+void check_sets(const ReleaseParams& params) {
+  if (!is_set_kernel(params.family.kernel))
+    throw UsageError("the " + to_string(params.family.kernel) + " kernel sketches dense records, not sets");
+}
+
 }  // namespace
 
-ExactSketch build_exact(const ReleaseParams& params, const MasterSeed& seed, std::size_t dim, const DenseChunkReader& next) {
+ExactBuilder::ExactBuilder(const ReleaseParams& params, const MasterSeed& seed, std::size_t dim) : params_(params), seed_(seed) {
+  FamilySpec fam = params.family;
+  fam.dim = dim;
+  // The one choice of a release's hash seed: the public one given, else the master's.
+  fam.seed = params.hash_seed ? *params.hash_seed : seed.hash_seed();
+  family_ = make_family(fam);
+  // hist: one row per attribute, known now.
+  if (params.family.kernel == Kernel::Hist) check_sketch_fits(family_->rows(), params.columns(), 1);
+}
+
+ExactBuilder ExactBuilder::dense(const ReleaseParams& params, const MasterSeed& seed, std::size_t dim) {
   params.validate("");
   check_dense(params);
-  RaceSketch sketch = empty_sketch(params, seed, dim);
-  BuildReport report = build_dense_stream(sketch, next, dense_options(params));
-  return ExactSketch(std::move(sketch), std::move(report), params, seed);
+  return ExactBuilder(params, seed, dim);
+}
+
+ExactBuilder ExactBuilder::sets(const ReleaseParams& params, const MasterSeed& seed) {
+  params.validate("");
+  check_sets(params);
+  return ExactBuilder(params, seed, 0);
+}
+
+RaceSketch ExactBuilder::empty() const { return RaceSketch(family_, params_.columns()); }
+
+ExactSketch ExactBuilder::adopt(RaceSketch sketch, BuildReport report) const {
+  return ExactSketch(std::move(sketch), std::move(report), params_, seed_);
+}
+
+ExactSketch ExactBuilder::build(const DenseChunkReader& next) const {
+  check_dense(params_);
+  RaceSketch sketch = empty();
+  BuildReport report = build_dense_stream(sketch, next, dense_options(params_));
+  return adopt(std::move(sketch), std::move(report));
+}
+
+ExactSketch ExactBuilder::build(const DenseRef& data) const {
+  check_dense(params_);
+  RaceSketch sketch = empty();
+  BuildReport report = build_dense(sketch, data, dense_options(params_));
+  return adopt(std::move(sketch), std::move(report));
+}
+
+ExactSketch ExactBuilder::build(const SetCollection& sets) const {
+  check_sets(params_);
+  RaceSketch sketch = empty();
+  // Sets go through the two-phase builder (no per-thread sketch copies, no merge) unless the
+  // strategy names another.
+  BuildReport report = build_set_sketch(sketch, sets, SetBuildOptions{.threads = params_.threads, .strategy = params_.strategy});
+  return adopt(std::move(sketch), std::move(report));
+}
+
+std::vector<ExactSketch> ExactBuilder::build_parts(const DenseRef& data, std::span<const int> part, std::size_t parts) const {
+  check_dense(params_);
+  if (static_cast<std::size_t>(data.rows()) != part.size())
+    throw UsageError("build_parts: " + std::to_string(data.rows()) + " rows but " + std::to_string(part.size()) + " part indices");
+  std::vector<std::vector<Eigen::Index>> members(parts);
+  for (std::size_t i = 0; i < part.size(); ++i) {
+    const int k = part[i];
+    if (k < 0 || static_cast<std::size_t>(k) >= parts)
+      throw UsageError("build_parts: row " + std::to_string(i) + " belongs to part " + std::to_string(k) + ", outside 0.." +
+                       std::to_string(parts) + ")");
+    members[static_cast<std::size_t>(k)].push_back(static_cast<Eigen::Index>(i));
+  }
+  std::vector<ExactSketch> out;
+  out.reserve(parts);
+  for (std::size_t k = 0; k < parts; ++k) {
+    if (members[k].empty()) {  // nothing to hash: zeros
+      out.push_back(adopt(empty(), BuildReport{}));
+      continue;
+    }
+    DenseMatrix rows(static_cast<Eigen::Index>(members[k].size()), data.cols());
+    for (std::size_t j = 0; j < members[k].size(); ++j) rows.row(static_cast<Eigen::Index>(j)) = data.row(members[k][j]);
+    out.push_back(build(DenseRef(rows)));
+  }
+  return out;
+}
+
+ExactSketch build_exact(const ReleaseParams& params, const MasterSeed& seed, std::size_t dim, const DenseChunkReader& next) {
+  return ExactBuilder::dense(params, seed, dim).build(next);
 }
 
 ExactSketch build_exact(const ReleaseParams& params, const MasterSeed& seed, const DenseRef& data) {
-  params.validate("");
-  check_dense(params);
-  RaceSketch sketch = empty_sketch(params, seed, static_cast<std::size_t>(data.cols()));
-  BuildReport report = build_dense(sketch, data, dense_options(params));
-  return ExactSketch(std::move(sketch), std::move(report), params, seed);
+  return ExactBuilder::dense(params, seed, static_cast<std::size_t>(data.cols())).build(data);
 }
 
 ExactSketch build_exact(const ReleaseParams& params, const MasterSeed& seed, const SetCollection& sets) {
-  params.validate("");
-  if (!is_set_kernel(params.family.kernel))
-    throw UsageError("the " + to_string(params.family.kernel) + " kernel sketches dense records, not sets");
-  RaceSketch sketch = empty_sketch(params, seed, 0);
-  // Sets go through the two-phase builder (no per-thread sketch copies, no merge) unless the
-  // strategy names another.
-  BuildReport report = build_set_sketch(sketch, sets, SetBuildOptions{.threads = params.threads, .strategy = params.strategy});
-  return ExactSketch(std::move(sketch), std::move(report), params, seed);
+  return ExactBuilder::sets(params, seed).build(sets);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -10,9 +10,14 @@
 //   save_release(path, r, extra);                                or return r.sketch
 //
 // Seeds: hash seed = derive_seed(master, 101), noise seed = derive_seed(master, 202), so a
-// seeded release is byte-identical whichever front end built it. Experiments that sweep
-// epsilon build the exact sketch once and call exact.release(spec, noise) per epsilon: each
-// call privatizes a new copy; the exact counts stay in memory and have no save function.
+// seeded release is byte-identical whichever front end built it. A given public hash seed
+// (ReleaseParams::hash_seed: --hash-seed, an experiment group's seed, a task's LSH seed)
+// replaces the derived one; ExactBuilder resolves it, and nothing else seeds a release's family.
+// Exact counts are made here only (ExactSketch has no public constructor): build_exact, or an
+// ExactBuilder when many builds share one family (a classifier's class sketches, the auditor's
+// runs). Experiments that sweep epsilon build the exact sketch once and call
+// exact.release(spec, noise) per epsilon: each call privatizes a new copy; the exact counts
+// stay in memory and have no save function.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -146,10 +151,6 @@ void save_release(const std::string& path, const Release& release, const nlohman
 // exact partial counts here (merge, or MPI's reduce on partial_counts()), then release once.
 class ExactSketch {
  public:
-  // Adopts counts built elsewhere (an experiment's own build); UsageError if they carry noise.
-  ExactSketch(RaceSketch counts, BuildReport report, std::optional<ReleaseParams> params = std::nullopt,
-              std::optional<MasterSeed> seed = std::nullopt);
-
   const RaceSketch& counts() const { return sketch_; }
   const BuildReport& report() const { return report_; }
 
@@ -183,9 +184,12 @@ class ExactSketch {
   std::optional<Release> release_in_shares(std::size_t first, std::size_t n, bool root, const ShareExchange& exchange) &&;
 
  private:
-  friend ExactSketch build_exact(const ReleaseParams&, const MasterSeed&, std::size_t, const DenseChunkReader&);
-  friend ExactSketch build_exact(const ReleaseParams&, const MasterSeed&, const DenseRef&);
-  friend ExactSketch build_exact(const ReleaseParams&, const MasterSeed&, const SetCollection&);
+  // Made by ExactBuilder only (build_exact goes through it): the counts of its build.
+  // UsageError if they carry noise. Without parameters and seed there is no default release().
+  friend class ExactBuilder;
+  friend struct ExactSketchTestAccess;  // tests/engine/test_release.cpp: the refusals above
+  ExactSketch(RaceSketch counts, BuildReport report, std::optional<ReleaseParams> params = std::nullopt,
+              std::optional<MasterSeed> seed = std::nullopt);
   static Release privatized(RaceSketch sketch, const BuildReport& report, const PrivacySpec& spec, const NoiseSource& noise);
 
   RaceSketch sketch_;
@@ -194,9 +198,44 @@ class ExactSketch {
   std::optional<MasterSeed> seed_;
 };
 
-// The exact sketch of a record source, built with the strategy the parameters name. The family
-// is seeded with seed.hash_seed(). Validates the parameters first (field names without "--").
-// Dense records streamed in chunks (a table reader): `dim` attributes, `next` as in build_dense_stream.
+// The one build of exact counts: the parameters validated once (field names without "--"), the
+// family's seed resolved once (params.hash_seed when given, else seed.hash_seed(): the only place
+// a release's hash seed is chosen), the family made once and shared by every sketch built here,
+// each with the strategy and threads the parameters name. Copies share the family.
+class ExactBuilder {
+ public:
+  // Dense records of `dim` attributes (UsageError for a set kernel).
+  static ExactBuilder dense(const ReleaseParams& params, const MasterSeed& seed, std::size_t dim);
+  // Sets (UsageError for a dense kernel).
+  static ExactBuilder sets(const ReleaseParams& params, const MasterSeed& seed);
+
+  const ReleaseParams& params() const { return params_; }
+  const MasterSeed& seed() const { return seed_; }
+  std::uint64_t hash_seed() const { return family_->seed(); }
+  const std::shared_ptr<const LshFamily>& family() const { return family_; }
+
+  // Dense records streamed in chunks (a table reader), `next` as in build_dense_stream.
+  ExactSketch build(const DenseChunkReader& next) const;
+  // Dense records in memory (a row-major view, read in place).
+  ExactSketch build(const DenseRef& data) const;
+  // Sets: the two-phase set builder unless the strategy names another.
+  ExactSketch build(const SetCollection& sets) const;
+  // Disjoint parts of dense records (a classifier's classes): row i belongs to part part[i]
+  // (0..parts-1, UsageError otherwise); one exact sketch per part, all on this family. An empty
+  // part's sketch holds zeros.
+  std::vector<ExactSketch> build_parts(const DenseRef& data, std::span<const int> part, std::size_t parts) const;
+
+ private:
+  ExactBuilder(const ReleaseParams& params, const MasterSeed& seed, std::size_t dim);
+  RaceSketch empty() const;
+  ExactSketch adopt(RaceSketch sketch, BuildReport report) const;
+  ReleaseParams params_;
+  MasterSeed seed_;
+  std::shared_ptr<const LshFamily> family_;
+};
+
+// The exact sketch of a record source: ExactBuilder::dense(params, seed, dim).build(records)
+// (sets: ExactBuilder::sets). Dense records streamed in chunks (a table reader): `dim` attributes.
 ExactSketch build_exact(const ReleaseParams& params, const MasterSeed& seed, std::size_t dim, const DenseChunkReader& next);
 // Dense records in memory (a row-major view, read in place).
 ExactSketch build_exact(const ReleaseParams& params, const MasterSeed& seed, const DenseRef& data);

@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include "privrace/core/error.hpp"
-#include "privrace/sketch/builder.hpp"
 #include "privrace/sketch/release.hpp"
 
 namespace privrace {
@@ -16,37 +15,39 @@ DecisionRule parse_decision_rule(const std::string& name) {
   throw UsageError("unknown decision rule '" + name + "' (expected ml or map)");
 }
 
-RaceClassifier::RaceClassifier(const RaceClassifierSpec& spec, std::size_t dim, std::size_t classes) : spec_(spec) {
+namespace {
+// The release parameters of the class sketches: p-stable L2, R x W, the public LSH seed spec.seed.
+ExactBuilder classifier_builder(const RaceClassifierSpec& spec, std::size_t dim, std::size_t classes) {
   if (classes < 2) throw UsageError("a classifier needs at least 2 classes");
-  FamilySpec fs;
-  fs.kernel = Kernel::L2;
-  fs.bandwidth = spec.bandwidth;
-  fs.power = spec.power;
-  fs.rows = spec.rows;
-  fs.dim = dim;
-  fs.seed = spec.seed;
-  family_ = make_family(fs);
-  sketches_.reserve(classes);
-  for (std::size_t c = 0; c < classes; ++c) sketches_.emplace_back(family_, spec.width);
+  ReleaseParams params;
+  params.family.kernel = Kernel::L2;
+  params.family.bandwidth = spec.bandwidth;
+  params.family.power = spec.power;
+  params.family.rows = spec.rows;
+  params.width = spec.width;
+  params.threads = spec.threads;
+  params.hash_seed = spec.seed;
+  return ExactBuilder::dense(params, MasterSeed::of(spec.seed, true), dim);
+}
+}  // namespace
+
+RaceClassifier::RaceClassifier(const RaceClassifierSpec& spec, std::size_t dim, std::size_t classes)
+    : classes_(classes), builder_(classifier_builder(spec, dim, classes)) {
+  // Every class's counts start at zero (a class without records keeps them).
+  const DenseMatrix none(0, static_cast<Eigen::Index>(dim));
+  exact_ = builder_.build_parts(none, {}, classes);
 }
 
 void RaceClassifier::fit(const DenseRef& x, std::span<const int> labels) {
   if (static_cast<std::size_t>(x.rows()) != labels.size()) throw UsageError("fit: rows and labels differ in number");
+  if (!released_.empty()) throw UsageError("fit: the class sketches are already released");
   const auto t0 = std::chrono::steady_clock::now();
-  const std::size_t k = sketches_.size();
-  std::vector<std::vector<Eigen::Index>> members(k);
-  for (std::size_t i = 0; i < labels.size(); ++i) {
-    const int c = labels[i];
-    if (c < 0 || static_cast<std::size_t>(c) >= k) throw UsageError("fit: label " + std::to_string(c) + " out of range");
-    members[static_cast<std::size_t>(c)].push_back(static_cast<Eigen::Index>(i));
-  }
-  BuildOptions bo;
-  bo.threads = spec_.threads;
-  for (std::size_t c = 0; c < k; ++c) {
-    if (members[c].empty()) continue;
-    DenseMatrix part(static_cast<Eigen::Index>(members[c].size()), x.cols());
-    for (std::size_t j = 0; j < members[c].size(); ++j) part.row(static_cast<Eigen::Index>(j)) = x.row(members[c][j]);
-    build_dense(sketches_[c], part, bo);
+  for (const int c : labels)
+    if (c < 0 || static_cast<std::size_t>(c) >= classes_) throw UsageError("fit: label " + std::to_string(c) + " out of range");
+  std::vector<ExactSketch> parts = builder_.build_parts(x, labels, classes_);
+  for (std::size_t c = 0; c < classes_; ++c) {
+    if (exact_[c].report().points == 0) exact_[c] = std::move(parts[c]);  // nothing to add to
+    else exact_[c].merge(parts[c]);
   }
   build_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -55,23 +56,28 @@ void RaceClassifier::privatize(const PrivacySpec& spec, const NoiseSource& sourc
   // Every class gets the whole epsilon (parallel composition, header), each class sketch
   // released once through the release API (a second call is refused: its counts carry noise).
   // Seeded runs give each class its own noise stream.
-  for (std::size_t c = 0; c < sketches_.size(); ++c) {
+  if (!released_.empty()) throw UsageError("an exact sketch holds counts without noise; this one already carries noise");
+  std::vector<RaceSketch> released;
+  released.reserve(classes_);
+  for (std::size_t c = 0; c < classes_; ++c) {
     NoiseSource s = source;
     if (s.seeded) s.seed = derive_seed(source.seed, c);
-    sketches_[c] = ExactSketch(std::move(sketches_[c]), BuildReport{}).release(spec, s).take_sketch();
+    released.push_back(std::move(exact_[c]).release(spec, s).take_sketch());
   }
+  released_ = std::move(released);
+  exact_.clear();
 }
 
 DoubleMatrix RaceClassifier::kernel_sums(const DenseRef& queries) const {
   const Eigen::Index n = queries.rows();
-  DoubleMatrix out(n, static_cast<Eigen::Index>(sketches_.size()));
+  DoubleMatrix out(n, static_cast<Eigen::Index>(classes_));
   constexpr Eigen::Index kBatch = 2048;
   CodeMatrix codes;
   for (Eigen::Index b = 0; b < n; b += kBatch) {
     const Eigen::Index m = std::min(kBatch, n - b);
-    family_->hash_dense(queries.middleRows(b, m), codes);  // shared by every class sketch
-    for (std::size_t c = 0; c < sketches_.size(); ++c) {
-      const DoubleMatrix est = sketches_[c].row_estimates(codes);  // R x m
+    builder_.family()->hash_dense(queries.middleRows(b, m), codes);  // shared by every class sketch
+    for (std::size_t c = 0; c < classes_; ++c) {
+      const DoubleMatrix est = sketch(c).row_estimates(codes);  // R x m
       out.block(b, static_cast<Eigen::Index>(c), m, 1) = est.colwise().mean().transpose();
     }
   }
@@ -80,7 +86,7 @@ DoubleMatrix RaceClassifier::kernel_sums(const DenseRef& queries) const {
 
 std::vector<double> RaceClassifier::n_hat() const {
   std::vector<double> n;
-  for (const auto& s : sketches_) n.push_back(s.n_hat());
+  for (std::size_t c = 0; c < classes_; ++c) n.push_back(sketch(c).n_hat());
   return n;
 }
 

@@ -23,6 +23,7 @@
 #include "privrace/privacy/budget.hpp"
 #include "privrace/sketch/privatize.hpp"
 #include "privrace/sketch/race_sketch.hpp"
+#include "privrace/sketch/release.hpp"
 
 namespace privrace {
 
@@ -42,7 +43,8 @@ class RaceClassifier {
  public:
   RaceClassifier(const RaceClassifierSpec& spec, std::size_t dim, std::size_t classes);
 
-  // Exact counts of each class from labelled rows (labels in 0..classes-1).
+  // Exact counts of each class from labelled rows (labels in 0..classes-1), added to the counts
+  // so far; built by the release API (ExactBuilder::build_parts: one family for every class).
   void fit(const DenseRef& x, std::span<const int> labels);
   // Releases every class sketch once (ExactSketch::release), each with the whole epsilon (see
   // above); UsageError when the sketches already carry noise.
@@ -55,14 +57,16 @@ class RaceClassifier {
   std::vector<std::vector<int>> predict(const DenseRef& queries, std::span<const DecisionRule> rules) const;
 
   std::vector<double> n_hat() const;
-  std::size_t classes() const { return sketches_.size(); }
-  const RaceSketch& sketch(std::size_t c) const { return sketches_[c]; }
+  std::size_t classes() const { return classes_; }
+  // Class c's counts: exact until privatize, then the released ones.
+  const RaceSketch& sketch(std::size_t c) const { return released_.empty() ? exact_[c].counts() : released_[c]; }
   double build_seconds() const { return build_seconds_; }
 
  private:
-  RaceClassifierSpec spec_;
-  std::shared_ptr<const LshFamily> family_;
-  std::vector<RaceSketch> sketches_;
+  std::size_t classes_;
+  ExactBuilder builder_;              // the release parameters and the one LSH family (seed spec.seed)
+  std::vector<ExactSketch> exact_;    // the exact class counts, until released
+  std::vector<RaceSketch> released_;  // the released class sketches (after privatize)
   double build_seconds_ = 0;
 };
 

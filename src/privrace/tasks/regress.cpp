@@ -6,7 +6,6 @@
 #include <numbers>
 
 #include "privrace/core/error.hpp"
-#include "privrace/sketch/builder.hpp"
 
 namespace privrace {
 
@@ -19,23 +18,25 @@ DenseMatrix surrogate_inputs(const Eigen::Ref<const DoubleMatrix>& x, const Eige
   return z;
 }
 
-RaceSketch build_surrogate_sketch(const DenseRef& z, const SurrogateSpec& spec) {
+ReleaseParams surrogate_params(const SurrogateSpec& spec) {
   if (spec.pair_mode != "insert" && spec.pair_mode != "query")
     throw UsageError("pair_mode must be insert or query, not '" + spec.pair_mode + "'");
-  FamilySpec fs;
-  fs.kernel = Kernel::AngularPair;
-  fs.power = spec.power;
-  fs.rows = spec.rows;
-  fs.dim = static_cast<std::size_t>(z.cols());
-  fs.seed = spec.seed;
-  fs.pair_mode = spec.pair_mode;
-  std::shared_ptr<const LshFamily> family = make_family(fs);
-  RaceSketch sketch(family, spec.width);
-  BuildOptions bo;
-  bo.threads = spec.threads;
-  build_dense(sketch, z, bo);
-  return sketch;
+  ReleaseParams params;
+  params.family.kernel = Kernel::AngularPair;
+  params.family.power = spec.power;
+  params.family.rows = spec.rows;
+  params.family.pair_mode = spec.pair_mode;
+  params.width = spec.width;
+  params.threads = spec.threads;
+  params.hash_seed = spec.seed;
+  return params;
 }
+
+ExactSketch build_surrogate_exact(const DenseRef& z, const SurrogateSpec& spec) {
+  return build_exact(surrogate_params(spec), MasterSeed::of(spec.seed, true), z);
+}
+
+RaceSketch build_surrogate_sketch(const DenseRef& z, const SurrogateSpec& spec) { return build_surrogate_exact(z, spec).counts(); }
 
 namespace {
 DenseMatrix query_row(const Eigen::VectorXd& theta_with_intercept) {

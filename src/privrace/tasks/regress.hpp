@@ -24,6 +24,7 @@
 
 #include "privrace/core/types.hpp"
 #include "privrace/sketch/race_sketch.hpp"
+#include "privrace/sketch/release.hpp"
 
 namespace privrace {
 
@@ -39,7 +40,12 @@ struct SurrogateSpec {
 // z = [x, 1, y] as float rows.
 DenseMatrix surrogate_inputs(const Eigen::Ref<const DoubleMatrix>& x, const Eigen::VectorXd& y);
 
-// The (exact) surrogate sketch of z rows.
+// The release parameters of the surrogate sketch: the angular_pair kernel, R, p, W, the pair mode
+// and threads; spec.seed is the public hash seed (ReleaseParams::hash_seed).
+ReleaseParams surrogate_params(const SurrogateSpec& spec);
+// The exact surrogate sketch of z rows, built by the release API (release it per epsilon).
+ExactSketch build_surrogate_exact(const DenseRef& z, const SurrogateSpec& spec);
+// A copy of its exact counts (tests and diagnostics: never released as they are).
 RaceSketch build_surrogate_sketch(const DenseRef& z, const SurrogateSpec& spec);
 
 struct SurrogateFitOptions {
