@@ -1404,11 +1404,10 @@ bool is_file_error(const std::string& what) {
 
 }  // namespace
 
-PYBIND11_MODULE(_core, m) {
-  m.doc() = "privrace engine: differentially private RACE sketches";
-  m.attr("__version__") = version();
-  m.attr("git_commit") = git_commit();
+namespace {
 
+// Python exceptions for the library's errors, and privrace.NotFitForReleaseWarning.
+void bind_errors(py::module_& m) {
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -1425,8 +1424,11 @@ PYBIND11_MODULE(_core, m) {
       PyExc_UserWarning, nullptr);
   if (!g_not_fit_warning) throw py::error_already_set();
   m.attr("NotFitForReleaseWarning") = py::reinterpret_borrow<py::object>(g_not_fit_warning);
+}
 
-  py::class_<PyRaceSketch>(m, "RaceSketch", R"doc(
+// privrace.RaceSketch: the class, its constructors, and its fits and queries.
+py::class_<PyRaceSketch> bind_race_sketch(py::module_& m) {
+  py::class_<PyRaceSketch> cls(m, "RaceSketch", R"doc(
 A RACE sketch (R rows x W counters) of a data set, released with differential privacy.
 
 RaceSketch(kernel="l2", rows, width, bandwidth=1.0, power=1, seed=None, pair_mode="query", hash_seed=None)
@@ -1438,8 +1440,8 @@ RaceSketch(kernel="l2", rows, width, bandwidth=1.0, power=1, seed=None, pair_mod
         that merge and are each fit for release. RaceSketch.like(other) copies it.
 A sketch that is not fit for release (seeded noise, exact counts) warns with
 privrace.NotFitForReleaseWarning when it is loaded, merged or queried. A RaceSketch may be shared
-by threads: fit and merge wait for queries and saves in progress, and the reverse.)doc")
-      .def(py::init([](py::object kernel, py::object rows, py::object width, py::object bandwidth, py::object power,
+by threads: fit and merge wait for queries and saves in progress, and the reverse.)doc");
+  cls.def(py::init([](py::object kernel, py::object rows, py::object width, py::object bandwidth, py::object power,
                        py::object seed, py::object pair_mode, py::object hash_seed) {
              py::dict a;
              a["kernel"] = kernel, a["rows"] = rows, a["width"] = width, a["bandwidth"] = bandwidth, a["power"] = power;
@@ -1496,8 +1498,13 @@ order given; columns not selected are never converted (a text or date column is 
           [](const PyRaceSketch& self, const py::handle& q, const std::string& estimator, std::size_t mom_groups,
              bool debias) { return to_numpy(self.query(q, query_options(estimator, mom_groups, debias))); },
           py::arg("Q"), py::kw_only(), py::arg("estimator") = "mean", py::arg("mom_groups") = 5, py::arg("debias") = false,
-          "Density estimates: kernel sums / N-hat (`privrace query`).")
-      .def("save", &PyRaceSketch::save, py::arg("path"), py::kw_only(), py::arg("allow_non_private") = false,
+          "Density estimates: kernel sums / N-hat (`privrace query`).");
+  return cls;
+}
+
+// RaceSketch: files, bytes, pickling, scikit-learn parameters and merging.
+void bind_race_sketch_storage(py::class_<PyRaceSketch>& cls) {
+  cls.def("save", &PyRaceSketch::save, py::arg("path"), py::kw_only(), py::arg("allow_non_private") = false,
            "Write the sketch file (the CLI's format). A sketch without noise needs allow_non_private=True.")
       .def_static("load", &PyRaceSketch::load, py::arg("path"), "Read a RACE sketch file written by save or `privrace sketch`.")
       .def("to_bytes", &PyRaceSketch::to_bytes, py::kw_only(), py::arg("allow_non_private") = false,
@@ -1520,8 +1527,12 @@ order given; columns not selected are never converted (a text or date column is 
           "Sets constructor arguments by name (validated as the constructor does; ValueError naming unknown ones); "
           "returns self. A fitted sketch keeps its counts until the next fit.")
       .def("merge", &PyRaceSketch::merge, py::arg("other"), py::return_value_policy::reference_internal,
-           "Add another sketch of disjoint data built with the same parameters and seed (`privrace merge`).")
-      .def_property_readonly("header", &PyRaceSketch::header, "The file header (family, privacy record, n_hat, ...) as a dict.")
+           "Add another sketch of disjoint data built with the same parameters and seed (`privrace merge`).");
+}
+
+// RaceSketch: its read-only properties, and the exact partials privrace.dask makes on workers.
+void bind_race_sketch_state(py::class_<PyRaceSketch>& cls) {
+  cls.def_property_readonly("header", &PyRaceSketch::header, "The file header (family, privacy record, n_hat, ...) as a dict.")
       .def_property_readonly("counts", &PyRaceSketch::counts, "The R x W counters (int64, a copy).")
       .def_property_readonly("n_hat", [](const PyRaceSketch& self) { return self.read([](const RaceSketch& s) { return s.n_hat(); }); })
       .def_property_readonly("rows", [](const PyRaceSketch& self) { return self.read([](const RaceSketch& s) { return s.rows(); }); })
@@ -1558,7 +1569,10 @@ order given; columns not selected are never converted (a text or date column is 
           py::arg("sets"), py::kw_only(), py::arg("master"), py::arg("fixed"), py::arg("partition"), py::arg("epsilon"),
           py::arg("mechanism") = "discrete_laplace", py::arg("delta") = 0.0, py::arg("neighbors") = "add-remove",
           py::arg("threads") = 0, py::arg("allow_non_private") = false, py::arg("strategy") = "auto");
+}
 
+// privrace.FeatureSketch: the rff and hist feature-map sketches.
+void bind_feature_sketch(py::module_& m) {
   py::class_<PyFeatureSketch, PyRaceSketch>(m, "FeatureSketch", R"doc(
 A feature-map sketch for M2M (Houssiau et al.): random Fourier features or per-attribute
 histograms, released with differential privacy (`privrace sketch --kernel rff|hist`).
@@ -1590,7 +1604,10 @@ release with privrace.M2M(sketch, domain=...).)doc")
           "A FeatureSketch from a sketch file's bytes (to_bytes, or a file's contents).")
       .def(py::pickle([](const PyFeatureSketch& self) { return self.state(); },
                       [](const py::tuple& t) { return PyFeatureSketch(PyRaceSketch::from_state(t, true)); }));
+}
 
+// privrace.dask's parts: ExactPartial and the functions that seed, combine and release them.
+void bind_dask(py::module_& m) {
   py::class_<PyExactPartial>(m, "ExactPartial", R"doc(
 Exact (non-private) counts of part of a collection, made by privrace.dask on a worker. It lives in
 memory only: there is no save, write or counts accessor, and its repr shows no count. It pickles
@@ -1614,7 +1631,10 @@ releases the sum once (privrace._core._release).)doc")
   m.def(
       "_release", [](PyExactPartial& exact) { return PyRaceSketch::release_partial(exact); }, py::arg("exact"),
       "privrace.dask: a RaceSketch released from summed exact counts: noise once, as fit() adds it. The partial is spent.");
+}
 
+// privrace.M2M and privrace.UnsupportedTaskWarning.
+void bind_m2m(py::module_& m) {
   g_unsupported_task_warning = PyErr_NewExceptionWithDoc(
       "privrace.UnsupportedTaskWarning",
       "privrace.M2M answered a task its sketch's features cannot identify (allow_unsupported=True): on HIST, "
@@ -1661,4 +1681,19 @@ M2M(path_or_sketch, domain=None, samples=100000, seed=0x4d324d, threads=0, inter
       .def_property_readonly("synthetic", &PyM2M::synthetic, "The n_s synthetic points (public, seeded).")
       .def_property_readonly("header", &PyM2M::header)
       .def_property_readonly("fit_info", &PyM2M::describe);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "privrace engine: differentially private RACE sketches";
+  m.attr("__version__") = version();
+  m.attr("git_commit") = git_commit();
+  bind_errors(m);
+  py::class_<PyRaceSketch> race_sketch = bind_race_sketch(m);
+  bind_race_sketch_storage(race_sketch);
+  bind_race_sketch_state(race_sketch);
+  bind_feature_sketch(m);
+  bind_dask(m);
+  bind_m2m(m);
 }
