@@ -208,38 +208,30 @@ std::vector<int> assign_files(const std::vector<std::uint64_t>& bytes, int ranks
 
 InputError changed(const std::string& path) { return InputError(path + ": the file changed while it was read"); }
 
-// Pass 2 of a plan: this rank's heads to the owners of their batches, then its bodies (each
-// completed by the heads it owns) through the builder. `open(p)` opens a reader at the first
-// record of piece p (one of this rank's). Collective; returns agree()'s code.
-int build_plan(const SketchJob& job, const MasterSeed& seed, std::size_t dim, const Plan& plan, int rank,
-               const std::function<TableReader(std::size_t)>& open, Failure& f, std::optional<ExactSketch>& exact) {
+// The heads of this rank's pieces `mine` (their records before their first grid point), each
+// read into heads[p]; the reader of the first piece is kept open in `kept` for its body.
+void read_heads(const Plan& plan, const std::vector<std::size_t>& mine, std::size_t dim,
+                const std::function<TableReader(std::size_t)>& open, const std::function<const std::string&(std::size_t)>& path,
+                std::vector<DenseMatrix>& heads, std::optional<TableReader>& kept) {
+  for (const std::size_t p : mine) {
+    const std::uint64_t h = plan.head(p);
+    if (h == 0) continue;
+    if (h * dim * sizeof(Real) > static_cast<std::uint64_t>(INT_MAX))
+      throw UsageError("records of " + std::to_string(dim) + " attributes are too wide to exchange between ranks");
+    TableReader reader = open(p);
+    if (reader.next_chunk(heads[p], h) != h) throw changed(path(p));
+    if (p == mine.front()) kept.emplace(std::move(reader));
+  }
+}
+
+// The heads go to the owners of their batches (this rank too: a send to itself). Messages
+// between two ranks share one tag and are posted in piece order on both sides, which MPI
+// matches in that order. owed[o]: the heads that complete the body of piece o (one of this
+// rank's), received into received[q]. Collective.
+void exchange_heads(const Plan& plan, const std::vector<std::size_t>& mine, std::size_t dim, int rank,
+                    std::vector<DenseMatrix>& heads, std::vector<std::vector<std::size_t>>& owed,
+                    std::vector<DenseMatrix>& received) {
   const std::vector<Piece>& pieces = plan.pieces;
-  const auto path = [&](std::size_t p) -> const std::string& { return job.inputs[pieces[p].file]; };
-  std::vector<std::size_t> mine;  // this rank's pieces with records, in record order
-  for (std::size_t p = 0; p < pieces.size(); ++p)
-    if (pieces[p].rank == rank && pieces[p].count > 0) mine.push_back(p);
-
-  // Every head of this rank, read first. The reader of the first piece stays open for its body.
-  std::vector<DenseMatrix> heads(pieces.size());
-  std::optional<TableReader> kept;
-  attempt(f, [&] {
-    for (const std::size_t p : mine) {
-      const std::uint64_t h = plan.head(p);
-      if (h == 0) continue;
-      if (h * dim * sizeof(Real) > static_cast<std::uint64_t>(INT_MAX))
-        throw UsageError("records of " + std::to_string(dim) + " attributes are too wide to exchange between ranks");
-      TableReader reader = open(p);
-      if (reader.next_chunk(heads[p], h) != h) throw changed(path(p));
-      if (p == mine.front()) kept.emplace(std::move(reader));
-    }
-  });
-  if (const int code = agree(f, rank)) return code;
-
-  // The heads go to the owners of their batches (this rank too: a send to itself). Messages
-  // between two ranks share one tag and are posted in piece order on both sides, which MPI
-  // matches in that order.
-  std::vector<std::vector<std::size_t>> owed(pieces.size());  // per body: the heads that complete it
-  std::vector<DenseMatrix> received(pieces.size());
   std::vector<MPI_Request> requests;
   for (const std::size_t p : mine)
     if (const std::uint64_t h = plan.head(p); h > 0) {
@@ -259,15 +251,56 @@ int build_plan(const SketchJob& job, const MasterSeed& seed, std::size_t dim, co
               &requests.back());
   }
   MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+}
+
+// Where the builder's records came from: from record `at` on (0-based, in delivery order), the
+// records of piece `piece` from its record `offset`.
+struct Delivered {
+  std::uint64_t at;  // records delivered before these
+  std::size_t piece;
+  std::uint64_t offset;  // in the piece
+};
+
+// The last chunk of a body (its first `got` rows read) completed by the heads it owes, in record
+// order; each head's rows move out of `received`. Returns the chunk's rows.
+std::size_t append_owed_heads(DenseMatrix& chunk, std::size_t got, std::size_t dim, const std::vector<std::size_t>& owed,
+                              std::vector<DenseMatrix>& received, std::vector<Delivered>& delivered, std::uint64_t& total) {
+  std::size_t rows = got;
+  for (const std::size_t q : owed) rows += static_cast<std::size_t>(received[q].rows());
+  if (rows > got) chunk.conservativeResize(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(dim));
+  for (const std::size_t q : owed) {
+    chunk.middleRows(static_cast<Eigen::Index>(got), received[q].rows()) = received[q];
+    delivered.push_back({total, q, 0});
+    got += static_cast<std::size_t>(received[q].rows());
+    total += static_cast<std::uint64_t>(received[q].rows());
+    received[q].resize(0, 0);
+  }
+  return got;
+}
+
+// Pass 2 of a plan: this rank's heads to the owners of their batches, then its bodies (each
+// completed by the heads it owns) through the builder. `open(p)` opens a reader at the first
+// record of piece p (one of this rank's). Collective; returns agree()'s code.
+int build_plan(const SketchJob& job, const MasterSeed& seed, std::size_t dim, const Plan& plan, int rank,
+               const std::function<TableReader(std::size_t)>& open, Failure& f, std::optional<ExactSketch>& exact) {
+  const std::vector<Piece>& pieces = plan.pieces;
+  const auto path = [&](std::size_t p) -> const std::string& { return job.inputs[pieces[p].file]; };
+  std::vector<std::size_t> mine;  // this rank's pieces with records, in record order
+  for (std::size_t p = 0; p < pieces.size(); ++p)
+    if (pieces[p].rank == rank && pieces[p].count > 0) mine.push_back(p);
+
+  // Every head of this rank, read first. The reader of the first piece stays open for its body.
+  std::vector<DenseMatrix> heads(pieces.size());
+  std::optional<TableReader> kept;
+  attempt(f, [&] { read_heads(plan, mine, dim, open, path, heads, kept); });
+  if (const int code = agree(f, rank)) return code;
+  std::vector<std::vector<std::size_t>> owed(pieces.size());  // per body: the heads that complete it
+  std::vector<DenseMatrix> received(pieces.size());
+  exchange_heads(plan, mine, dim, rank, heads, owed, received);
   heads.clear();
 
   // The bodies in record order, in chunks on the global grid; the owed heads complete the last
   // chunk of each. `delivered` maps the builder's record numbers back to files, for messages.
-  struct Delivered {
-    std::uint64_t at;  // records delivered before these
-    std::size_t piece;
-    std::uint64_t offset;  // in the piece
-  };
   std::vector<Delivered> delivered;
   std::uint64_t total = 0, remaining = 0;
   std::size_t next = 0;  // index in `mine` of the next body
@@ -301,16 +334,7 @@ int build_plan(const SketchJob& job, const MasterSeed& seed, std::size_t dim, co
           if (remaining == 0) {
             if (reader->next_chunk(scratch, 1) != 0) throw changed(path(piece));
             reader.reset();
-            std::size_t rows = got;
-            for (const std::size_t q : owed[piece]) rows += static_cast<std::size_t>(received[q].rows());
-            if (rows > got) chunk.conservativeResize(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(dim));
-            for (const std::size_t q : owed[piece]) {
-              chunk.middleRows(static_cast<Eigen::Index>(got), received[q].rows()) = received[q];
-              delivered.push_back({total, q, 0});
-              got += static_cast<std::size_t>(received[q].rows());
-              total += static_cast<std::uint64_t>(received[q].rows());
-              received[q].resize(0, 0);
-            }
+            got = append_owed_heads(chunk, got, dim, owed[piece], received, delivered, total);
           }
           return got;
         },
