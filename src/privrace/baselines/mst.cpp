@@ -16,6 +16,51 @@ std::pair<double, double> marginal_sensitivities(const std::string& neighbors, c
   throw UsageError(generator + ": neighbors '" + neighbors + "' is unknown; expected add-remove or replace");
 }
 
+namespace {
+
+// The tree's edge scores: the L1 error of the one-way model `indep` on each pair's two-way marginal.
+std::vector<double> pair_scores(const std::vector<std::uint16_t>& codes, std::size_t n, const std::vector<int>& domain,
+                                const pgm::GraphicalModel& indep, const std::vector<std::pair<int, int>>& pairs) {
+  std::vector<double> score(pairs.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::ptrdiff_t p = 0; p < static_cast<std::ptrdiff_t>(pairs.size()); ++p) {
+    const auto [i, j] = pairs[static_cast<std::size_t>(p)];
+    const pgm::Clique c{i, j};
+    const std::vector<double> data = pgm::data_marginal(codes, n, c, domain);
+    const std::vector<double> est = indep.marginal(c);
+    double l1 = 0;
+    for (std::size_t k = 0; k < data.size(); ++k) l1 += std::abs(data[k] - indep.total() * est[k]);
+    score[static_cast<std::size_t>(p)] = l1;
+  }
+  return score;
+}
+
+// Kruskal with private choices: d - 1 edges appended to `edges`, each picked by the exponential
+// mechanism (eps_edge, sensitivity score_sens) among the pairs that join two components.
+void private_spanning_tree(const std::vector<std::pair<int, int>>& pairs, const std::vector<double>& score, std::size_t d,
+                           double eps_edge, double score_sens, RandomSource& noise, std::vector<std::pair<int, int>>& edges) {
+  std::vector<std::size_t> comp(d);
+  std::iota(comp.begin(), comp.end(), std::size_t{0});
+  auto find = [&](std::size_t x) {
+    while (comp[x] != x) x = comp[x] = comp[comp[x]];
+    return x;
+  };
+  for (std::size_t step = 0; step + 1 < d; ++step) {
+    std::vector<std::size_t> cand;
+    std::vector<double> cs;
+    for (std::size_t p = 0; p < pairs.size(); ++p)
+      if (find(static_cast<std::size_t>(pairs[p].first)) != find(static_cast<std::size_t>(pairs[p].second))) {
+        cand.push_back(p);
+        cs.push_back(score[p]);
+      }
+    const std::size_t pick = cand[pgm::exponential_mechanism(cs, eps_edge, score_sens, noise)];
+    edges.push_back(pairs[pick]);
+    comp[find(static_cast<std::size_t>(pairs[pick].first))] = find(static_cast<std::size_t>(pairs[pick].second));
+  }
+}
+
+}  // namespace
+
 void MstGenerator::fit(const DenseRef& table, const TableBox& box, const SyntheticPrivacy& privacy,
                        RandomSource& noise) {
   const auto shape = begin_fit(table, box, privacy, opt_.bins);
@@ -41,7 +86,6 @@ void MstGenerator::fit(const DenseRef& table, const TableBox& box, const Synthet
   for (std::size_t j = 0; j < d; ++j)
     ms.push_back(pgm::measure(codes, n, {static_cast<int>(j)}, domain, sigma1, noise));
   double sigma2 = 0, eps_edge = 0;
-  std::vector<double> chosen_scores;
   if (d > 1) {
     // 2. The tree: L1 errors of the one-way model on every pair, Kruskal with private choices.
     pgm::EstimationOptions eo;
@@ -50,37 +94,9 @@ void MstGenerator::fit(const DenseRef& table, const TableBox& box, const Synthet
     std::vector<std::pair<int, int>> pairs;
     for (std::size_t i = 0; i < d; ++i)
       for (std::size_t j = i + 1; j < d; ++j) pairs.emplace_back(static_cast<int>(i), static_cast<int>(j));
-    std::vector<double> score(pairs.size());
-#pragma omp parallel for schedule(dynamic, 1)
-    for (std::ptrdiff_t p = 0; p < static_cast<std::ptrdiff_t>(pairs.size()); ++p) {
-      const auto [i, j] = pairs[static_cast<std::size_t>(p)];
-      const pgm::Clique c{i, j};
-      const std::vector<double> data = pgm::data_marginal(codes, n, c, domain);
-      const std::vector<double> est = indep.marginal(c);
-      double l1 = 0;
-      for (std::size_t k = 0; k < data.size(); ++k) l1 += std::abs(data[k] - indep.total() * est[k]);
-      score[static_cast<std::size_t>(p)] = l1;
-    }
+    const std::vector<double> score = pair_scores(codes, n, domain, indep, pairs);
     eps_edge = std::sqrt(8 * rho_part / static_cast<double>(d - 1));
-    std::vector<std::size_t> comp(d);
-    std::iota(comp.begin(), comp.end(), std::size_t{0});
-    auto find = [&](std::size_t x) {
-      while (comp[x] != x) x = comp[x] = comp[comp[x]];
-      return x;
-    };
-    for (std::size_t step = 0; step + 1 < d; ++step) {
-      std::vector<std::size_t> cand;
-      std::vector<double> cs;
-      for (std::size_t p = 0; p < pairs.size(); ++p)
-        if (find(static_cast<std::size_t>(pairs[p].first)) != find(static_cast<std::size_t>(pairs[p].second))) {
-          cand.push_back(p);
-          cs.push_back(score[p]);
-        }
-      const std::size_t pick = cand[pgm::exponential_mechanism(cs, eps_edge, score_sens, noise)];
-      edges_.push_back(pairs[pick]);
-      chosen_scores.push_back(score[pick]);
-      comp[find(static_cast<std::size_t>(pairs[pick].first))] = find(static_cast<std::size_t>(pairs[pick].second));
-    }
+    private_spanning_tree(pairs, score, d, eps_edge, score_sens, noise, edges_);
     // 3. The tree's two-way marginals.
     sigma2 = l2 * std::sqrt(static_cast<double>(d - 1) / (2 * rho_part));
     for (const auto& [i, j] : edges_) ms.push_back(pgm::measure(codes, n, {i, j}, domain, sigma2, noise));
