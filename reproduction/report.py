@@ -234,6 +234,7 @@ def write_atomically(path: Path, text: str):
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 is for secrets; these are published files
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
