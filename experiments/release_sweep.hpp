@@ -6,8 +6,8 @@
 // privatize() itself. RACE sketches are built and released by the release API (build_exact and
 // ExactSketch::release, the calls every front end uses; the RACE classifier's class sketches and
 // the regression surrogate through their task's calls to it), with the group's seed as the public
-// hash seed (build_group_exact); M2M's feature sums pass their own library release call to
-// sweep_epsilons.
+// hash seed (build_group_exact); M2M's feature sums (built by the API in build_feature_sums) pass
+// their own library release call, release_feature_sketch, to sweep_epsilons.
 #include <chrono>
 #include <cstddef>
 #include <utility>

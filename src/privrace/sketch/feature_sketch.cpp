@@ -142,25 +142,53 @@ std::size_t feature_sketch_width(const FeatureSketchSpec& spec) {
   return spec.width;
 }
 
-FeatureSums::FeatureSums(RaceSketch sketch)
-    : sketch_(std::move(sketch)), map_(make_feature_map(sketch_.family_ptr(), sketch_.width())) {}
+FeatureSums::FeatureSums(ExactSketch exact)
+    : exact_(std::move(exact)), map_(make_feature_map(exact_.counts().family_ptr(), exact_.counts().width())) {}
 
 Eigen::VectorXd FeatureSums::sums() const {
-  const auto c = sketch_.counts();
+  const auto c = sketch().counts();
   Eigen::VectorXd s(static_cast<Eigen::Index>(c.size()));
-  const double q = sketch_.family().quantum();
+  const double q = sketch().family().quantum();
   for (std::size_t i = 0; i < c.size(); ++i) s[static_cast<Eigen::Index>(i)] = static_cast<double>(c[i]) * q;
   return s;
 }
 
+namespace {
+// The release parameters of a feature sketch: its map's fields, the spec's seed as the public
+// hash seed.
+ReleaseParams feature_release_params(const FeatureSketchSpec& spec, int threads) {
+  ReleaseParams params;
+  params.threads = threads;
+  params.hash_seed = spec.seed;
+  if (spec.kind == "rff") {
+    params.family.kernel = Kernel::Rff;
+    params.family.features = spec.features;
+    params.family.sigma = spec.sigma;
+  } else if (spec.kind == "hist") {
+    params.family.kernel = Kernel::Hist;
+    params.family.bins = spec.bins;
+    params.family.lo = spec.lo;
+    params.family.hi = spec.hi;
+  } else {
+    params.family.kernel = spec.lsh_kernel;
+    params.family.rows = spec.rows;
+    params.family.power = spec.power;
+    params.family.bandwidth = spec.bandwidth;
+    params.width = spec.width;
+  }
+  return params;
+}
+}  // namespace
+
 std::shared_ptr<const FeatureSums> build_feature_sums(const DenseRef& data, const FeatureSketchSpec& spec, int threads) {
   if (data.cols() == 0) throw InputError("the data has no attributes");
-  auto family = make_feature_family(spec, static_cast<std::size_t>(data.cols()));
-  RaceSketch sketch(family, feature_sketch_width(spec));
-  BuildOptions opts;
-  opts.threads = threads;
-  build_dense(sketch, data, opts);  // validates every record (HIST: inside the domain) first
-  return std::make_shared<const FeatureSums>(std::move(sketch));
+  const auto dim = static_cast<std::size_t>(data.cols());
+  // The spec's own checks and messages first (the map, then the container's shape); the release
+  // API's validation then finds nothing more.
+  check_sketch_fits(make_feature_family(spec, dim)->rows(), feature_sketch_width(spec), 1);
+  // Validates every record (HIST: inside the domain) before counting.
+  ExactSketch exact = ExactBuilder::dense(feature_release_params(spec, threads), MasterSeed::of(spec.seed, true), dim).build(data);
+  return std::make_shared<const FeatureSums>(std::move(exact));
 }
 
 PrivacySpec feature_privacy_spec(const FeatureSketchPrivacy& privacy) {
@@ -179,13 +207,13 @@ PrivacySpec feature_privacy_spec(const FeatureSketchPrivacy& privacy) {
 
 FeatureSketchRelease release_feature_sketch(const FeatureSums& sums, const FeatureSketchPrivacy& privacy,
                                             const NoiseSource& source) {
-  RaceSketch copy = sums.sketch();
   if (std::isinf(privacy.epsilon) && privacy.epsilon > 0.0) {
+    RaceSketch copy = sums.sketch();
     record_exact_count(copy);
-  } else {
-    privatize(copy, feature_privacy_spec(privacy), source);
+    return feature_release_of(copy, sketch_header(copy));
   }
-  return feature_release_of(copy, sketch_header(copy));
+  const Release release = sums.exact().release(feature_privacy_spec(privacy), source);
+  return feature_release_of(release.sketch(), sketch_header(release.sketch()));
 }
 
 namespace {

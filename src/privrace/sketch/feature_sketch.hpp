@@ -25,6 +25,7 @@
 #include "privrace/privacy/budget.hpp"
 #include "privrace/sketch/privatize.hpp"
 #include "privrace/sketch/race_sketch.hpp"
+#include "privrace/sketch/release.hpp"
 
 namespace privrace {
 
@@ -149,25 +150,29 @@ std::size_t feature_sketch_width(const FeatureSketchSpec& spec);
 // Exact sums, in memory only (one parallel pass; thread-invariant).
 class FeatureSums {
  public:
-  explicit FeatureSums(RaceSketch sketch);
-  const RaceSketch& sketch() const { return sketch_; }
+  explicit FeatureSums(ExactSketch exact);
+  const RaceSketch& sketch() const { return exact_.counts(); }
+  const ExactSketch& exact() const { return exact_; }
   const FeatureMap& map() const { return *map_; }
   std::shared_ptr<const FeatureMap> map_ptr() const { return map_; }
-  std::int64_t records() const { return sketch_.records(); }
+  std::int64_t records() const { return sketch().records(); }
   // The exact sums in feature units.
   Eigen::VectorXd sums() const;
 
  private:
-  RaceSketch sketch_;
+  ExactSketch exact_;
   std::shared_ptr<const FeatureMap> map_;
 };
 
+// The exact feature sums of the records, built by the release API (spec.seed is the public hash
+// seed, ReleaseParams::hash_seed); the spec is checked first, with the feature map's messages.
 std::shared_ptr<const FeatureSums> build_feature_sums(const DenseRef& data, const FeatureSketchSpec& spec,
                                                       int threads = 0);
 // The privatize() arguments for a feature sketch (count_share = 1 - num_share).
 PrivacySpec feature_privacy_spec(const FeatureSketchPrivacy& privacy);
-// Noise once (seeded source -> reproducible, recorded as not fit for release). epsilon = inf
-// releases the exact sums and count (is_private = false).
+// Noise once through the release API (ExactSketch::release; seeded source -> reproducible,
+// recorded as not fit for release). epsilon = inf gives the exact sums and count (is_private =
+// false): the non-private reference, no release.
 FeatureSketchRelease release_feature_sketch(const FeatureSums& sums, const FeatureSketchPrivacy& privacy,
                                             const NoiseSource& source);
 // A sketch in memory (privatized or exact, with its count recorded) as M2M reads it.
