@@ -94,6 +94,123 @@ SetCollection rmat_stand_in(const json& entry, const std::string& name, bool dir
   return g;
 }
 
+// The graph of a config: the registry's edge list (cached as CSR), an R-MAT stand-in for an
+// absent file, or a synthetic R-MAT graph. Returns the record's "source_detail".
+json load_graph(GraphContext& c, const ExperimentConfig& cfg, const RunEnvironment& env, const json& entry, bool directed,
+                const std::string& loops, bool synthetic, EdgeListReport& rep) {
+  const json& o = cfg.task_options;
+  json source_json;
+  std::string path;  // the registry graph's file
+  std::string missing;  // why it is absent: an R-MAT graph of its size stands in
+  if (c.source == "dataset") {
+    if (entry.value("kind", "table") != "graph")
+      throw ConfigError(cfg.file + ": $.dataset.name: '" + cfg.dataset + "' is not a graph data set");
+    std::string tried;
+    path = find_graph_file(entry, env.search, tried);
+    if (path.empty()) {
+      missing = "no copy of " + entry.at("files").at(0).at("path").get<std::string>() + " in " + tried;
+      const auto positive = [&](const char* key) {
+        return entry.contains(key) && entry.at(key).is_number_unsigned() && entry.at(key).get<std::uint64_t>() > 0;
+      };
+      const bool sized = positive("nodes") && positive("edges");
+      if (!env.search.allow_stand_in || !sized)
+        throw InputError("graph data set '" + cfg.dataset + "': " + missing +
+                         (sized ? std::string()
+                                : " (registry entry '" + cfg.dataset +
+                                      "' gives no positive \"nodes\" and \"edges\" to size an R-MAT stand-in)") +
+                         "; fetch it with datasets/fetch.sh " + cfg.dataset + ", or use task.source = \"rmat\"");
+    }
+  }
+  if (!missing.empty()) {
+    c.source = "rmat";
+    json detail;
+    c.sets = rmat_stand_in(entry, cfg.dataset, directed, loops == "keep", o.at("rmat_seed").get<std::uint64_t>(),
+                              env.threads, rep, detail);
+    c.data.stand_in = true;
+    c.data.stand_in_reason = missing + "; an R-MAT graph of the registry's size (" + std::to_string(c.sets.size()) +
+                                " nodes, " + detail.at("edges").dump() + " edges; the registry says " +
+                                entry.at("edges").dump() + ") stands in";
+    source_json = {{"rmat", detail}};
+  } else if (c.source == "dataset") {
+    EdgeListOptions eo;
+    eo.format = entry.value("format", "snap_edgelist") == "jlg" ? EdgeListFormat::Jlg : EdgeListFormat::Snap;
+    eo.symmetrise = !directed;
+    eo.keep_self_loops = loops == "keep";
+    fs::create_directories(env.cache_dir);
+    const std::string cache = (fs::path(env.cache_dir) / ("graph-" + cfg.dataset + (eo.symmetrise ? "-u" : "-d") +
+                                                           (eo.keep_self_loops ? "k" : "s") + ".csr")).string();
+    c.sets = read_edge_list_cached(path, cache, eo, &rep, &c.graph_cache_hit);
+    c.data.files = {path};
+    c.data.data_dir = fs::path(path).parent_path().string();
+    if (entry.contains("substitute")) c.data.substitute = entry.at("substitute");  // another version of the paper's graph
+    source_json = {{"file", fs::path(path).filename().string()}, {"csr_cache", cache}};
+  } else {
+    RmatOptions ro;
+    ro.scale = o.at("rmat_scale").get<unsigned>();
+    ro.edge_factor = o.at("rmat_edge_factor").get<double>();
+    ro.seed = o.at("rmat_seed").get<std::uint64_t>();
+    ro.undirected = !directed;
+    ro.keep_self_loops = loops == "keep";
+    ro.threads = env.threads;
+    c.sets = generate_rmat(ro, &rep);
+    c.data.stand_in = !synthetic;
+    if (!synthetic)
+      c.data.stand_in_reason = "R-MAT synthetic graph (scale " + std::to_string(ro.scale) + ", edge factor " +
+                                  std::to_string(ro.edge_factor) + ") in place of " + cfg.dataset;
+    source_json = {{"rmat", {{"scale", ro.scale}, {"edge_factor", ro.edge_factor}, {"seed", ro.seed}, {"a", ro.a}, {"b", ro.b}, {"c", ro.c}}}};
+  }
+  return source_json;
+}
+
+// The exact Jaccard sums of the query nodes (power 1), cached under a key of the CSR's bytes.
+void exact_truth(GraphContext& c, const ExperimentConfig& cfg, const RunEnvironment& env, const json& source_json, std::size_t q) {
+  const json& o = cfg.task_options;
+  // The common-neighbour engine adds J itself; J^p would need per-pair values.
+  if (c.power != 1) throw ConfigError(cfg.file + ": $.task.power: the exact ground truth supports power 1 only");
+  // Keyed by the CSR's bytes, so a changed file, loader or option can never reuse it.
+  const json key_json = {{"what", "graph exact jaccard sums"}, {"dataset", cfg.dataset}, {"source", source_json.contains("rmat") ? source_json : json("dataset")},
+                         {"power", c.power}, {"queries", q}, {"query_seed", o.at("query_seed")},
+                         {"csr_sha256", csr_digest(c.sets)}};
+  const std::string key = key_json.dump();
+  const std::string path = (fs::path(env.cache_dir) / ("graph-" + sha256_hex(key.data(), key.size()).substr(0, 24) + ".bin")).string();
+  if (read_truth_cache(path, key, c.truth) && c.truth.size() == c.query_nodes.size()) {
+    c.truth_cache_hit = true;
+  } else {
+    const auto t1 = std::chrono::steady_clock::now();
+    if (Progress::enabled()) std::cerr << "exact Jaccard sums: " << c.query_nodes.size() << " query nodes...\n";
+    SetCollection transposed;
+    if (!c.symmetric) transposed = transpose_sets(c.sets, c.nodes);
+    c.truth = exact_jaccard_sums_nodes(c.sets, c.symmetric ? c.sets : transposed, c.query_nodes, env.threads);
+    c.truth_seconds = seconds_since(t1);
+    fs::create_directories(env.cache_dir);  // also when no file was read (an R-MAT graph)
+    write_truth_cache(path, key, c.truth);
+    if (Progress::enabled()) std::cerr << "exact Jaccard sums: " << c.truth_seconds << " s, cached in " << path << "\n";
+  }
+}
+
+// The record's data summary of a loaded graph.
+json graph_summary(const GraphContext& c, const json& source_json, bool directed, const std::string& loops,
+                   const EdgeListReport& rep) {
+  return {{"name", c.data.name},
+          {"stand_in", c.data.stand_in},
+          {"source", c.source},
+          {"source_detail", source_json},
+          {"nodes", c.nodes},
+          {"edges", c.edges},
+          {"directed", directed},
+          {"self_loops", loops},
+          {"self_loops_seen", rep.self_loops},
+          {"duplicates", rep.duplicates},
+          {"max_degree", rep.max_degree},
+          {"empty_sets", rep.empty_sets},
+          {"queries", c.query_nodes.size()},
+          {"power", c.power},
+          {"graph_cache_hit", c.graph_cache_hit},
+          {"load_seconds", c.load_seconds},
+          {"truth_cache_hit", c.truth_cache_hit},
+          {"truth_seconds", c.truth_seconds}};
+}
+
 class GraphTask final : public Task {
  public:
   std::string name() const override { return "graph"; }
@@ -128,71 +245,12 @@ class GraphTask final : public Task {
     EdgeListReport rep;
     ctx->data.name = cfg.dataset;
     const auto t0 = std::chrono::steady_clock::now();
-    json source_json;
     // A synthetic registry entry (R-MAT) is generated, whatever task.source says, and is the
     // data set itself; R-MAT in place of a real entry (task.source = "rmat", or its file
     // absent) is a stand-in and recorded as such.
     const bool synthetic = entry.value("synthetic", "") == "rmat";
     if (synthetic) ctx->source = "rmat";
-    std::string path;  // the registry graph's file
-    std::string missing;  // why it is absent: an R-MAT graph of its size stands in
-    if (ctx->source == "dataset") {
-      if (entry.value("kind", "table") != "graph")
-        throw ConfigError(cfg.file + ": $.dataset.name: '" + cfg.dataset + "' is not a graph data set");
-      std::string tried;
-      path = find_graph_file(entry, env.search, tried);
-      if (path.empty()) {
-        missing = "no copy of " + entry.at("files").at(0).at("path").get<std::string>() + " in " + tried;
-        const auto positive = [&](const char* key) {
-          return entry.contains(key) && entry.at(key).is_number_unsigned() && entry.at(key).get<std::uint64_t>() > 0;
-        };
-        const bool sized = positive("nodes") && positive("edges");
-        if (!env.search.allow_stand_in || !sized)
-          throw InputError("graph data set '" + cfg.dataset + "': " + missing +
-                           (sized ? std::string()
-                                  : " (registry entry '" + cfg.dataset +
-                                        "' gives no positive \"nodes\" and \"edges\" to size an R-MAT stand-in)") +
-                           "; fetch it with datasets/fetch.sh " + cfg.dataset + ", or use task.source = \"rmat\"");
-      }
-    }
-    if (!missing.empty()) {
-      ctx->source = "rmat";
-      json detail;
-      ctx->sets = rmat_stand_in(entry, cfg.dataset, directed, loops == "keep", o.at("rmat_seed").get<std::uint64_t>(),
-                                env.threads, rep, detail);
-      ctx->data.stand_in = true;
-      ctx->data.stand_in_reason = missing + "; an R-MAT graph of the registry's size (" + std::to_string(ctx->sets.size()) +
-                                  " nodes, " + detail.at("edges").dump() + " edges; the registry says " +
-                                  entry.at("edges").dump() + ") stands in";
-      source_json = {{"rmat", detail}};
-    } else if (ctx->source == "dataset") {
-      EdgeListOptions eo;
-      eo.format = entry.value("format", "snap_edgelist") == "jlg" ? EdgeListFormat::Jlg : EdgeListFormat::Snap;
-      eo.symmetrise = !directed;
-      eo.keep_self_loops = loops == "keep";
-      fs::create_directories(env.cache_dir);
-      const std::string cache = (fs::path(env.cache_dir) / ("graph-" + cfg.dataset + (eo.symmetrise ? "-u" : "-d") +
-                                                             (eo.keep_self_loops ? "k" : "s") + ".csr")).string();
-      ctx->sets = read_edge_list_cached(path, cache, eo, &rep, &ctx->graph_cache_hit);
-      ctx->data.files = {path};
-      ctx->data.data_dir = fs::path(path).parent_path().string();
-      if (entry.contains("substitute")) ctx->data.substitute = entry.at("substitute");  // another version of the paper's graph
-      source_json = {{"file", fs::path(path).filename().string()}, {"csr_cache", cache}};
-    } else {
-      RmatOptions ro;
-      ro.scale = o.at("rmat_scale").get<unsigned>();
-      ro.edge_factor = o.at("rmat_edge_factor").get<double>();
-      ro.seed = o.at("rmat_seed").get<std::uint64_t>();
-      ro.undirected = !directed;
-      ro.keep_self_loops = loops == "keep";
-      ro.threads = env.threads;
-      ctx->sets = generate_rmat(ro, &rep);
-      ctx->data.stand_in = !synthetic;
-      if (!synthetic)
-        ctx->data.stand_in_reason = "R-MAT synthetic graph (scale " + std::to_string(ro.scale) + ", edge factor " +
-                                    std::to_string(ro.edge_factor) + ") in place of " + cfg.dataset;
-      source_json = {{"rmat", {{"scale", ro.scale}, {"edge_factor", ro.edge_factor}, {"seed", ro.seed}, {"a", ro.a}, {"b", ro.b}, {"c", ro.c}}}};
-    }
+    const json source_json = load_graph(*ctx, cfg, env, entry, directed, loops, synthetic, rep);
     ctx->load_seconds = seconds_since(t0);
     ctx->symmetric = !directed || rep.symmetrised;
     ctx->nodes = ctx->sets.size();
@@ -202,47 +260,8 @@ class GraphTask final : public Task {
     ctx->query_nodes = choose_query_nodes(ctx->nodes, q, o.at("query_seed").get<std::uint64_t>());
     ctx->query_sets = sets_of_nodes(ctx->sets, ctx->query_nodes);
 
-    if (o.at("ground_truth").get<bool>()) {
-      // The common-neighbour engine adds J itself; J^p would need per-pair values.
-      if (ctx->power != 1) throw ConfigError(cfg.file + ": $.task.power: the exact ground truth supports power 1 only");
-      // Keyed by the CSR's bytes, so a changed file, loader or option can never reuse it.
-      const json key_json = {{"what", "graph exact jaccard sums"}, {"dataset", cfg.dataset}, {"source", source_json.contains("rmat") ? source_json : json("dataset")},
-                             {"power", ctx->power}, {"queries", q}, {"query_seed", o.at("query_seed")},
-                             {"csr_sha256", csr_digest(ctx->sets)}};
-      const std::string key = key_json.dump();
-      const std::string path = (fs::path(env.cache_dir) / ("graph-" + sha256_hex(key.data(), key.size()).substr(0, 24) + ".bin")).string();
-      if (read_truth_cache(path, key, ctx->truth) && ctx->truth.size() == ctx->query_nodes.size()) {
-        ctx->truth_cache_hit = true;
-      } else {
-        const auto t1 = std::chrono::steady_clock::now();
-        if (Progress::enabled()) std::cerr << "exact Jaccard sums: " << ctx->query_nodes.size() << " query nodes...\n";
-        SetCollection transposed;
-        if (!ctx->symmetric) transposed = transpose_sets(ctx->sets, ctx->nodes);
-        ctx->truth = exact_jaccard_sums_nodes(ctx->sets, ctx->symmetric ? ctx->sets : transposed, ctx->query_nodes, env.threads);
-        ctx->truth_seconds = seconds_since(t1);
-        fs::create_directories(env.cache_dir);  // also when no file was read (an R-MAT graph)
-        write_truth_cache(path, key, ctx->truth);
-        if (Progress::enabled()) std::cerr << "exact Jaccard sums: " << ctx->truth_seconds << " s, cached in " << path << "\n";
-      }
-    }
-    ctx->data_summary = {{"name", cfg.dataset},
-                         {"stand_in", ctx->data.stand_in},
-                         {"source", ctx->source},
-                         {"source_detail", source_json},
-                         {"nodes", ctx->nodes},
-                         {"edges", ctx->edges},
-                         {"directed", directed},
-                         {"self_loops", loops},
-                         {"self_loops_seen", rep.self_loops},
-                         {"duplicates", rep.duplicates},
-                         {"max_degree", rep.max_degree},
-                         {"empty_sets", rep.empty_sets},
-                         {"queries", ctx->query_nodes.size()},
-                         {"power", ctx->power},
-                         {"graph_cache_hit", ctx->graph_cache_hit},
-                         {"load_seconds", ctx->load_seconds},
-                         {"truth_cache_hit", ctx->truth_cache_hit},
-                         {"truth_seconds", ctx->truth_seconds}};
+    if (o.at("ground_truth").get<bool>()) exact_truth(*ctx, cfg, env, source_json, q);
+    ctx->data_summary = graph_summary(*ctx, source_json, directed, loops, rep);
     if (ctx->data.stand_in) ctx->data_summary["stand_in_reason"] = ctx->data.stand_in_reason;
     note_substitute(ctx->data_summary, ctx->data);  // real data of another version than the paper's
     return ctx;
@@ -277,7 +296,7 @@ ReleaseParams jaccard_params(const json& p, std::size_t power, int run_threads) 
   params.family.power = power;
   params.width = p.at("width").get<std::size_t>();
   params.threads = p.at("threads").get<int>() > 0 ? p.at("threads").get<int>() : run_threads;
-  params.strategy = p.at("strategy").get<std::string>();
+  params.strategy = parse_build_strategy(p.at("strategy").get<std::string>(), params.family.kernel);
   return params;
 }
 
