@@ -66,7 +66,7 @@ void build_bench(benchmark::State& state, const SetCollection& g, std::size_t ro
     state.PauseTiming();
     auto sketch = std::make_unique<RaceSketch>(family, width);
     state.ResumeTiming();
-    const auto rep = build_set_sketch(*sketch, g, {.threads = threads, .strategy = strategy});
+    const auto rep = build_set_sketch(*sketch, g, {.threads = threads, .strategy = parse_build_strategy(strategy, Kernel::Jaccard)});
     seconds += rep.seconds;
     benchmark::DoNotOptimize(sketch->row(0));
     state.PauseTiming();

@@ -51,7 +51,7 @@ static void BM_BuildStages(benchmark::State& state) {
   BuildStages sum;
   for (auto _ : state) {
     RaceSketch sketch(family, 1000);
-    const BuildReport r = build_dense(sketch, x, {.threads = threads, .strategy = "replicate", .prefault_partials = prefault});
+    const BuildReport r = build_dense(sketch, x, {.threads = threads, .strategy = BuildStrategy::Replicate, .prefault_partials = prefault});
     benchmark::DoNotOptimize(sketch.counts().data());
     sum.allocate += r.stages.allocate;
     sum.fill += r.stages.fill;

@@ -206,7 +206,7 @@ void run_race_cells(const KdeContext& ctx, const CellGroup& group, const Method:
         r.query_seconds_per_query = query_seconds / static_cast<double>(ctx.queries.rows());
         r.details = {{"hash_seconds", hash_seconds},
                      {"noise_seconds", c.noise_seconds},
-                     {"build_strategy", c.release.build().strategy},
+                     {"build_strategy", to_string(c.release.build().strategy)},
                      {"n_hat", sketch.n_hat()},
                      {"n_train", ctx.train.rows()},
                      {"noise_scale", sketch.privacy().value("noise_scale", 0.0)},

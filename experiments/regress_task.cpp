@@ -131,7 +131,7 @@ class RaceRegressionMethod final : public TypedMethod<RegressContext> {
     spec.rows = p.at("rows").get<std::size_t>();
     spec.power = p.at("power").get<std::size_t>();
     spec.width = p.at("width").get<std::size_t>();
-    spec.pair_mode = p.at("pair_mode").get<std::string>();
+    spec.pair_mode = parse_pair_mode(p.at("pair_mode").get<std::string>());
     spec.seed = group_hash_seed(group);
     spec.threads = ctx.threads;
     const auto t0 = std::chrono::steady_clock::now();
@@ -157,7 +157,7 @@ class RaceRegressionMethod final : public TypedMethod<RegressContext> {
       CellResult r;
       r.metrics = {{"mse", test_mse(ctx, fit.theta / c)}};
       r.build_seconds = sketch_seconds + cell.noise_seconds + fit_seconds;
-      r.details = {{"pair_mode", spec.pair_mode},
+      r.details = {{"pair_mode", to_string(spec.pair_mode)},
                    {"sensitivity_l1", race_sensitivity(spec.rows, sketch.family().cells_per_record(), neighbors).l1},
                    {"noise_scale", sketch.privacy().value("noise_scale", 0.0)},
                    {"sketch_seconds", sketch_seconds},

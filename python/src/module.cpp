@@ -482,7 +482,7 @@ ReleaseParams params_from_args(bool feature, const py::dict& a) {
     p.width = arg_as<std::size_t>(a["width"], "width", "a positive integer");
     p.family.bandwidth = arg_as<double>(a["bandwidth"], "bandwidth", "a positive number");
     p.family.power = arg_as<std::size_t>(a["power"], "power", "a positive integer");
-    p.family.pair_mode = arg_as<std::string>(a["pair_mode"], "pair_mode", "'query' or 'insert'");
+    p.family.pair_mode = parse_pair_mode(arg_as<std::string>(a["pair_mode"], "pair_mode", "'query' or 'insert'"));
   } else {
     if (kernel != "rff" && kernel != "hist")
       throw UsageError("kernel must be rff or hist, got '" + kernel + "' (RACE kernels: privrace.RaceSketch)");
@@ -527,7 +527,7 @@ py::dict args_from_params(const ReleaseParams& p) {
     a["bandwidth"] = p.family.bandwidth;
     a["power"] = p.family.power;
     a["seed"] = p.seed ? py::object(py::int_(*p.seed)) : py::object(py::none());
-    a["pair_mode"] = p.family.pair_mode;
+    a["pair_mode"] = to_string(p.family.pair_mode);
     a["hash_seed"] = p.hash_seed ? py::object(py::int_(*p.hash_seed)) : py::object(py::none());
     return a;
   }
@@ -621,7 +621,7 @@ class PyExactPartial {
  public:
   PyExactPartial(PartialSpec spec, ExactSketch exact) : spec_(std::move(spec)), exact_(std::move(exact)) {
     threads_ = exact_->report().threads;
-    strategy_ = exact_->report().strategy;
+    strategy_ = to_string(exact_->report().strategy);
   }
 
   const PartialSpec& spec() const { return spec_; }
@@ -1113,7 +1113,7 @@ class PyRaceSketch {
     ReleaseParams params = params_;
     params.privacy = privacy_spec(args);
     params.threads = args.threads;
-    params.strategy = args.strategy;
+    params.strategy = parse_build_strategy(args.strategy, params.kernel(), "");  // the Python argument's one parse
     params.validate("");
     return params;
   }
@@ -1215,7 +1215,7 @@ py::tuple PyExactPartial::state() const {
   const FitArgs& f = spec_.fit;
   const auto counts = e.counts().counts();
   return py::make_tuple(2, to_string(p.family.kernel), p.family.rows, p.width, p.family.bandwidth, p.family.power,
-                        p.seed ? py::object(py::int_(*p.seed)) : py::object(py::none()), p.family.pair_mode,
+                        p.seed ? py::object(py::int_(*p.seed)) : py::object(py::none()), to_string(p.family.pair_mode),
                         f.epsilon ? py::object(py::float_(*f.epsilon)) : py::object(py::none()), f.mechanism, f.delta,
                         f.neighbors, f.threads, f.allow_non_private, f.strategy, spec_.master, spec_.fixed, spec_.dim,
                         e.report().points, threads_, strategy_,
@@ -1233,7 +1233,7 @@ PyExactPartial PyExactPartial::from_state(const py::tuple& t) {
   p.family.bandwidth = t[4].cast<double>();
   p.family.power = t[5].cast<std::size_t>();
   p.seed = t[6].cast<std::optional<std::uint64_t>>();
-  p.family.pair_mode = t[7].cast<std::string>();
+  p.family.pair_mode = parse_pair_mode(t[7].cast<std::string>());
   p.hash_seed = t[22].cast<std::optional<std::uint64_t>>();
   FitArgs& f = spec.fit;
   f.epsilon = t[8].cast<std::optional<double>>();

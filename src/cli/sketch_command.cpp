@@ -178,13 +178,14 @@ ColumnSelection read_family(SketchJob& job, const SketchOptionValues& v) {
   params.family.kernel = parse_suggesting([](const std::string& s) { return parse_kernel(s); }, kernel, kKernelNames);
   params.family.bandwidth = v.bandwidth;
   params.family.power = power;
-  params.family.pair_mode = v.pair_mode;
+  params.family.pair_mode = parse_pair_mode(v.pair_mode);
   params.family.features = features;
   params.family.sigma = v.sigma;
   params.family.bins = bins;
   params.num_share = v.num_share;
   params.threads = threads;
-  params.strategy = v.strategy;
+  // The kernel named here (--like may replace it: validate checks the strategy against the final one).
+  params.strategy = parse_build_strategy(v.strategy, params.family.kernel);
   if (vm.count("rows")) params.family.rows = count_option<std::size_t>(vm, "rows", 1, kMaxSize);
   if (vm.count("width")) params.width = count_option<std::size_t>(vm, "width", 1, kMaxSize);
   if (vm.count("domain")) std::tie(params.family.lo, params.family.hi) = parse_box_domain(v.domain);
@@ -446,7 +447,7 @@ void write_release(const SketchJob& job, const Release& release, const MasterSee
     const std::string ranks = distributed.contains("ranks") ? std::to_string(distributed["ranks"].get<int>()) + " rank(s) x " : "";
     std::fprintf(stderr, "privrace: sketched %zu records (%s) on %s%d thread(s), %s, in %.3f s "
                  "(%sbuild %.3f s, noise %.3f s, write %.3f s)%s -> %s\n",
-                 report.points, sketch_shape(kernel, release).c_str(), ranks.c_str(), report.threads, report.strategy.c_str(), total,
+                 report.points, sketch_shape(kernel, release).c_str(), ranks.c_str(), report.threads, to_string(report.strategy).c_str(), total,
                  read_seconds > 0 ? ("read " + std::to_string(read_seconds).substr(0, 5) + " s, ").c_str() : "",
                  build_seconds, noise_seconds, total - before_write,
                  no_privacy ? " WITHOUT NOISE" : (seed.fixed() ? " (seeded noise: NOT fit for release)" : ""), output.c_str());

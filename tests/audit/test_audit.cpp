@@ -42,7 +42,7 @@ std::unique_ptr<RandomSource> rng_for(const NoiseSource& noise) {
 using NoiseStep = std::function<void(RaceSketch&, const NoiseSource&, Observation&)>;
 AuditPath dense_variant(const std::string& name, const std::string& kernel, const std::string& pair_mode, Claim claim,
                         NoiseStep add_noise, const PathOptions& o = {}) {
-  const ExactBuilder builder = audit_builder(kernel, o, pair_mode);
+  const ExactBuilder builder = audit_builder(kernel, o, parse_pair_mode(pair_mode));
   const DenseMatrix d = audit_points(o.records, 2, o.seed);
   const DenseMatrix candidates = audit_points(32, 2, derive_seed(o.seed, 1));
   const DenseMatrix d_prime = with_row(d, candidates, most_sensitive_row(builder, d, candidates));

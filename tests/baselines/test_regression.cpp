@@ -53,7 +53,7 @@ TEST(SurrogateRegression, MinimiserIsCloseToLeastSquaresOnNoiselessData) {
   const double var_y = (y.array() - y.mean()).square().mean();
   for (const std::string mode : {"query", "insert"}) {
     SurrogateSpec spec;
-    spec.pair_mode = mode;
+    spec.pair_mode = parse_pair_mode(mode);
     spec.rows = 4000;
     spec.seed = 3;
     const RaceSketch sketch = build_surrogate_sketch(z, spec);
@@ -101,7 +101,7 @@ TEST(SurrogateRegression, PairPlacementsHaveSensitivityTwoRAndR) {
   for (const std::string mode : {"query", "insert"}) {
     SurrogateSpec spec;
     spec.rows = 200;
-    spec.pair_mode = mode;
+    spec.pair_mode = parse_pair_mode(mode);
     RaceSketch s = build_surrogate_sketch(z, spec);
     EXPECT_NEAR(s.n_hat(), 500.0, 1e-9) << mode;  // insert: total 2NR, divided by 2R
     PrivacySpec ps;

@@ -132,4 +132,23 @@ TEST_F(CliOptions, HugeFeatureMapsAreRefusedBeforeAllocating) {
   EXPECT_EQ(dim.err.find("bad_alloc"), std::string::npos) << dim.err;
 }
 
+// --strategy and --pair-mode are parsed where they are read, before any input is opened: a bad
+// name is a usage error (exit 2) naming the option's accepted values, even when the input is
+// missing (not "cannot open").
+TEST_F(CliOptions, BadStrategyOrPairModeIsAUsageErrorBeforeAnyFileIsOpened) {
+  const std::string missing = p("missing.csv");
+  const std::string base = "sketch --input " + missing + " --rows 5 --width 8 --epsilon 1 -q -o " + p("o.rsk") + " ";
+  expect_refused(cli(base + "--strategy bogus"), 2, "--strategy must be one of auto, replicate, split_rows for the l2 kernel, got 'bogus'");
+  expect_refused(cli(base + "--kernel jaccard --strategy bogus"), 2,
+                 "--strategy must be one of auto, replicate, split_rows, two_phase for the jaccard kernel, got 'bogus'");
+  expect_refused(cli(base + "--pair-mode bogus"), 2, "pair mode must be 'insert' or 'query', got 'bogus'");
+  expect_refused(cli(base + "--kernel angular_pair --pair-mode bogus"), 2, "pair mode must be 'insert' or 'query', got 'bogus'");
+  for (const std::string option : {"--strategy bogus", "--pair-mode bogus"})
+    EXPECT_EQ(cli(base + option).err.find("cannot open"), std::string::npos) << option;
+  // A known name gets as far as the input.
+  const CliRun ok_name = cli(base + "--strategy replicate --pair-mode insert");
+  EXPECT_EQ(ok_name.code, 1) << ok_name.err;
+  EXPECT_NE(ok_name.err.find("cannot open"), std::string::npos) << ok_name.err;
+}
+
 }  // namespace

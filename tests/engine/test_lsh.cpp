@@ -84,7 +84,7 @@ TEST(SignedRandomProjection, EmpiricalCollisionMatchesKernel) {
 TEST(SrpPair, MirroredCodesGiveTheTwoSidedKernel) {
   const std::size_t rows = 40000, power = 2;
   for (const std::string mode : {"insert", "query"}) {
-    const auto f = make_family(FamilySpec{.kernel = Kernel::AngularPair, .power = power, .rows = rows, .dim = 2, .seed = 3, .pair_mode = mode});
+    const auto f = make_family(FamilySpec{.kernel = Kernel::AngularPair, .power = power, .rows = rows, .dim = 2, .seed = 3, .pair_mode = parse_pair_mode(mode)});
     EXPECT_EQ(f->cells_per_record(), mode == "insert" ? 2u : 1u);
     for (const double angle : {0.3, 1.5, 2.8}) {
       DenseMatrix pair(2, 2);

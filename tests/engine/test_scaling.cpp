@@ -94,7 +94,7 @@ TEST(Scaling, BuildCountsAndStagesForAnyThreadCountWithAndWithoutPrefault) {
   for (const int threads : {2, 3, 8})
     for (const bool prefault : {true, false}) {
       RaceSketch s(family, 301);
-      const BuildReport r = build_dense(s, data, {.threads = threads, .batch = 500, .strategy = "replicate", .prefault_partials = prefault});
+      const BuildReport r = build_dense(s, data, {.threads = threads, .batch = 500, .strategy = BuildStrategy::Replicate, .prefault_partials = prefault});
       EXPECT_TRUE(std::equal(s.counts().begin(), s.counts().end(), reference.counts().begin())) << threads << " " << prefault;
       EXPECT_EQ(s.records(), 9000);
       EXPECT_GT(r.stages.fill, 0.0);

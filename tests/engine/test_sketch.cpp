@@ -91,7 +91,7 @@ TEST(RaceSketch, SrpPairBothPlacementsEstimateTheSameKernelSum) {
   const DenseMatrix data = clustered_points(3000, 4, 5, 3.0);
   const DenseMatrix queries = clustered_points(50, 4, 6, 3.0);
   for (const std::string mode : {"insert", "query"}) {
-    auto family = make_family(FamilySpec{.kernel = Kernel::AngularPair, .power = 4, .rows = 2000, .dim = 4, .seed = 8, .pair_mode = mode});
+    auto family = make_family(FamilySpec{.kernel = Kernel::AngularPair, .power = 4, .rows = 2000, .dim = 4, .seed = 8, .pair_mode = parse_pair_mode(mode)});
     RaceSketch sketch(std::shared_ptr<const LshFamily>(std::move(family)), 1024);
     build_dense(sketch, data);
     EXPECT_DOUBLE_EQ(sketch.n_hat(), 3000.0);
@@ -108,8 +108,8 @@ TEST(Builder, CountsAreIdenticalForAnyThreadCountAndStrategy) {
   for (const int threads : {2, 3, 8}) {
     for (const std::string strategy : {"replicate", "split_rows"}) {
       RaceSketch s(family, 500);
-      const auto report = build_dense(s, data, {.threads = threads, .batch = 97, .strategy = strategy});
-      EXPECT_EQ(report.strategy, strategy);
+      const auto report = build_dense(s, data, {.threads = threads, .batch = 97, .strategy = parse_build_strategy(strategy, Kernel::L2)});
+      EXPECT_EQ(to_string(report.strategy), strategy);
       EXPECT_TRUE(std::equal(s.counts().begin(), s.counts().end(), reference.counts().begin()))
           << threads << " threads, " << strategy;
     }

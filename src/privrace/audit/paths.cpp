@@ -512,10 +512,10 @@ AuditPath make_path(const std::string& name, const PathOptions& o) {
                              audit_builder("angular", o), spec_for(o, NM::DiscreteLaplace));
   if (name == "regression_query_pairs")
     return dense_sketch_path(name, "regression sketch, pairs at query time (1 cell a row), scale R/eps", o,
-                             audit_builder("angular_pair", o, "query"), spec_for(o, NM::DiscreteLaplace));
+                             audit_builder("angular_pair", o, PairMode::Query), spec_for(o, NM::DiscreteLaplace));
   if (name == "regression_insert_pairs")
     return dense_sketch_path(name, "regression sketch, x and -x inserted (2 cells a row), scale 2R/eps", o,
-                             audit_builder("angular_pair", o, "insert"), spec_for(o, NM::DiscreteLaplace));
+                             audit_builder("angular_pair", o, PairMode::Insert), spec_for(o, NM::DiscreteLaplace));
   if (name == "sets_minhash") return sets_path(o);
   if (name == "merge_disjoint") return merge_path(o);
   if (name == "race_pstable_replace")
@@ -574,7 +574,7 @@ SetCollection with_set(const SetCollection& d, const SetCollection& candidates, 
   return out;
 }
 
-ExactBuilder audit_builder(const std::string& kernel, const PathOptions& o, const std::string& pair_mode) {
+ExactBuilder audit_builder(const std::string& kernel, const PathOptions& o, PairMode pair_mode) {
   ReleaseParams params;
   params.family.kernel = parse_kernel(kernel);
   params.family.rows = o.rows;

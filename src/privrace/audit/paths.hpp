@@ -36,7 +36,7 @@ SetCollection with_set(const SetCollection& d, const SetCollection& candidates, 
 // The release API's builder of an audit sketch on `kernel`: R x W of the options, one thread (the
 // runs are the parallel axis), the public hash seed derive_seed(seed, 2). builder.build(D) is the
 // exact sketch of D as `privrace sketch` builds it.
-ExactBuilder audit_builder(const std::string& kernel, const PathOptions& options, const std::string& pair_mode = "query");
+ExactBuilder audit_builder(const std::string& kernel, const PathOptions& options, PairMode pair_mode = PairMode::Query);
 
 // The whole-file check's files: a private folder (memory-backed /dev/shm where writable, else
 // the temporary directory), removed with everything in it when the last path using it goes.

@@ -54,6 +54,14 @@ std::string to_string(Kernel kernel) {
   return "?";
 }
 
+PairMode parse_pair_mode(const std::string& name) {
+  if (name == "query") return PairMode::Query;
+  if (name == "insert") return PairMode::Insert;
+  throw UsageError("pair mode must be 'insert' or 'query', got '" + name + "'");
+}
+
+std::string to_string(PairMode mode) { return mode == PairMode::Insert ? "insert" : "query"; }
+
 double family_parameter_bytes(const FamilySpec& spec) {
   const double rows = static_cast<double>(spec.rows), dim = static_cast<double>(spec.dim),
                power = static_cast<double>(spec.power);
@@ -108,9 +116,7 @@ std::unique_ptr<LshFamily> make_family(const FamilySpec& spec) {
   if (spec.kernel == Kernel::Angular || spec.kernel == Kernel::AngularPair) {
     if (spec.dim == 0) throw UsageError("the " + to_string(spec.kernel) + " kernel needs the input dimension");
     if (spec.kernel == Kernel::Angular) return std::make_unique<SignedRandomProjection>(spec.rows, spec.dim, spec.power, spec.seed);
-    if (spec.pair_mode != "insert" && spec.pair_mode != "query")
-      throw UsageError("pair mode must be 'insert' or 'query', got '" + spec.pair_mode + "'");
-    return std::make_unique<SrpPair>(spec.rows, spec.dim, spec.power, spec.seed, spec.pair_mode == "insert");
+    return std::make_unique<SrpPair>(spec.rows, spec.dim, spec.power, spec.seed, spec.pair_mode == PairMode::Insert);
   }
   // "jaccard": the densified one-permutation family (fast for every set size, exact J^p);
   // "jaccard_classic": R p independent MinHash permutations (the reference, O(R p |S|)).
@@ -161,7 +167,7 @@ std::unique_ptr<LshFamily> make_family(const nlohmann::json& params) {
       spec.dim = field("dim").get<std::size_t>();
     }
     if (spec.kernel == Kernel::L2) spec.bandwidth = field("bandwidth").get<double>();
-    if (spec.kernel == Kernel::AngularPair) spec.pair_mode = field("pair_mode").get<std::string>();
+    if (spec.kernel == Kernel::AngularPair) spec.pair_mode = parse_pair_mode(field("pair_mode").get<std::string>());
     return make_family(spec);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("family header: wrong field type: ") + e.what());

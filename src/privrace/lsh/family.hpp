@@ -34,6 +34,15 @@ inline bool is_set_kernel(Kernel k) { return k == Kernel::Jaccard || k == Kernel
 // and they release the record count with a share of epsilon.
 inline bool is_feature_kernel(Kernel k) { return k == Kernel::Rff || k == Kernel::Hist; }
 
+// angular_pair: which side is mirrored. Insert: each record is inserted as x and -x (2 cells a
+// row change: sensitivity 2R); Query: each query reads l(q) and l(-q) (sensitivity R).
+enum class PairMode { Query, Insert };
+// "query" | "insert" (the one parse of a pair mode's name, at the front ends and the header
+// readers); UsageError "pair mode must be 'insert' or 'query', got 'NAME'" otherwise.
+PairMode parse_pair_mode(const std::string& name);
+std::string to_string(PairMode mode);
+NLOHMANN_JSON_SERIALIZE_ENUM(PairMode, {{PairMode::Query, "query"}, {PairMode::Insert, "insert"}})
+
 class LshFamily {
  public:
   LshFamily(std::size_t rows, std::uint64_t seed) : rows_(rows), seed_(seed) {}
@@ -109,7 +118,7 @@ struct FamilySpec {
   std::size_t rows = 100;          // R: the one definition of the sketch's rows and their default
   std::size_t dim = 0;             // dense input dimension
   std::uint64_t seed = 0;
-  std::string pair_mode = "query";  // angular_pair: "insert" (x and -x) or "query" (q and -q)
+  PairMode pair_mode = PairMode::Query;  // angular_pair: Insert (x and -x) or Query (q and -q)
   std::size_t features = 0;         // rff: m = 2 m' features (rows = 2: cos, sin; m' columns)
   double sigma = 1.0;               // rff: Gaussian kernel bandwidth
   std::size_t bins = 0;             // hist: equal bins per attribute (rows = dim attributes)

@@ -13,6 +13,35 @@
 namespace privrace {
 
 namespace {
+constexpr std::pair<BuildStrategy, const char*> kStrategyNames[] = {{BuildStrategy::Auto, "auto"},
+                                                                    {BuildStrategy::Replicate, "replicate"},
+                                                                    {BuildStrategy::SplitRows, "split_rows"},
+                                                                    {BuildStrategy::TwoPhase, "two_phase"}};
+
+[[noreturn]] void refuse_strategy(const std::string& name, Kernel kernel, std::string_view option_prefix) {
+  const bool sets = is_set_kernel(kernel);
+  throw UsageError(std::string(option_prefix) + "strategy must be one of auto, replicate, split_rows" + (sets ? ", two_phase" : "") +
+                   " for the " + to_string(kernel) + " kernel, got '" + name + "'");
+}
+}  // namespace
+
+BuildStrategy parse_build_strategy(const std::string& name, Kernel kernel, std::string_view option_prefix) {
+  for (const auto& [strategy, text] : kStrategyNames)
+    if (name == text) return strategy;
+  refuse_strategy(name, kernel, option_prefix);
+}
+
+void check_build_strategy(BuildStrategy strategy, Kernel kernel, std::string_view option_prefix) {
+  if (strategy == BuildStrategy::TwoPhase && !is_set_kernel(kernel)) refuse_strategy(to_string(strategy), kernel, option_prefix);
+}
+
+std::string to_string(BuildStrategy strategy) {
+  for (const auto& [s, text] : kStrategyNames)
+    if (s == strategy) return text;
+  return "?";
+}
+
+namespace {
 // Static slice t of [0, n) among T threads: contiguous, sizes differ by at most one.
 std::pair<std::size_t, std::size_t> slice(std::size_t n, int t, int threads) {
   const std::size_t T = static_cast<std::size_t>(threads), i = static_cast<std::size_t>(t);
@@ -25,11 +54,15 @@ SketchBuilder::SketchBuilder(RaceSketch& target, BuildOptions opts) : target_(ta
   if (opts_.batch == 0 || opts_.row_block == 0) throw UsageError("batch size and row block must be positive");
   if (target_.is_private()) throw UsageError("cannot add records to a sketch that already carries noise");
   const double copy_bytes = static_cast<double>(target_.rows()) * static_cast<double>(target_.width()) * 8.0;
-  if (opts_.strategy == "replicate") split_rows_ = false;
-  else if (opts_.strategy == "split_rows") split_rows_ = true;
-  else if (opts_.strategy == "auto")
-    split_rows_ = threads_ > 1 && copy_bytes * threads_ > opts_.memory_fraction * physical_memory_bytes();
-  else throw UsageError("unknown build strategy '" + opts_.strategy + "' (expected auto, replicate or split_rows)");
+  switch (opts_.strategy) {
+    case BuildStrategy::Replicate: split_rows_ = false; break;
+    case BuildStrategy::SplitRows: split_rows_ = true; break;
+    case BuildStrategy::Auto:
+      split_rows_ = threads_ > 1 && copy_bytes * threads_ > opts_.memory_fraction * physical_memory_bytes();
+      break;
+    default:
+      throw UsageError("unknown build strategy '" + to_string(opts_.strategy) + "' (expected auto, replicate or split_rows)");
+  }
   if (split_rows_) threads_ = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(threads_), target_.rows()));
   thread_busy_.assign(static_cast<std::size_t>(threads_), 0.0);
   if (!split_rows_ && threads_ > 1) {
@@ -185,7 +218,7 @@ BuildReport SketchBuilder::finish() {
     stages_.fill_thread_mean = thread_busy_.empty() ? 0.0 : sum / static_cast<double>(thread_busy_.size());
     finished_ = true;
   }
-  return {points_, threads_, split_rows_ ? "split_rows" : "replicate", seconds_, stages_};
+  return {points_, threads_, split_rows_ ? BuildStrategy::SplitRows : BuildStrategy::Replicate, seconds_, stages_};
 }
 
 BuildReport build_dense(RaceSketch& target, const DenseRef& data, const BuildOptions& opts) {

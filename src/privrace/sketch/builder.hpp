@@ -5,19 +5,46 @@
 // threads split the sketch's rows instead (each hashes every point for its own rows; no merge).
 #include <cstddef>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "privrace/core/types.hpp"
+#include "privrace/lsh/family.hpp"
 #include "privrace/sketch/race_sketch.hpp"
 
 namespace privrace {
+
+// How a build shares its work among threads. Auto picks one (dense: replicate while the copies
+// fit, else split_rows; sets: two_phase); a report names the one used (never Auto, but for the
+// empty report of a part without records).
+enum class BuildStrategy {
+  Auto,
+  Replicate,  // per-thread sub-sketches merged by addition
+  SplitRows,  // threads split the sketch's rows
+  TwoPhase,   // sets: hash disjoint points, then fill disjoint rows of the one sketch (set_builder.hpp)
+};
+// "auto" | "replicate" | "split_rows" | "two_phase" (the one parse of a strategy's name, at the
+// front ends). UsageError otherwise, naming the option (`option_prefix` + "strategy") and the
+// values `kernel` accepts: "--strategy must be one of auto, replicate, split_rows for the l2
+// kernel, got 'NAME'" (set kernels add two_phase). Whether `kernel` takes the strategy named is
+// ReleaseParams::validate's check (check_build_strategy), made once the kernel is final.
+BuildStrategy parse_build_strategy(const std::string& name, Kernel kernel, std::string_view option_prefix = "--");
+// UsageError (the message above) when `kernel` cannot be built with `strategy` (two_phase is for sets).
+void check_build_strategy(BuildStrategy strategy, Kernel kernel, std::string_view option_prefix = "--");
+std::string to_string(BuildStrategy strategy);
+// Headers and records write a strategy by its name.
+NLOHMANN_JSON_SERIALIZE_ENUM(BuildStrategy, {{BuildStrategy::Auto, "auto"},
+                                             {BuildStrategy::Replicate, "replicate"},
+                                             {BuildStrategy::SplitRows, "split_rows"},
+                                             {BuildStrategy::TwoPhase, "two_phase"}})
 
 struct BuildOptions {
   int threads = 0;             // 0 = OpenMP default (OMP_NUM_THREADS or all cores)
   std::size_t batch = 4096;    // points per batch (one GEMM per row block)
   std::size_t row_block = 16;  // sketch rows hashed and filled together: their counts stay in L2
   double memory_fraction = 0.5;  // replicate sub-sketches only while they fit in this share of RAM
-  std::string strategy = "auto";  // auto | replicate | split_rows
+  BuildStrategy strategy = BuildStrategy::Auto;  // Auto | Replicate | SplitRows (TwoPhase: set_builder.hpp)
   // Replicate strategy: each thread allocates its own sub-sketch and faults its pages in, in
   // parallel, before the fill (first touch by the thread that fills it; the page faults are
   // then a stage of their own instead of stalls inside the hashing loop). false = allocate the
@@ -39,7 +66,7 @@ struct BuildStages {
 struct BuildReport {
   std::size_t points = 0;
   int threads = 1;
-  std::string strategy;  // "replicate" or "split_rows"
+  BuildStrategy strategy = BuildStrategy::Auto;  // the one used: Replicate, SplitRows or (sets) TwoPhase
   double seconds = 0.0;  // allocate + validate + fill + merge (not read)
   BuildStages stages;
 };

@@ -54,15 +54,10 @@ void ReleaseParams::validate(std::string_view option_prefix) const {
     if (family.power == 0 || family.power > 64) throw UsageError("power (p) must be in 1..64");
     if (k == Kernel::L2 && (!(family.bandwidth > 0.0) || !std::isfinite(family.bandwidth)))
       throw UsageError("bandwidth must be a positive finite number for the l2 kernel");
-    if (k == Kernel::AngularPair && family.pair_mode != "insert" && family.pair_mode != "query")
-      throw UsageError("pair mode must be 'insert' or 'query', got '" + family.pair_mode + "'");
   }
   check_threads(threads, p + "threads");  // 0..kMaxThreads (core/limits.hpp)
   // The parallel strategy, before any data is read (the builders would refuse it only then).
-  const bool sets = is_set_kernel(k);
-  if (strategy != "auto" && strategy != "replicate" && strategy != "split_rows" && !(sets && strategy == "two_phase"))
-    throw UsageError(p + "strategy must be one of auto, replicate, split_rows" + (sets ? ", two_phase" : "") + " for the " +
-                     to_string(k) + " kernel, got '" + strategy + "'");
+  check_build_strategy(strategy, k, p);
   // Refuse before reading any data (hist: its rows are the attributes, checked when known).
   if (rows() > 0) check_sketch_fits(rows(), columns(), 1);
 }
@@ -382,7 +377,7 @@ ReleaseParams like_params(const nlohmann::json& header, ReleaseParams base) {
       fam.rows = need("rows").get<std::size_t>();
       if (f.contains("power")) fam.power = f.at("power").get<std::size_t>();
       if (k == Kernel::L2) fam.bandwidth = need("bandwidth").get<double>();
-      if (k == Kernel::AngularPair) fam.pair_mode = need("pair_mode").get<std::string>();
+      if (k == Kernel::AngularPair) fam.pair_mode = parse_pair_mode(need("pair_mode").get<std::string>());
       if (!header.contains("width")) throw InputError("parameters: field 'width' is missing");
       base.width = header.at("width").get<std::size_t>();
     }

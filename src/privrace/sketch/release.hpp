@@ -43,7 +43,7 @@ namespace privrace {
 //   family.kernel                  the kernel (an enum; parse_kernel reads its name)
 //   family.rows, family.power      R and p (LSH kernels)
 //   family.bandwidth               p-stable bucket width w (l2)
-//   family.pair_mode               angular_pair: "insert" (x and -x, sensitivity 2R) | "query"
+//   family.pair_mode               angular_pair: PairMode::Insert (x and -x, sensitivity 2R) | Query
 //   family.features, family.sigma  rff: m = 2 m' features, Gaussian kernel bandwidth
 //   family.bins, family.lo/hi      hist: bins per attribute, the declared box domain
 // family.dim and family.seed are set by the build (from the records and the master seed).
@@ -58,7 +58,7 @@ struct ReleaseParams {
   std::optional<PrivacySpec> privacy;  // none = exact counts, written only deliberately (--no-privacy)
   double num_share = 0.98;             // rff/hist: share of epsilon for the feature sums (the count gets the rest)
   int threads = 0;                     // OpenMP threads (0 = all); the counts do not depend on it
-  std::string strategy = "auto";       // dense: auto | replicate | split_rows; sets: auto | two_phase | replicate | split_rows
+  BuildStrategy strategy = BuildStrategy::Auto;  // dense: Auto | Replicate | SplitRows; sets: TwoPhase too
 
   Kernel kernel() const { return family.kernel; }
   // The container's shape as far as the parameters fix it: rff 2 x m', hist ? x bins (its rows

@@ -18,16 +18,14 @@ int resolve_threads(int t) { return t > 0 ? t : omp_get_max_threads(); }
 BuildReport build_set_sketch(RaceSketch& sketch, const SetCollection& sets, const SetBuildOptions& opts) {
   const LshFamily& family = sketch.family();
   if (family.input_kind() != InputKind::Sets) throw UsageError("build_set_sketch needs a set kernel (jaccard)");
-  std::string strategy = opts.strategy;
-  if (strategy == "auto") strategy = family.mirrored_inserts() ? "replicate" : "two_phase";
-  if (strategy == "replicate" || strategy == "split_rows") {
+  BuildStrategy strategy = opts.strategy;
+  if (strategy == BuildStrategy::Auto) strategy = family.mirrored_inserts() ? BuildStrategy::Replicate : BuildStrategy::TwoPhase;
+  if (strategy == BuildStrategy::Replicate || strategy == BuildStrategy::SplitRows) {
     BuildOptions b;
     b.threads = opts.threads;
     b.strategy = strategy;
     return build_sets(sketch, sets, b);
   }
-  if (strategy != "two_phase")
-    throw UsageError("unknown build strategy '" + opts.strategy + "' (expected auto, two_phase, replicate or split_rows)");
   if (sketch.is_private()) throw UsageError("cannot add records to a sketch that already carries noise");
   if (opts.mini_batch == 0) throw UsageError("mini batch must be positive");
   const double t0 = now_seconds();
@@ -120,7 +118,7 @@ BuildReport build_set_sketch(RaceSketch& sketch, const SetCollection& sets, cons
     family.hash_sets(SetBatch{&empty, 0, 1}, codes);
     for (std::size_t r = 0; r < R; ++r) sketch.row(r)[sketch.column_hash(r)(codes(static_cast<Eigen::Index>(r), 0))] += static_cast<std::int64_t>(empties);
   }
-  return {n, threads, "two_phase", now_seconds() - t0, {}};
+  return {n, threads, BuildStrategy::TwoPhase, now_seconds() - t0, {}};
 }
 
 }  // namespace privrace

@@ -18,7 +18,7 @@ namespace privrace {
 
 struct SetBuildOptions {
   int threads = 0;
-  std::string strategy = "auto";
+  BuildStrategy strategy = BuildStrategy::Auto;
   std::size_t chunk_bytes = std::size_t{1} << 30;  // Slashdot at R = 2000 fits one chunk: the sketch is streamed once
   std::size_t mini_batch = 32;  // points hashed together in phase 1
 };

@@ -19,8 +19,6 @@ DenseMatrix surrogate_inputs(const Eigen::Ref<const DoubleMatrix>& x, const Eige
 }
 
 ReleaseParams surrogate_params(const SurrogateSpec& spec) {
-  if (spec.pair_mode != "insert" && spec.pair_mode != "query")
-    throw UsageError("pair_mode must be insert or query, not '" + spec.pair_mode + "'");
   ReleaseParams params;
   params.family.kernel = Kernel::AngularPair;
   params.family.power = spec.power;

@@ -32,7 +32,7 @@ struct SurrogateSpec {
   std::size_t rows = 1000;         // R
   std::size_t power = 4;           // SRP bits p; W = 2^p
   std::size_t width = 16;          // W (16 = 2^4 distinct codes)
-  std::string pair_mode = "query";  // "insert" | "query"
+  PairMode pair_mode = PairMode::Query;  // Insert | Query (parse_pair_mode reads the name)
   std::uint64_t seed = 1;
   int threads = 0;
 };
