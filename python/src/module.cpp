@@ -48,6 +48,7 @@
 #include "privrace/core/types.hpp"
 #include "privrace/core/version.hpp"
 #include "privrace/lsh/family.hpp"
+#include "privrace/lsh/kernel_registry.hpp"
 #include "privrace/privacy/budget.hpp"
 #include "privrace/sketch/feature_sketch.hpp"
 #include "privrace/sketch/race_sketch.hpp"
@@ -406,12 +407,27 @@ struct FitArgs {
   std::string strategy = "auto";
 };
 
-// The RACE kernels a RaceSketch builds (the feature maps rff and hist are the CLI's).
+// The kernels of the registry (lsh/kernel_registry.hpp): its RACE kernels (RaceSketch) or its
+// feature maps (FeatureSketch), by name in registration order.
+std::vector<std::string> registered_names(bool feature_map) {
+  std::vector<std::string> out;
+  for (const Kernel k : registered_kernels())
+    if (kernel_info(k).feature_map == feature_map) out.push_back(to_string(k));
+  return out;
+}
+
+// The RACE kernels a RaceSketch builds (the feature maps rff and hist are FeatureSketch's).
 Kernel race_kernel(const std::string& name) {
-  for (const Kernel k : {Kernel::L2, Kernel::Angular, Kernel::AngularPair, Kernel::Jaccard, Kernel::JaccardClassic})
-    if (name == to_string(k)) return k;
-  throw UsageError("kernel must be l2, angular, angular_pair, jaccard or jaccard_classic, got '" + name +
-                   "' (rff and hist feature sketches: privrace.FeatureSketch)");
+  if (const auto k = find_kernel(name); k && !is_feature_kernel(*k)) return *k;
+  throw UsageError("kernel must be " + join_names(registered_names(false)) + ", got '" + name + "' (" +
+                   join_names(registered_names(true), " and ") + " feature sketches: privrace.FeatureSketch)");
+}
+
+// The feature maps a FeatureSketch builds.
+Kernel feature_kernel(const std::string& name) {
+  if (const auto k = find_kernel(name); k && is_feature_kernel(*k)) return *k;
+  throw UsageError("kernel must be " + join_names(registered_names(true)) + ", got '" + name +
+                   "' (RACE kernels: privrace.RaceSketch)");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -484,16 +500,14 @@ ReleaseParams params_from_args(bool feature, const py::dict& a) {
     p.family.power = arg_as<std::size_t>(a["power"], "power", "a positive integer");
     p.family.pair_mode = parse_pair_mode(arg_as<std::string>(a["pair_mode"], "pair_mode", "'query' or 'insert'"));
   } else {
-    if (kernel != "rff" && kernel != "hist")
-      throw UsageError("kernel must be rff or hist, got '" + kernel + "' (RACE kernels: privrace.RaceSketch)");
-    p.family.kernel = parse_kernel(kernel);
+    p.family.kernel = feature_kernel(kernel);
     p.num_share = arg_as<double>(a["num_share"], "num_share", "a number in (0, 1)");
     if (!(p.num_share > 0.0 && p.num_share < 1.0)) {  // the library names its option --num-share
       std::ostringstream s;
       s << "num_share must be in (0, 1) (the record count needs a share of epsilon), got " << p.num_share;
       throw UsageError(s.str());
     }
-    if (kernel == "rff") {
+    if (kernel_info(p.family.kernel).fields.features_sigma) {  // rff
       if (a["features"].is_none()) throw UsageError("kernel rff needs features= (m = 2 m' random Fourier features, even)");
       if (!a["bins"].is_none() || !a["domain"].is_none())
         throw UsageError("bins= and domain= do not apply to kernel rff (its features are bounded for every record); "

@@ -58,7 +58,6 @@ std::vector<std::string> read_list(const std::string& list) {
 
 }  // namespace
 
-const std::vector<std::string> kKernelNames = {"l2", "angular", "angular_pair", "jaccard", "jaccard_classic", "rff", "hist"};
 const std::vector<std::string> kMechanismNames = {"discrete_laplace", "floored_laplace", "gaussian"};
 const std::vector<std::string> kNeighborNames = {"add-remove", "replace"};
 const std::vector<std::string> kEstimatorNames = {"mean", "mom"};

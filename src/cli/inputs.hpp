@@ -56,8 +56,9 @@ auto parse_suggesting(Parse&& parse, const std::string& given, const std::vector
     throw UsageError(with_suggestion(e.what(), given, names));
   }
 }
-// The names each enum accepts (for the suggestions).
-extern const std::vector<std::string> kKernelNames, kMechanismNames, kNeighborNames, kEstimatorNames, kTableFormatNames,
+// The names each enum accepts (for the suggestions; the kernels' come from the kernel registry,
+// lsh/kernel_registry.hpp: kernel_names()).
+extern const std::vector<std::string> kMechanismNames, kNeighborNames, kEstimatorNames, kTableFormatNames,
     kSketchFormatNames;
 
 // --columns SPEC, --drop SPEC and --label-column SPEC (each may be repeated): which columns of a

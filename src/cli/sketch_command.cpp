@@ -21,6 +21,7 @@
 #include "privrace/core/number.hpp"
 #include "privrace/io/edge_list.hpp"
 #include "privrace/io/table_reader.hpp"
+#include "privrace/lsh/kernel_registry.hpp"
 #include "privrace/sketch/feature_sketch.hpp"
 #include "privrace/sketch/release.hpp"
 #include "privrace/sketch/sketch_io.hpp"
@@ -113,6 +114,12 @@ struct SketchOptionValues {
 
 // The sketch command's options, filling `job` and `v`.
 void add_sketch_options(po::options_description& desc, SketchJob& job, SketchOptionValues& v, const std::string& threads_help) {
+  // --kernel's help: every registered kernel, "NAME (HELP)", as the registry lists them.
+  std::string kernel_help;
+  for (const Kernel k : registered_kernels()) {
+    const KernelInfo& info = kernel_info(k);
+    kernel_help += (kernel_help.empty() ? "" : " | ") + info.name + (info.help.empty() ? "" : " (" + info.help + ")");
+  }
   desc.add_options()("help,h", "show this help")
       ("input,i", po::value(&job.inputs)->required()->multitoken(), "data file: CSV (header optional), whitespace, libsvm or sets; .gz allowed; - = stdin. "
                  "Several tables are read as one, their records in order (each file's header line skipped): repeat --input "
@@ -123,7 +130,7 @@ void add_sketch_options(po::options_description& desc, SketchJob& job, SketchOpt
                  "list's pairs then go to the ranks that own their nodes); one .gz file, stdin, libsvm, a .jlg file or "
                  "--graph-cache cannot be split and is read by rank 0 alone")
       ("output,o", po::value(&job.output)->required(), "sketch file to write (written atomically)")
-      ("kernel,k", po::value(&job.kernel)->default_value("l2"), "l2 (p-stable) | angular (SRP) | angular_pair (regression surrogate) | jaccard (densified MinHash) | jaccard_classic (independent MinHashes) | rff (random Fourier features, for M2M) | hist (per-attribute histograms, for M2M)")
+      ("kernel,k", po::value(&job.kernel)->default_value("l2"), kernel_help.c_str())
       ("bandwidth", po::value(&v.bandwidth)->default_value(1.0), "p-stable bucket width w (l2)")
       ("power,p", po::value<std::string>()->default_value("1"), "concatenated hashes per row (p)")
       ("rows,R", po::value<std::string>(), "sketch rows R (LSH kernels)")
@@ -175,7 +182,7 @@ ColumnSelection read_family(SketchJob& job, const SketchOptionValues& v) {
   job.dim = count_option<std::size_t>(vm, "dim", 0, kMaxSize);
   job.chunk_rows = count_option<std::size_t>(vm, "chunk-rows", 1, kMaxSize);
   count_option<std::uint64_t>(vm, "nodes", 0, kMaxSize);  // checked here, read by edge_list_options
-  params.family.kernel = parse_suggesting([](const std::string& s) { return parse_kernel(s); }, kernel, kKernelNames);
+  params.family.kernel = parse_suggesting([](const std::string& s) { return parse_kernel(s); }, kernel, kernel_names());
   params.family.bandwidth = v.bandwidth;
   params.family.power = power;
   params.family.pair_mode = parse_pair_mode(v.pair_mode);
@@ -200,14 +207,14 @@ ColumnSelection read_family(SketchJob& job, const SketchOptionValues& v) {
 void check_shape_options(const SketchJob& job) {
   const po::variables_map& vm = job.vm;
   const std::string& kernel = job.kernel;
-  const Kernel k = job.params.kernel();
-  if (is_feature_kernel(k)) {
+  const KernelInfo& info = kernel_info(job.params.kernel());
+  if (info.feature_map) {
     if (vm.count("rows") || vm.count("width"))
       throw UsageError("--rows and --width do not apply to --kernel " + kernel + " (its shape comes from " +
-                       (k == Kernel::Rff ? "--features" : "--bins and the data") + ")");
+                       (info.fields.bins_domain ? "--bins and the data" : "--features") + ")");
     // The rff features are bounded for any record, so the sketch has no domain; M2M's is
     // declared when answering. Refused rather than silently ignored.
-    if (k == Kernel::Rff && vm.count("domain"))
+    if (!info.fields.bins_domain && vm.count("domain"))
       throw UsageError("--domain does not apply to --kernel rff (its features are bounded for every record); "
                        "declare M2M's domain with privrace m2m --domain");
   } else if (!vm.count("like")) {

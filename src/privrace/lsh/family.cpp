@@ -5,7 +5,7 @@
 
 #include "privrace/core/error.hpp"
 #include "privrace/core/memory.hpp"
-#include "privrace/lsh/families.hpp"
+#include "privrace/lsh/kernel_registry.hpp"
 
 namespace privrace {
 
@@ -35,24 +35,19 @@ double pstable_collision(double distance, double width) {
   return std::max(0.0, p);
 }
 
-namespace {
-constexpr std::pair<Kernel, const char*> kKernelNames[] = {
-    {Kernel::L2, "l2"},           {Kernel::Angular, "angular"}, {Kernel::AngularPair, "angular_pair"},
-    {Kernel::Jaccard, "jaccard"}, {Kernel::JaccardClassic, "jaccard_classic"}, {Kernel::Rff, "rff"},
-    {Kernel::Hist, "hist"}};
-}  // namespace
-
 Kernel parse_kernel(const std::string& name) {
-  for (const auto& [kernel, text] : kKernelNames)
-    if (name == text) return kernel;
-  throw UsageError("unknown kernel '" + name + "' (expected l2, angular, angular_pair, jaccard, jaccard_classic, rff or hist)");
+  if (const auto kernel = find_kernel(name)) return *kernel;
+  throw UsageError("unknown kernel '" + name + "' (expected " + join_names(kernel_names()) + ")");
 }
 
 std::string to_string(Kernel kernel) {
-  for (const auto& [k, text] : kKernelNames)
-    if (k == kernel) return text;
-  return "?";
+  const auto names = kernel_names();
+  const auto i = static_cast<std::size_t>(kernel);
+  return i < names.size() ? names[i] : "?";
 }
+
+bool is_set_kernel(Kernel k) { return kernel_info(k).input == InputKind::Sets; }
+bool is_feature_kernel(Kernel k) { return kernel_info(k).feature_map; }
 
 PairMode parse_pair_mode(const std::string& name) {
   if (name == "query") return PairMode::Query;
@@ -63,65 +58,31 @@ PairMode parse_pair_mode(const std::string& name) {
 std::string to_string(PairMode mode) { return mode == PairMode::Insert ? "insert" : "query"; }
 
 double family_parameter_bytes(const FamilySpec& spec) {
+  const KernelInfo& info = kernel_info(spec.kernel);
+  if (info.parameter_bytes) return info.parameter_bytes(spec);
   const double rows = static_cast<double>(spec.rows), dim = static_cast<double>(spec.dim),
                power = static_cast<double>(spec.power);
-  switch (spec.kernel) {
-    case Kernel::Rff:  // m' x d frequencies: drawn in double, stored as Real
-      return static_cast<double>(spec.features / 2) * dim * static_cast<double>(sizeof(double) + sizeof(Real));
-    case Kernel::Hist:  // lo, hi and a scale per attribute
-      return 3.0 * dim * sizeof(double);
-    case Kernel::L2:  // R p x d projections and R p offsets
-      return rows * power * (dim + 1.0) * sizeof(Real);
-    case Kernel::Angular:
-    case Kernel::AngularPair:
-      return rows * power * dim * sizeof(Real);
-    default:  // MinHash salts (the densified family holds less)
-      return rows * power * sizeof(std::uint64_t);
-  }
+  // R p x d projections (dense), or R p salts (sets: MinHash)
+  return info.input == InputKind::Dense ? rows * power * dim * sizeof(Real) : rows * power * sizeof(std::uint64_t);
 }
 
 void check_family_fits(const FamilySpec& spec) {
-  const std::string shape =
-      spec.kernel == Kernel::Rff ? "'s " + std::to_string(spec.features / 2) + " x " + std::to_string(spec.dim) + " frequency matrix (features / 2 x dim)"
-      : spec.kernel == Kernel::Hist ? " for " + std::to_string(spec.dim) + " attributes"
-                                    : "'s " + std::to_string(spec.rows) + " x " + std::to_string(spec.power) + " hash functions of " +
-                                          std::to_string(spec.dim) + " dimensions (rows x power x dim)";
-  check_fits_in_memory(family_parameter_bytes(spec), "the " + to_string(spec.kernel) + " family" + shape);
+  const KernelInfo& info = kernel_info(spec.kernel);
+  const std::string shape = info.parameter_shape ? info.parameter_shape(spec)
+                                                 : "'s " + std::to_string(spec.rows) + " x " + std::to_string(spec.power) +
+                                                       " hash functions of " + std::to_string(spec.dim) +
+                                                       " dimensions (rows x power x dim)";
+  check_fits_in_memory(family_parameter_bytes(spec), "the " + info.name + " family" + shape);
 }
 
 std::unique_ptr<LshFamily> make_family(const FamilySpec& spec) {
+  const KernelInfo& info = kernel_info(spec.kernel);
   check_family_fits(spec);  // before any of its parameters are allocated
-  // Feature maps: their rows are fixed by the map (rff: cos and sin; hist: one per attribute).
-  if (spec.kernel == Kernel::Rff) {
-    if (spec.features == 0 || spec.features % 2 != 0)
-      throw UsageError("rff needs an even, positive number of features m = 2 m', got " + std::to_string(spec.features));
-    if (!(spec.sigma > 0.0) || !std::isfinite(spec.sigma))
-      throw UsageError("rff needs a positive finite bandwidth sigma, got " + std::to_string(spec.sigma));
-    if (spec.dim == 0) throw UsageError("the rff kernel needs the input dimension");
-    return std::make_unique<RandomFourierFeatures>(spec.dim, spec.features / 2, spec.sigma, spec.seed);
+  if (info.fields.rows_power) {
+    if (spec.rows == 0) throw UsageError("rows (R) must be at least 1");
+    if (spec.power == 0 || spec.power > 64) throw UsageError("power (p) must be in 1..64");
   }
-  if (spec.kernel == Kernel::Hist) {
-    if (spec.bins == 0) throw UsageError("hist needs at least 1 bin per attribute, got 0");
-    if (spec.dim == 0) throw UsageError("the hist kernel needs the input dimension");
-    return std::make_unique<MarginalHistograms>(spec.dim, spec.bins, expand_domain(spec.lo, spec.hi, spec.dim), spec.seed);
-  }
-  if (spec.rows == 0) throw UsageError("rows (R) must be at least 1");
-  if (spec.power == 0 || spec.power > 64) throw UsageError("power (p) must be in 1..64");
-  if (spec.kernel == Kernel::L2) {
-    if (!(spec.bandwidth > 0.0) || !std::isfinite(spec.bandwidth))
-      throw UsageError("bandwidth must be a positive finite number for the l2 kernel");
-    if (spec.dim == 0) throw UsageError("the l2 kernel needs the input dimension");
-    return std::make_unique<PStableL2>(spec.rows, spec.dim, spec.bandwidth, spec.power, spec.seed);
-  }
-  if (spec.kernel == Kernel::Angular || spec.kernel == Kernel::AngularPair) {
-    if (spec.dim == 0) throw UsageError("the " + to_string(spec.kernel) + " kernel needs the input dimension");
-    if (spec.kernel == Kernel::Angular) return std::make_unique<SignedRandomProjection>(spec.rows, spec.dim, spec.power, spec.seed);
-    return std::make_unique<SrpPair>(spec.rows, spec.dim, spec.power, spec.seed, spec.pair_mode == PairMode::Insert);
-  }
-  // "jaccard": the densified one-permutation family (fast for every set size, exact J^p);
-  // "jaccard_classic": R p independent MinHash permutations (the reference, O(R p |S|)).
-  if (spec.kernel == Kernel::Jaccard) return std::make_unique<DensifiedMinHash>(spec.rows, spec.power, spec.seed);
-  return std::make_unique<MinHash>(spec.rows, spec.power, spec.seed);  // Kernel::JaccardClassic
+  return info.make(spec);
 }
 
 std::unique_ptr<LshFamily> make_family(const nlohmann::json& params) {
@@ -137,37 +98,42 @@ std::unique_ptr<LshFamily> make_family(const nlohmann::json& params) {
       throw InputError("family header: kernel 'jaccard_classic' is written as kernel 'jaccard' without a scheme");
     spec.kernel = parse_kernel(kernel);
     spec.rows = field("rows").get<std::size_t>();
-    if (spec.kernel == Kernel::Rff) {
+    // The fields the kernel's registry entry says it reads.
+    const KernelFields fields = kernel_info(spec.kernel).fields;
+    if (fields.features_sigma) {
       spec.dim = field("dim").get<std::size_t>();
       spec.features = field("features").get<std::size_t>();
       spec.sigma = field("sigma").get<double>();
       spec.seed = field("seed").get<std::uint64_t>();
       auto family = make_family(spec);
-      if (family->params() != params) throw InputError("family header: rff fields differ from what they rebuild (grid or rows)");
+      if (family->params() != params)
+        throw InputError("family header: " + kernel + " fields differ from what they rebuild (grid or rows)");
       return family;
     }
-    if (spec.kernel == Kernel::Hist) {
+    if (fields.bins_domain) {
       spec.dim = field("dim").get<std::size_t>();
       spec.bins = field("bins").get<std::size_t>();
       spec.lo = field("lo").get<std::vector<double>>();
       spec.hi = field("hi").get<std::vector<double>>();
       spec.seed = field("seed").get<std::uint64_t>();
       if (spec.lo.size() != spec.dim || spec.hi.size() != spec.dim)
-        throw InputError("family header: hist 'lo' and 'hi' need one value per attribute (" + std::to_string(spec.dim) + ")");
+        throw InputError("family header: " + kernel + " 'lo' and 'hi' need one value per attribute (" + std::to_string(spec.dim) + ")");
       return make_family(spec);
     }
     spec.power = field("power").get<std::size_t>();
     spec.seed = field("seed").get<std::uint64_t>();
+    // jaccard: the one kernel whose header names its scheme (kept for the files written before
+    // the densified family); every other kernel's header names it exactly.
     if (spec.kernel == Kernel::Jaccard) {
       // Headers without a scheme predate the densified family: they were classic MinHash.
       const std::string scheme = params.contains("scheme") ? params.at("scheme").get<std::string>() : "classic";
       if (scheme == "classic") spec.kernel = Kernel::JaccardClassic;
       else if (scheme != "doph") throw InputError("family header: unknown jaccard scheme '" + scheme + "' (expected doph or classic)");
-    } else {
+    } else if (!is_set_kernel(spec.kernel)) {
       spec.dim = field("dim").get<std::size_t>();
     }
-    if (spec.kernel == Kernel::L2) spec.bandwidth = field("bandwidth").get<double>();
-    if (spec.kernel == Kernel::AngularPair) spec.pair_mode = parse_pair_mode(field("pair_mode").get<std::string>());
+    if (fields.bandwidth) spec.bandwidth = field("bandwidth").get<double>();
+    if (fields.pair_mode) spec.pair_mode = parse_pair_mode(field("pair_mode").get<std::string>());
     return make_family(spec);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("family header: wrong field type: ") + e.what());

@@ -16,6 +16,8 @@ namespace privrace {
 enum class InputKind { Dense, Sets };
 
 // The kernels a sketch can be built for: the LSH families (RACE) and the feature maps (M2M).
+// A Kernel is an id in the kernel registry (lsh/kernel_registry.hpp): the built-ins below are
+// its first entries, in this order; a kernel registered at run time gets the next value.
 enum class Kernel {
   L2,              // p-stable (Datar et al.), bucket width w
   Angular,         // signed random projection
@@ -25,14 +27,15 @@ enum class Kernel {
   Rff,             // random Fourier features (a value family, M2M)
   Hist,            // one histogram per attribute (M2M)
 };
-// "l2" | "angular" | "angular_pair" | "jaccard" | "jaccard_classic" | "rff" | "hist";
-// UsageError "unknown kernel 'NAME' (expected ...)" otherwise.
+// A registered kernel's name ("l2" | "angular" | "angular_pair" | "jaccard" | "jaccard_classic" |
+// "rff" | "hist" | a kernel registered at run time); UsageError "unknown kernel 'NAME' (expected
+// l2, angular, ..., rff or hist)" otherwise. These read the registry.
 Kernel parse_kernel(const std::string& name);
 std::string to_string(Kernel kernel);
-inline bool is_set_kernel(Kernel k) { return k == Kernel::Jaccard || k == Kernel::JaccardClassic; }
+bool is_set_kernel(Kernel k);  // its records are sets (jaccard, jaccard_classic)
 // Feature-map sketches: their shape comes from the map (rff: features, hist: bins and the data)
 // and they release the record count with a share of epsilon.
-inline bool is_feature_kernel(Kernel k) { return k == Kernel::Rff || k == Kernel::Hist; }
+bool is_feature_kernel(Kernel k);
 
 // angular_pair: which side is mirrored. Insert: each record is inserted as x and -x (2 cells a
 // row change: sensitivity 2R); Query: each query reads l(q) and l(-q) (sensitivity R).

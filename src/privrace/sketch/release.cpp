@@ -8,6 +8,7 @@
 #include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
+#include "privrace/lsh/kernel_registry.hpp"
 #include "privrace/sketch/set_builder.hpp"
 #include "privrace/sketch/sketch_io.hpp"
 
@@ -16,44 +17,41 @@ namespace privrace {
 // ---------------------------------------------------------------------------------------------
 // Parameters
 
+// The kernel's shape and checks come from its registry entry (lsh/kernel_registry.hpp).
+
 std::size_t ReleaseParams::rows() const {
-  if (family.kernel == Kernel::Rff) return 2;  // cos, sin
-  if (family.kernel == Kernel::Hist) return 0;  // one per attribute: known from the data
-  return family.rows;
+  const KernelInfo& info = kernel_info(family.kernel);
+  return info.rows ? info.rows(family) : family.rows;  // 0: known from the data (hist: one per attribute)
 }
 
 std::size_t ReleaseParams::columns() const {
-  if (family.kernel == Kernel::Rff) return family.features / 2;  // m'
-  if (family.kernel == Kernel::Hist) return family.bins;
-  return width;
+  const KernelInfo& info = kernel_info(family.kernel);
+  return info.columns ? info.columns(family, width) : width;
 }
 
 void ReleaseParams::validate(std::string_view option_prefix) const {
   const std::string p(option_prefix);
   const Kernel k = family.kernel;
-  if (k == Kernel::Rff) {
-    if (family.features == 0 || family.features % 2 != 0)
-      throw UsageError(p + "features must be a positive even number (m = 2 m' random Fourier features), got " +
-                       std::to_string(family.features));
-    if (!(family.sigma > 0.0) || !std::isfinite(family.sigma))
-      throw UsageError(p + "sigma must be a positive number, got " + std::to_string(family.sigma));
-    if (privacy && privacy->mechanism == NoiseMechanism::FlooredLaplace)
-      throw UsageError(p + "mechanism floored_laplace adds floating-point Laplace noise; the rff sums get exact discrete Laplace on their grid (or gaussian)");
-  } else if (k == Kernel::Hist) {
-    if (family.bins == 0) throw UsageError(p + "bins must be at least 1, got 0");
-    if (family.lo.empty() || family.hi.empty())
-      throw UsageError(p + "kernel hist needs " + p + "domain LO:HI (or one LO:HI per attribute, comma-separated)");
+  const KernelInfo& info = kernel_info(k);
+  // A feature map's own fields first (rff: features, sigma; hist: bins, domain), then its share.
+  if (info.feature_map) {
+    if (info.validate) info.validate(family, p);
+    if (info.grid_sums && privacy && privacy->mechanism == NoiseMechanism::FlooredLaplace)
+      throw UsageError(p + "mechanism floored_laplace adds floating-point Laplace noise; the " + info.name +
+                       " sums get exact discrete Laplace on their grid (or gaussian)");
+    if (!(num_share > 0.0 && num_share < 1.0))
+      throw UsageError(p + "num-share must be in (0, 1) (the record count needs a share of epsilon), got " +
+                       std::to_string(num_share));
   }
-  if (is_feature_kernel(k) && !(num_share > 0.0 && num_share < 1.0))
-    throw UsageError(p + "num-share must be in (0, 1) (the record count needs a share of epsilon), got " +
-                     std::to_string(num_share));
   if (privacy) noise_spec().validate();
-  if (!is_feature_kernel(k)) {
-    if (family.rows == 0) throw UsageError(p + "rows must be at least 1");
-    if (width == 0) throw UsageError(p + "width must be at least 1");
-    if (family.power == 0 || family.power > 64) throw UsageError("power (p) must be in 1..64");
-    if (k == Kernel::L2 && (!(family.bandwidth > 0.0) || !std::isfinite(family.bandwidth)))
-      throw UsageError("bandwidth must be a positive finite number for the l2 kernel");
+  // An LSH kernel's R, W and p, then its own fields (l2: the bandwidth).
+  if (!info.feature_map) {
+    if (info.fields.rows_power) {
+      if (family.rows == 0) throw UsageError(p + "rows must be at least 1");
+      if (width == 0) throw UsageError(p + "width must be at least 1");
+      if (family.power == 0 || family.power > 64) throw UsageError("power (p) must be in 1..64");
+    }
+    if (info.validate) info.validate(family, p);
   }
   check_threads(threads, p + "threads");  // 0..kMaxThreads (core/limits.hpp)
   // The parallel strategy, before any data is read (the builders would refuse it only then).
@@ -232,7 +230,7 @@ ExactBuilder::ExactBuilder(const ReleaseParams& params, const MasterSeed& seed, 
   fam.seed = params.hash_seed ? *params.hash_seed : seed.hash_seed();
   family_ = make_family(fam);
   // hist: one row per attribute, known now.
-  if (params.family.kernel == Kernel::Hist) check_sketch_fits(family_->rows(), params.columns(), 1);
+  if (params.rows() == 0) check_sketch_fits(family_->rows(), params.columns(), 1);
 }
 
 ExactBuilder ExactBuilder::dense(const ReleaseParams& params, const MasterSeed& seed, std::size_t dim) {
@@ -365,19 +363,22 @@ ReleaseParams like_params(const nlohmann::json& header, ReleaseParams base) {
     if (!f.contains("seed") || !f.at("seed").is_number_unsigned())
       throw InputError("parameters: field 'family.seed' (the public hash seed) must be an unsigned integer");
     base.hash_seed = f.at("seed").get<std::uint64_t>();
-    const Kernel k = fam.kernel;
-    if (k == Kernel::Rff) {
+    // The fields the kernel's registry entry says it reads.
+    const KernelFields fields = kernel_info(fam.kernel).fields;
+    if (fields.features_sigma) {
       fam.features = need("features").get<std::size_t>();
       fam.sigma = need("sigma").get<double>();
-    } else if (k == Kernel::Hist) {
+    }
+    if (fields.bins_domain) {
       fam.bins = need("bins").get<std::size_t>();
       fam.lo = need("lo").get<std::vector<double>>();
       fam.hi = need("hi").get<std::vector<double>>();
-    } else {
+    }
+    if (fields.rows_power) {
       fam.rows = need("rows").get<std::size_t>();
       if (f.contains("power")) fam.power = f.at("power").get<std::size_t>();
-      if (k == Kernel::L2) fam.bandwidth = need("bandwidth").get<double>();
-      if (k == Kernel::AngularPair) fam.pair_mode = parse_pair_mode(need("pair_mode").get<std::string>());
+      if (fields.bandwidth) fam.bandwidth = need("bandwidth").get<double>();
+      if (fields.pair_mode) fam.pair_mode = parse_pair_mode(need("pair_mode").get<std::string>());
       if (!header.contains("width")) throw InputError("parameters: field 'width' is missing");
       base.width = header.at("width").get<std::size_t>();
     }
