@@ -279,16 +279,31 @@ void estimate(const std::vector<CellGroup>& groups, const Outputs& out, const st
   const std::string table_path = cell_cost_table_path(repo);
   json table_meta;
   read_cost_table(table_path, out.stem, table, table_meta);
+  // A quick profile's method that neither its records nor its own entry measured is priced from
+  // the full profile's entry of the same config (the method's own measurements, at the full
+  // run's parameters), not from the mean over other methods: one slow baseline missing from a
+  // quick entry would otherwise be priced like the cheapest.
+  CellCostModel full;
+  json full_meta;
+  const std::string quick_suffix = "-quick";
+  if (out.stem.size() > quick_suffix.size() &&
+      out.stem.compare(out.stem.size() - quick_suffix.size(), quick_suffix.size(), quick_suffix) == 0)
+    read_cost_table(table_path, out.stem.substr(0, out.stem.size() - quick_suffix.size()), full, full_meta);
+  std::size_t from_full = 0;
   double total = 0;
   bool any = false;
   std::set<std::string> shared_paid;  // label + params whose shared work is priced
   for (const auto& g : groups) {
     const std::size_t n = g.cells.size();
+    const CellCostModel* source = &own;
     double c = own.group_seconds(g.method->label, g.params, n, threads);
-    const CellCostModel& source = std::isnan(c) ? table : own;
-    if (std::isnan(c)) c = table.group_seconds(g.method->label, g.params, n, threads);
+    if (std::isnan(c)) source = &table, c = table.group_seconds(g.method->label, g.params, n, threads);
+    if (std::isnan(c)) {
+      source = &full, c = full.group_seconds(g.method->label, g.params, n, threads);
+      if (!std::isnan(c)) from_full += n;
+    }
     if (!std::isnan(c) && shared_paid.insert(g.method->label + g.params.dump()).second)
-      c += source.shared_seconds(g.method->label, g.params, threads);
+      c += source->shared_seconds(g.method->label, g.params, threads);
     if (std::isnan(c)) {
       report.cells_unpriced += n;
       c = own.empty() ? table.any_group_seconds(n, threads) : own.any_group_seconds(n, threads);
@@ -308,6 +323,9 @@ void estimate(const std::vector<CellGroup>& groups, const Outputs& out, const st
                     std::to_string(table_meta.value("threads", 0)) + " threads" +
                     (table_meta.value("jobs", 1) > 1 ? " x " + std::to_string(table_meta.value("jobs", 1)) + " jobs" : "") +
                     ")");
+  if (from_full > 0)
+    basis.push_back(std::to_string(from_full) + " cells of methods the quick entry lacks priced from the full profile's entry (" +
+                    full_meta.value("machine", "") + ")");
   if (basis.empty()) basis.push_back("no measurement of this config (scripts/measure_cell_costs.sh makes one)");
   for (std::size_t i = 0; i < basis.size(); ++i) report.estimate_basis += (i ? "; " : "") + basis[i];
 }

@@ -862,6 +862,38 @@ TEST(ExperimentRun, PlanNamesTheMachineOfTheCalibrationEntryItPricesFrom) {
   EXPECT_EQ(own.find("machine A"), std::string::npos) << own;
 }
 
+// A quick profile's method that its calibration entry lacks is priced from the full profile's
+// measurements of that method, not from the mean over the quick entry's other methods.
+TEST(ExperimentRun, QuickPlanPricesAMethodItsEntryLacksFromTheFullProfile) {
+  Repo repo;
+  json j = base_config();
+  j["methods"].push_back(json::parse(R"({"name": "histogram", "label": "Histogram", "fixed": {"bins": 8}})"));
+  const auto cfg = write_config(repo, j);
+  const fs::path table = repo.root() / "configs" / "calibration" / "cell_costs.json";
+  fs::create_directories(table.parent_path());
+  const json t = {
+      {"machine", "2-core machine A"},
+      {"configs",
+       {{"t_kde-quick", {{"threads", 1}, {"cells", json::parse(R"([{"label": "RACE", "params": {"rows": 20}, "seconds": 2.0}])")}}},
+        {"t_kde",
+         {{"threads", 1},
+          {"cells", json::parse(R"([{"label": "RACE", "params": {"rows": 20}, "seconds": 500.0},
+                                    {"label": "Histogram", "params": {"bins": 8}, "seconds": 30.0}])")}}}}}};
+  std::ofstream(table) << t.dump();
+  RunOptions plan = options(repo, cfg);
+  plan.plan_only = true;
+  plan.quick = true;
+  const auto report = run_experiment(plan);
+  EXPECT_EQ(report.cells_total, 2u);  // RACE rows = 20 and Histogram, one repetition at eps = 10
+  EXPECT_EQ(report.cells_unpriced, 0u);
+  // RACE from the quick entry (not the full one's 500 s); Histogram from the full entry (the
+  // config's mean, 2 s, before).
+  EXPECT_NEAR(report.estimate_seconds, 2.0 + 30.0, 1e-9);
+  EXPECT_NE(report.estimate_basis.find("1 cells of methods the quick entry lacks priced from the full profile"),
+            std::string::npos)
+      << report.estimate_basis;
+}
+
 TEST(ExperimentRun, PartOfAProfileIsTheFullRunsCellsAndTheFullRunSkipsThem) {
   Repo repo;
   json j = base_config();
