@@ -11,7 +11,8 @@
 # --method LABEL (repeatable): sample only these methods and replace only their cells in the
 # config's entry (each re-measured cell records its date and commit); the other cells stay.
 # --from-results DIR: run nothing; take each config's cells from the records of its finished
-# full run in DIR (DIR/NAME.jsonl; configs without one are skipped): every cell measured.
+# full run in DIR (DIR/NAME.jsonl; with --quick, its quick run, DIR/NAME-quick.jsonl; configs
+# without one are skipped): every cell measured.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 QUICK=()
@@ -30,7 +31,7 @@ while (( $# )); do
     --jobs) JOBS=${2:?--jobs needs J}; shift ;;
     --method) METHODS+=(--method "${2:?--method needs a label}"); LABELS+=("$2"); shift ;;
     --from-results) FROM=${2:?--from-results needs a directory}; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     -*) echo "measure_cell_costs.sh: unknown option '$1'" >&2; exit 2 ;;
     *) configs+=("$1") ;;
   esac
@@ -149,14 +150,17 @@ PY
 }
 failed=()
 if [[ -n $FROM ]]; then
+  # With --quick, the records of the quick profile (DIR/NAME-quick.jsonl) make the NAME-quick entry.
+  suffix="" profile=full
+  (( ${#QUICK[@]} )) && suffix=-quick profile=quick
   for c in "${configs[@]}"; do
-    name=$(basename "$c" .json)
-    [[ -f $FROM/$name.jsonl ]] || { echo "$c: no full run in $FROM (skipped)"; continue; }
+    name=$(basename "$c" .json)$suffix
+    [[ -f $FROM/$name.jsonl ]] || { echo "$c: no $profile run in $FROM (skipped)"; continue; }
     dir=$SCRATCH/$name
     mkdir -p "$dir"
     ln -s "$(cd "$FROM" && pwd)/$name.jsonl" "$dir/$name.jsonl"
-    echo "$c: from $(wc -l <"$FROM/$name.jsonl") records of its full run"
-    merge_into_table "$dir" "full run: every cell's wall time"
+    echo "$c: from $(wc -l <"$FROM/$name.jsonl") records of its $profile run"
+    merge_into_table "$dir" "$profile run: every cell's wall time"
   done
   exit 0
 fi
