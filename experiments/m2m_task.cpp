@@ -25,6 +25,70 @@ json nan_metrics() {
           {"cov_frobenius", kNaN}, {"count_mae", kNaN}, {"auc", kNaN}};
 }
 
+// The statistics analysis: the exact means, second moments, CDFs, covariance and counting
+// queries of the data (every row sketched) on the unit box.
+void prepare_statistics(M2mContext& c, const ExperimentConfig& cfg) {
+  const json& o = cfg.task_options;
+  const auto& data = c.data;
+  const std::size_t n = static_cast<std::size_t>(data.x.rows());
+  const std::size_t d = static_cast<std::size_t>(data.x.cols());
+  if (d < 3) throw ConfigError(cfg.file + ": $.dataset: counting queries need at least 3 attributes; the data has " + std::to_string(d));
+  c.sketch_rows = data.x;
+  c.domain = BoxDomain::uniform(d, 0.0, 1.0);
+  const DoubleMatrix x = data.x.cast<double>();
+  const Eigen::VectorXd omega = Eigen::VectorXd::Constant(static_cast<Eigen::Index>(n), 1.0 / static_cast<double>(n));
+  c.true_mean = weighted_means(x, omega);
+  c.true_moment2 = weighted_second_moments(x, omega);
+  c.cdf_at = cdf_points(c.domain, o.at("cdf_points").get<std::size_t>());
+  c.true_cdf = weighted_cdfs(x, omega, c.cdf_at);
+  c.true_cov = weighted_covariance(x, omega, c.true_mean);
+  c.queries = random_counting_queries(c.domain, o.at("queries").get<std::size_t>(), o.at("query_seed").get<std::uint64_t>());
+  c.true_counts = weighted_counts(x, omega, c.queries);
+  for (Eigen::Index j = 0; j < c.true_mean.size(); ++j)
+    if (!(std::abs(c.true_mean(j)) > 0) || !(std::abs(c.true_moment2(j)) > 0))
+      throw ConfigError(cfg.file + ": attribute " + std::to_string(j) + " has mean 0: the relative error is undefined");
+}
+
+// The logistic analysis: a seeded train/test split of a binary-labelled data set; the sketched
+// rows are the training features with the label as 0/1 in the last column.
+void prepare_logistic(M2mContext& c, const ExperimentConfig& cfg) {
+  const json& o = cfg.task_options;
+  const auto& data = c.data;
+  const std::size_t n = static_cast<std::size_t>(data.x.rows());
+  const std::size_t d = static_cast<std::size_t>(data.x.cols());
+  if (data.y.size() != n) throw ConfigError(cfg.file + ": $.dataset.name: data set '" + cfg.dataset + "' has no label");
+  std::vector<double> values = data.y;
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  if (values.size() != 2) throw ConfigError(cfg.file + ": $.dataset.name: the logistic analysis needs a binary label");
+  const double tf = o.at("test_fraction").get<double>();
+  if (!(tf < 1)) throw ConfigError(cfg.file + ": $.task.test_fraction: expected a number in (0, 1)");
+  const auto n_test = static_cast<std::size_t>(std::llround(tf * static_cast<double>(n)));
+  const Split split = seeded_split(n, n_test, o.at("split_seed").get<std::uint64_t>());
+  const DenseMatrix train_x = select_rows(data.x, split.kept);
+  c.test_x = select_rows(data.x, split.held_out);
+  // The sketched rows: the features, then the label as 0/1 in the last column.
+  c.sketch_rows.resize(train_x.rows(), train_x.cols() + 1);
+  c.sketch_rows.leftCols(train_x.cols()) = train_x;
+  c.train_pm.resize(train_x.rows());
+  for (std::size_t i = 0; i < split.kept.size(); ++i) {
+    const int y = data.y[split.kept[i]] == values[1] ? 1 : 0;
+    c.sketch_rows(static_cast<Eigen::Index>(i), train_x.cols()) = static_cast<Real>(y);
+    c.train_pm(static_cast<Eigen::Index>(i)) = y ? 1.0 : -1.0;
+  }
+  for (const auto i : split.held_out) c.test_y.push_back(data.y[i] == values[1] ? 1 : 0);
+  // The ROC AUC is undefined on one class (metrics.hpp): refuse such a split before any cell runs.
+  const std::size_t test_pos = static_cast<std::size_t>(std::count(c.test_y.begin(), c.test_y.end(), 1));
+  if (test_pos == 0 || test_pos == c.test_y.size())
+    throw ConfigError(cfg.file + ": $.task.test_fraction: the test rows hold " + std::to_string(test_pos) +
+                      " positives of " + std::to_string(c.test_y.size()) + "; the ROC AUC needs both classes");
+  c.domain = BoxDomain::uniform(d + 1, 0.0, 1.0);
+  c.domain.binary.assign(d + 1, false);
+  c.domain.binary[d] = true;  // Omega = [0, 1]^d x {0, 1}
+  c.train_lr = logistic_inputs(train_x);
+  c.test_lr = logistic_inputs(c.test_x);
+}
+
 class M2mTask final : public Task {
  public:
   std::string name() const override { return "m2m"; }
@@ -145,55 +209,8 @@ class M2mTask final : public Task {
     const std::size_t n = static_cast<std::size_t>(data.x.rows());
     const std::size_t d = static_cast<std::size_t>(data.x.cols());
 
-    if (ctx->analysis == "statistics") {
-      if (d < 3) throw ConfigError(cfg.file + ": $.dataset: counting queries need at least 3 attributes; the data has " + std::to_string(d));
-      ctx->sketch_rows = data.x;
-      ctx->domain = BoxDomain::uniform(d, 0.0, 1.0);
-      const DoubleMatrix x = data.x.cast<double>();
-      const Eigen::VectorXd omega = Eigen::VectorXd::Constant(static_cast<Eigen::Index>(n), 1.0 / static_cast<double>(n));
-      ctx->true_mean = weighted_means(x, omega);
-      ctx->true_moment2 = weighted_second_moments(x, omega);
-      ctx->cdf_at = cdf_points(ctx->domain, o.at("cdf_points").get<std::size_t>());
-      ctx->true_cdf = weighted_cdfs(x, omega, ctx->cdf_at);
-      ctx->true_cov = weighted_covariance(x, omega, ctx->true_mean);
-      ctx->queries = random_counting_queries(ctx->domain, o.at("queries").get<std::size_t>(), o.at("query_seed").get<std::uint64_t>());
-      ctx->true_counts = weighted_counts(x, omega, ctx->queries);
-      for (Eigen::Index j = 0; j < ctx->true_mean.size(); ++j)
-        if (!(std::abs(ctx->true_mean(j)) > 0) || !(std::abs(ctx->true_moment2(j)) > 0))
-          throw ConfigError(cfg.file + ": attribute " + std::to_string(j) + " has mean 0: the relative error is undefined");
-    } else {
-      if (data.y.size() != n) throw ConfigError(cfg.file + ": $.dataset.name: data set '" + cfg.dataset + "' has no label");
-      std::vector<double> values = data.y;
-      std::sort(values.begin(), values.end());
-      values.erase(std::unique(values.begin(), values.end()), values.end());
-      if (values.size() != 2) throw ConfigError(cfg.file + ": $.dataset.name: the logistic analysis needs a binary label");
-      const double tf = o.at("test_fraction").get<double>();
-      if (!(tf < 1)) throw ConfigError(cfg.file + ": $.task.test_fraction: expected a number in (0, 1)");
-      const auto n_test = static_cast<std::size_t>(std::llround(tf * static_cast<double>(n)));
-      const Split split = seeded_split(n, n_test, o.at("split_seed").get<std::uint64_t>());
-      const DenseMatrix train_x = select_rows(data.x, split.kept);
-      ctx->test_x = select_rows(data.x, split.held_out);
-      // The sketched rows: the features, then the label as 0/1 in the last column.
-      ctx->sketch_rows.resize(train_x.rows(), train_x.cols() + 1);
-      ctx->sketch_rows.leftCols(train_x.cols()) = train_x;
-      ctx->train_pm.resize(train_x.rows());
-      for (std::size_t i = 0; i < split.kept.size(); ++i) {
-        const int y = data.y[split.kept[i]] == values[1] ? 1 : 0;
-        ctx->sketch_rows(static_cast<Eigen::Index>(i), train_x.cols()) = static_cast<Real>(y);
-        ctx->train_pm(static_cast<Eigen::Index>(i)) = y ? 1.0 : -1.0;
-      }
-      for (const auto i : split.held_out) ctx->test_y.push_back(data.y[i] == values[1] ? 1 : 0);
-      // The ROC AUC is undefined on one class (metrics.hpp): refuse such a split before any cell runs.
-      const std::size_t test_pos = static_cast<std::size_t>(std::count(ctx->test_y.begin(), ctx->test_y.end(), 1));
-      if (test_pos == 0 || test_pos == ctx->test_y.size())
-        throw ConfigError(cfg.file + ": $.task.test_fraction: the test rows hold " + std::to_string(test_pos) +
-                          " positives of " + std::to_string(ctx->test_y.size()) + "; the ROC AUC needs both classes");
-      ctx->domain = BoxDomain::uniform(d + 1, 0.0, 1.0);
-      ctx->domain.binary.assign(d + 1, false);
-      ctx->domain.binary[d] = true;  // Omega = [0, 1]^d x {0, 1}
-      ctx->train_lr = logistic_inputs(train_x);
-      ctx->test_lr = logistic_inputs(ctx->test_x);
-    }
+    if (ctx->analysis == "statistics") prepare_statistics(*ctx, cfg);
+    else prepare_logistic(*ctx, cfg);
     ctx->data_summary = {{"name", data_name},
                          {"analysis", ctx->analysis},
                          {"stand_in", data.stand_in},

@@ -203,99 +203,115 @@ void read_numeric_file(const std::string& name, const json& entry, const json& f
   }
 }
 
+// How the registry says a text table's fields are read: header, field count, label column,
+// categorical levels, money columns, unparsable columns to skip, missing-value markers, the
+// missing-value fill and the row filters.
+struct TextTableRules {
+  bool header = false;
+  int expected = 0;  // fields a row (0: any)
+  int label = 0;     // 1-based label column (0: none)
+  std::map<int, std::vector<std::string>> levels;
+  std::vector<int> money_cols, skip_cols;
+  std::set<std::string> na;
+  // "na_fill": a missing numeric feature takes this public constant instead of dropping the
+  // row (a data-independent imputation, so it costs no privacy; Nomao has a '?' in most rows).
+  // A missing categorical value drops the row unless the marker is listed as a level of its
+  // own (then it is coded like any level); a missing label always drops the row.
+  std::optional<double> na_fill;
+  std::vector<std::pair<int, std::string>> filters;  // (column, value): rows whose column differs are dropped
+
+  static TextTableRules of(const std::string& name, const json& entry, const json& file_entry) {
+    TextTableRules r;
+    r.header = file_entry.value("header", entry.value("header", false));
+    r.expected = as_int(file_entry, "columns", as_int(entry, "columns", 0));
+    r.label = as_int(entry, "label", 0);
+    r.levels = categorical_levels(entry);
+    r.money_cols = int_list(entry, "money");
+    r.skip_cols = int_list(entry, "skip_unparsable");
+    if (entry.contains("na_values"))
+      for (const auto& v : entry.at("na_values")) r.na.insert(v.get<std::string>());
+    if (entry.contains("na_fill") && !entry.at("na_fill").is_null()) {
+      if (!entry.at("na_fill").is_number())
+        throw InputError("registry entry '" + name + "': na_fill: expected a number, found " + entry.at("na_fill").dump());
+      r.na_fill = entry.at("na_fill").get<double>();
+    }
+    if (entry.contains("filters"))
+      for (const auto& f : entry.at("filters")) r.filters.emplace_back(f.at("column").get<int>(), f.at("equals").get<std::string>());
+    return r;
+  }
+
+  // The value of 1-based column c of a row's fields into v: 1 read, 0 the row is dropped (a
+  // missing or unparsable value the rules allow to skip); InputError `where` + what is wrong
+  // otherwise. `filled` counts the missing values filled.
+  int value_of(const std::string& name, const std::string& where, const std::vector<std::string>& fields, int c, double& v,
+               std::size_t& filled) const {
+    if (static_cast<std::size_t>(c) > fields.size())
+      throw InputError(where + "column " + std::to_string(c) + " is missing (" + std::to_string(fields.size()) + " fields)");
+    const std::string& f = fields[static_cast<std::size_t>(c - 1)];
+    if (const auto it = levels.find(c); it != levels.end()) {
+      const auto& lv = it->second;
+      const auto pos = std::find(lv.begin(), lv.end(), f);
+      if (pos == lv.end() && na.count(f)) return 0;
+      if (pos == lv.end())
+        throw InputError(where + "column " + std::to_string(c) + ": " + shown(f) + " is not a level of registry entry '" +
+                         name + "' (expected one of " + join(lv, ", ") + ")");
+      v = static_cast<double>(pos - lv.begin());
+      return 1;
+    }
+    if (na.count(f)) {
+      if (!na_fill || c == label) return 0;
+      v = *na_fill;
+      ++filled;
+      return 1;
+    }
+    const auto is_in = [](const std::vector<int>& cs, int col) { return std::find(cs.begin(), cs.end(), col) != cs.end(); };
+    if (parse_number(f, is_in(money_cols, c), v)) return 1;
+    if (is_in(skip_cols, c)) return 0;
+    throw InputError(where + "column " + std::to_string(c) + ": expected a number, found " + shown(f) +
+                     " (registry entry '" + name + "')");
+  }
+};
+
 // Tables with text fields: categorical levels, money columns ("$1,234"), row filters on text
 // columns, missing-value markers. TableReader only returns numbers, so these go through the
 // engine's CsvFieldReader (the same CSV tokenizer, fields as text) and are interpreted here.
 void read_text_file_table(const std::string& name, const json& entry, const json& file_entry, const std::string& path,
                           const std::vector<int>& cols, RawTable& out) {
   CsvFieldReader reader(path);
-  const bool header = file_entry.value("header", entry.value("header", false));
-  const int expected = as_int(file_entry, "columns", as_int(entry, "columns", 0));
-  const int label = as_int(entry, "label", 0);
-  const auto levels = categorical_levels(entry);
-  const auto money_cols = int_list(entry, "money");
-  const auto skip_cols = int_list(entry, "skip_unparsable");
-  std::set<std::string> na;
-  if (entry.contains("na_values"))
-    for (const auto& v : entry.at("na_values")) na.insert(v.get<std::string>());
-  // "na_fill": a missing numeric feature takes this public constant instead of dropping the
-  // row (a data-independent imputation, so it costs no privacy; Nomao has a '?' in most rows).
-  // A missing categorical value drops the row unless the marker is listed as a level of its
-  // own (then it is coded like any level); a missing label always drops the row.
-  std::optional<double> na_fill;
-  if (entry.contains("na_fill") && !entry.at("na_fill").is_null()) {
-    if (!entry.at("na_fill").is_number())
-      throw InputError("registry entry '" + name + "': na_fill: expected a number, found " + entry.at("na_fill").dump());
-    na_fill = entry.at("na_fill").get<double>();
-  }
-  std::vector<std::pair<int, std::string>> filters;
-  if (entry.contains("filters"))
-    for (const auto& f : entry.at("filters")) filters.emplace_back(f.at("column").get<int>(), f.at("equals").get<std::string>());
-
-  auto is_in = [](const std::vector<int>& v, int c) { return std::find(v.begin(), v.end(), c) != v.end(); };
+  const TextTableRules rules = TextTableRules::of(name, entry, file_entry);
   std::vector<std::string> fields;
   std::vector<float> values;
   std::vector<double> labels;
   std::size_t data_row = 0, skipped = 0, filled = 0;
-  if (header) reader.next(fields);
+  if (rules.header) reader.next(fields);
   // One data row; returns without adding it when a filter or a missing value drops it.
   auto read_row = [&] {
     ++data_row;
     const std::string where =
         path + ":" + std::to_string(reader.line_no()) + ": data row " + std::to_string(data_row) + ": ";
-    if (expected > 0 && fields.size() != static_cast<std::size_t>(expected))
-      throw InputError(where + "registry entry '" + name + "' expects " + std::to_string(expected) + " fields, found " +
+    if (rules.expected > 0 && fields.size() != static_cast<std::size_t>(rules.expected))
+      throw InputError(where + "registry entry '" + name + "' expects " + std::to_string(rules.expected) + " fields, found " +
                        std::to_string(fields.size()));
-    for (const auto& [c, want] : filters)
+    for (const auto& [c, want] : rules.filters)
       if (static_cast<std::size_t>(c) > fields.size() || trim(fields[static_cast<std::size_t>(c - 1)]) != want) {
         ++skipped;
         return;
       }
-    auto value_of = [&](int c, double& v) -> int {  // 1 ok, 0 skip row, throws otherwise
-      if (static_cast<std::size_t>(c) > fields.size())
-        throw InputError(where + "column " + std::to_string(c) + " is missing (" + std::to_string(fields.size()) + " fields)");
-      const std::string& f = fields[static_cast<std::size_t>(c - 1)];
-      if (const auto it = levels.find(c); it != levels.end()) {
-        const auto& lv = it->second;
-        const auto pos = std::find(lv.begin(), lv.end(), f);
-        if (pos == lv.end() && na.count(f)) return 0;
-        if (pos == lv.end())
-          throw InputError(where + "column " + std::to_string(c) + ": " + shown(f) + " is not a level of registry entry '" +
-                           name + "' (expected one of " + join(lv, ", ") + ")");
-        v = static_cast<double>(pos - lv.begin());
-        return 1;
-      }
-      if (na.count(f)) {
-        if (!na_fill || c == label) return 0;
-        v = *na_fill;
-        ++filled;
-        return 1;
-      }
-      if (parse_number(f, is_in(money_cols, c), v)) return 1;
-      if (is_in(skip_cols, c)) return 0;
-      throw InputError(where + "column " + std::to_string(c) + ": expected a number, found " + shown(f) +
-                       " (registry entry '" + name + "')");
-    };
     const std::size_t start = values.size(), filled_before = filled;
+    const auto drop = [&] {
+      values.resize(start);
+      filled = filled_before;
+      ++skipped;
+    };
     for (const int c : cols) {
       double v = 0;
-      if (!value_of(c, v)) {
-        values.resize(start);
-        filled = filled_before;
-        ++skipped;
-        return;
-      }
+      if (!rules.value_of(name, where, fields, c, v, filled)) return drop();
       values.push_back(static_cast<float>(v));
     }
-    if (label > 0) {
+    if (rules.label > 0) {
       double v = 0;
-      if (!value_of(label, v)) {
-        values.resize(start);
-        filled = filled_before;
-        ++skipped;
-        return;
-      }
-      if (!levels.count(label)) check_label(name, entry, v, path, data_row);
+      if (!rules.value_of(name, where, fields, rules.label, v, filled)) return drop();
+      if (!rules.levels.count(rules.label)) check_label(name, entry, v, path, data_row);
       labels.push_back(v);
     }
   };
@@ -339,27 +355,34 @@ std::optional<std::pair<double, double>> registry_bounds(const json& entry, int 
   return std::make_pair(entry.at("bounds")[k][0].get<double>(), entry.at("bounds")[k][1].get<double>());
 }
 
-LoadedDataset finish(const std::string& name, const json& entry, const Preprocessing& prep, const std::vector<int>& cols,
-                     RawTable raw) {
-  LoadedDataset out;
-  out.name = name;
-  json applied = prep.to_json();
-  applied["features"] = cols;
-  // Subsample first, so every later step sees the rows that are used.
-  if (prep.max_rows > 0 && static_cast<std::size_t>(raw.x.rows()) > prep.max_rows) {
-    Split s = seeded_split(static_cast<std::size_t>(raw.x.rows()), prep.max_rows, prep.subsample_seed);
-    std::sort(s.held_out.begin(), s.held_out.end());
-    raw.x = select_rows(raw.x, s.held_out);
-    if (!raw.y.empty()) {
-      std::vector<double> y;
-      for (const auto i : s.held_out) y.push_back(raw.y[i]);
-      raw.y = std::move(y);
-    }
+// Subsample first, so every later step sees the rows that are used.
+void subsample(const Preprocessing& prep, RawTable& raw) {
+  if (!(prep.max_rows > 0 && static_cast<std::size_t>(raw.x.rows()) > prep.max_rows)) return;
+  Split s = seeded_split(static_cast<std::size_t>(raw.x.rows()), prep.max_rows, prep.subsample_seed);
+  std::sort(s.held_out.begin(), s.held_out.end());
+  raw.x = select_rows(raw.x, s.held_out);
+  if (!raw.y.empty()) {
+    std::vector<double> y;
+    for (const auto i : s.held_out) y.push_back(raw.y[i]);
+    raw.y = std::move(y);
   }
-  const auto names = feature_names(entry, cols);
-  // Categorical coding.
+}
+
+// The public bounds of each output column: the coding's, else the registry's (public), else
+// none (the data's own range is then used by unit_cube scaling, and recorded as such).
+struct ColumnBounds {
   std::vector<std::pair<double, double>> bounds;
-  std::vector<bool> bounds_public;
+  std::vector<bool> is_public;
+};
+
+// Categorical coding: binary coding expands a column of k levels into k one-hot columns.
+// Fills out.x and out.feature_names; returns each output column's bounds.
+ColumnBounds encode_columns(const json& entry, const Preprocessing& prep, const std::vector<int>& cols, const RawTable& raw,
+                            LoadedDataset& out) {
+  const auto names = feature_names(entry, cols);
+  ColumnBounds cb;
+  auto& bounds = cb.bounds;
+  auto& bounds_public = cb.is_public;
   std::vector<Eigen::Index> source;  // output column -> raw column (binary coding expands)
   std::vector<int> level_of;         // output column -> level for one-hot, -1 = copy
   for (std::size_t j = 0; j < cols.size(); ++j) {
@@ -396,7 +419,15 @@ LoadedDataset finish(const std::string& name, const json& entry, const Preproces
       const int l = level_of[static_cast<std::size_t>(j)];
       out.x(i, j) = l < 0 ? v : (static_cast<int>(v) == l ? 1.0f : 0.0f);
     }
-  // Scaling.
+  return cb;
+}
+
+// The declared scaling of every column (unit_cube from the columns' bounds, unit_sphere by the
+// largest row norm, or a divisor), recorded in `applied`.
+void scale_columns(const Preprocessing& prep, const ColumnBounds& cb, LoadedDataset& out, json& applied) {
+  const Eigen::Index n = out.x.rows(), d = out.x.cols();
+  const auto& bounds = cb.bounds;
+  const auto& bounds_public = cb.is_public;
   if (prep.scale == "unit_cube") {
     json used = json::array();
     for (Eigen::Index j = 0; j < d; ++j) {
@@ -421,44 +452,58 @@ LoadedDataset finish(const std::string& name, const json& entry, const Preproces
   } else if (prep.scale == "divide") {
     out.x /= static_cast<float>(prep.divide_by);
   }
-  // Principal components (after scaling, so the declared scaling decides what "variance"
-  // means: with unit_cube every feature's range counts equally).
-  if (prep.pca_components > 0) {
-    if (prep.pca_components > static_cast<std::size_t>(d))
-      throw UsageError("data set '" + name + "': preprocessing.pca.components = " + std::to_string(prep.pca_components) +
-                       " exceeds the " + std::to_string(d) + " features");
-    if (n < 2) throw UsageError("data set '" + name + "': preprocessing.pca needs at least 2 rows");
-    const PcaFit pca = fit_pca(out.x, prep.pca_components);
-    out.x = pca.project(out.x);
-    const auto k = static_cast<Eigen::Index>(prep.pca_components);
-    json used = json::array();
-    if (prep.pca_scale == "unit_cube") {
-      for (Eigen::Index j = 0; j < k; ++j) {
-        const double lo = out.x.col(j).minCoeff(), hi = out.x.col(j).maxCoeff(), span = hi - lo;
-        used.push_back({{"lo", lo}, {"hi", hi}, {"from", "data"}});
-        for (Eigen::Index i = 0; i < n; ++i)
-          out.x(i, j) = span > 0 ? static_cast<float>(std::clamp((out.x(i, j) - lo) / span, 0.0, 1.0)) : 0.0f;
-      }
+}
+
+// Principal components (after scaling, so the declared scaling decides what "variance" means:
+// with unit_cube every feature's range counts equally), recorded in `applied`.
+void project_pca(const std::string& name, const Preprocessing& prep, LoadedDataset& out, json& applied) {
+  const Eigen::Index n = out.x.rows(), d = out.x.cols();
+  if (prep.pca_components > static_cast<std::size_t>(d))
+    throw UsageError("data set '" + name + "': preprocessing.pca.components = " + std::to_string(prep.pca_components) +
+                     " exceeds the " + std::to_string(d) + " features");
+  if (n < 2) throw UsageError("data set '" + name + "': preprocessing.pca needs at least 2 rows");
+  const PcaFit pca = fit_pca(out.x, prep.pca_components);
+  out.x = pca.project(out.x);
+  const auto k = static_cast<Eigen::Index>(prep.pca_components);
+  json used = json::array();
+  if (prep.pca_scale == "unit_cube") {
+    for (Eigen::Index j = 0; j < k; ++j) {
+      const double lo = out.x.col(j).minCoeff(), hi = out.x.col(j).maxCoeff(), span = hi - lo;
+      used.push_back({{"lo", lo}, {"hi", hi}, {"from", "data"}});
+      for (Eigen::Index i = 0; i < n; ++i)
+        out.x(i, j) = span > 0 ? static_cast<float>(std::clamp((out.x(i, j) - lo) / span, 0.0, 1.0)) : 0.0f;
     }
-    std::vector<double> ratio(static_cast<std::size_t>(k));
-    for (Eigen::Index j = 0; j < k; ++j)
-      ratio[static_cast<std::size_t>(j)] = pca.total_variance > 0 ? pca.variance(j) / pca.total_variance : 0.0;
-    std::vector<std::vector<double>> basis(static_cast<std::size_t>(k));
-    for (Eigen::Index j = 0; j < k; ++j) basis[static_cast<std::size_t>(j)].assign(pca.basis.col(j).data(), pca.basis.col(j).data() + d);
-    applied["pca"] = {{"components", prep.pca_components},
-                      {"input_dim", d},
-                      {"scale", prep.pca_scale},
-                      {"explained_variance", std::vector<double>(pca.variance.data(), pca.variance.data() + k)},
-                      {"explained_variance_ratio", ratio},
-                      {"fit_on", "every loaded row (held-out queries included), after the scaling above"},
-                      {"private", false},
-                      {"mean", std::vector<double>(pca.mean.data(), pca.mean.data() + d)},
-                      {"basis", basis}};
-    if (prep.pca_scale == "unit_cube") applied["pca"]["bounds"] = used;
-    std::vector<std::string> pc_names;
-    for (Eigen::Index j = 0; j < k; ++j) pc_names.push_back("pc" + std::to_string(j + 1));
-    out.feature_names = pc_names;
   }
+  std::vector<double> ratio(static_cast<std::size_t>(k));
+  for (Eigen::Index j = 0; j < k; ++j)
+    ratio[static_cast<std::size_t>(j)] = pca.total_variance > 0 ? pca.variance(j) / pca.total_variance : 0.0;
+  std::vector<std::vector<double>> basis(static_cast<std::size_t>(k));
+  for (Eigen::Index j = 0; j < k; ++j) basis[static_cast<std::size_t>(j)].assign(pca.basis.col(j).data(), pca.basis.col(j).data() + d);
+  applied["pca"] = {{"components", prep.pca_components},
+                    {"input_dim", d},
+                    {"scale", prep.pca_scale},
+                    {"explained_variance", std::vector<double>(pca.variance.data(), pca.variance.data() + k)},
+                    {"explained_variance_ratio", ratio},
+                    {"fit_on", "every loaded row (held-out queries included), after the scaling above"},
+                    {"private", false},
+                    {"mean", std::vector<double>(pca.mean.data(), pca.mean.data() + d)},
+                    {"basis", basis}};
+  if (prep.pca_scale == "unit_cube") applied["pca"]["bounds"] = used;
+  std::vector<std::string> pc_names;
+  for (Eigen::Index j = 0; j < k; ++j) pc_names.push_back("pc" + std::to_string(j + 1));
+  out.feature_names = pc_names;
+}
+
+LoadedDataset finish(const std::string& name, const json& entry, const Preprocessing& prep, const std::vector<int>& cols,
+                     RawTable raw) {
+  LoadedDataset out;
+  out.name = name;
+  json applied = prep.to_json();
+  applied["features"] = cols;
+  subsample(prep, raw);
+  const ColumnBounds cb = encode_columns(entry, prep, cols, raw, out);
+  scale_columns(prep, cb, out, applied);
+  if (prep.pca_components > 0) project_pca(name, prep, out, applied);
   out.y = std::move(raw.y);
   out.rows_skipped = raw.skipped;
   out.values_filled = raw.filled;

@@ -113,7 +113,10 @@ void SearchBox::validate(std::size_t dim) const {
                        std::to_string(lower[j]) + ", " + std::to_string(upper[j]) + "] (expected finite lower < upper)");
 }
 
-ModeSearchResult find_modes(const DensityFunction& f, const SearchBox& box, const ModeSearchOptions& o) {
+namespace {
+
+// The options and box checked (UsageError naming the option), and the local optimiser they name.
+nlopt::algorithm mode_search_algorithm(const SearchBox& box, const ModeSearchOptions& o) {
   if (o.modes == 0) throw UsageError("mode search: k = 0 modes requested (expected at least 1)");
   if (o.starts == 0) throw UsageError("mode search: starts must be at least 1");
   if (o.max_evaluations == 0) throw UsageError("mode search: max_evaluations must be at least 1");
@@ -122,57 +125,123 @@ ModeSearchResult find_modes(const DensityFunction& f, const SearchBox& box, cons
   const std::size_t d = box.lower.size();
   if (d == 0) throw UsageError("search box: no coordinates");
   box.validate(d);
-  nlopt::algorithm alg;
-  if (o.algorithm == "sbplx") alg = nlopt::LN_SBPLX;
-  else if (o.algorithm == "neldermead") alg = nlopt::LN_NELDERMEAD;
-  else throw UsageError("mode search: algorithm '" + o.algorithm + "' (expected sbplx or neldermead)");
+  if (o.algorithm == "sbplx") return nlopt::LN_SBPLX;
+  if (o.algorithm == "neldermead") return nlopt::LN_NELDERMEAD;
+  throw UsageError("mode search: algorithm '" + o.algorithm + "' (expected sbplx or neldermead)");
+}
 
+// Starting points from the best cells of a public grid of o.grid^d cells: greedy by density, a
+// cell within min_separation of a chosen start skipped while others remain, so the starts spread
+// over distinct bumps; the rest fill up in order. Returns the density evaluations spent.
+std::size_t grid_starts(const DensityFunction& f, const SearchBox& box, const ModeSearchOptions& o,
+                        std::vector<std::vector<double>>& start_points) {
+  const std::size_t d = box.lower.size();
+  const double cells = std::pow(static_cast<double>(o.grid), static_cast<double>(d));
+  if (cells > double(1 << 22))
+    throw UsageError("mode search: a grid of " + std::to_string(o.grid) + "^" + std::to_string(d) + " points is too large (at most 2^22)");
+  const auto total = static_cast<std::size_t>(cells);
+  DenseMatrix pts(static_cast<Eigen::Index>(total), static_cast<Eigen::Index>(d));
+  for (std::size_t c = 0; c < total; ++c) {
+    std::size_t rest = c;
+    for (std::size_t j = 0; j < d; ++j) {
+      const auto v = rest % o.grid;
+      rest /= o.grid;
+      pts(static_cast<Eigen::Index>(c), static_cast<Eigen::Index>(j)) = static_cast<Real>(
+          box.lower[j] + (static_cast<double>(v) + 0.5) / static_cast<double>(o.grid) * (box.upper[j] - box.lower[j]));
+    }
+  }
+  const std::vector<double> values = f(pts);
+  const auto ranked = top_k(values, total);
+  std::vector<std::size_t> chosen;
+  std::vector<char> used(total, 0);
+  const auto cell_point = [&](std::size_t c) {
+    std::vector<double> p(d);
+    for (std::size_t j = 0; j < d; ++j) p[j] = pts(static_cast<Eigen::Index>(c), static_cast<Eigen::Index>(j));
+    return p;
+  };
+  for (std::size_t r = 0; r < total && chosen.size() < o.starts; ++r) {
+    const auto p = cell_point(ranked[r]);
+    bool separate = true;
+    for (std::size_t s = 0; s < chosen.size() && separate; ++s)
+      separate = distance(p.data(), start_points[s].data(), d) >= o.min_separation;
+    if (!separate) continue;
+    start_points[chosen.size()] = p;
+    chosen.push_back(ranked[r]);
+    used[r] = 1;
+  }
+  for (std::size_t r = 0; r < total && chosen.size() < o.starts; ++r)
+    if (!used[r]) {
+      start_points[chosen.size()] = cell_point(ranked[r]);
+      chosen.push_back(ranked[r]);
+    }
+  for (std::size_t s = chosen.size(); s < o.starts; ++s) start_points[s] = start_points[s % std::max<std::size_t>(1, chosen.size())];
+  return total;
+}
+
+// One local climb of the density from `start` inside the box; `evaluations` gets its count.
+Mode climb(const DensityFunction& f, const SearchBox& box, const ModeSearchOptions& o, nlopt::algorithm alg,
+           const std::vector<double>& start, std::size_t& evaluations) {
+  const std::size_t d = box.lower.size();
+  std::vector<double> x = start;
+  DenseMatrix point(1, static_cast<Eigen::Index>(d));
+  std::size_t count = 0;
+  auto objective = [&](const std::vector<double>& v) {
+    for (std::size_t j = 0; j < d; ++j) point(0, static_cast<Eigen::Index>(j)) = static_cast<Real>(v[j]);
+    ++count;
+    return f(point)[0];
+  };
+  using Objective = decltype(objective);
+  nlopt::opt opt(alg, static_cast<unsigned>(d));
+  opt.set_lower_bounds(box.lower);
+  opt.set_upper_bounds(box.upper);
+  opt.set_max_objective(
+      [](const std::vector<double>& v, std::vector<double>&, void* data) { return (*static_cast<Objective*>(data))(v); },
+      &objective);
+  opt.set_maxeval(static_cast<int>(o.max_evaluations));
+  opt.set_xtol_abs(o.x_tolerance);
+  std::vector<double> step(d);
+  for (std::size_t j = 0; j < d; ++j) step[j] = std::min(o.initial_step, 0.25 * (box.upper[j] - box.lower[j]));
+  opt.set_initial_step(step);
+  double best = 0;
+  try {
+    opt.optimize(x, best);
+  } catch (const nlopt::roundoff_limited&) {
+    best = objective(x);  // x holds the best point found
+  }
+  evaluations = count;
+  return Mode{x, best};
+}
+
+// The local maxima, highest density first (ties: lower start index), kept greedily when at least
+// min_separation from every one kept; the best o.modes of them.
+ModeSearchResult select_modes(const std::vector<Mode>& local, const ModeSearchOptions& o, std::size_t d) {
+  std::vector<std::size_t> order(o.starts);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return local[a].density > local[b].density; });
+  ModeSearchResult res;
+  std::vector<Mode> kept;
+  for (const auto i : order) {
+    bool separate = true;
+    for (const auto& m : kept)
+      if (distance(m.point.data(), local[i].point.data(), d) < o.min_separation) separate = false;
+    if (separate) kept.push_back(local[i]);
+  }
+  res.local_maxima = kept.size();
+  if (kept.size() > o.modes) kept.resize(o.modes);
+  res.modes = std::move(kept);
+  return res;
+}
+
+}  // namespace
+
+ModeSearchResult find_modes(const DensityFunction& f, const SearchBox& box, const ModeSearchOptions& o) {
+  const nlopt::algorithm alg = mode_search_algorithm(box, o);
+  const std::size_t d = box.lower.size();
   // Starting points: the best cells of a public grid, or seeded uniform points.
   std::vector<std::vector<double>> start_points(o.starts, std::vector<double>(d));
   std::size_t grid_evaluations = 0;
   if (o.grid > 0) {
-    const double cells = std::pow(static_cast<double>(o.grid), static_cast<double>(d));
-    if (cells > double(1 << 22))
-      throw UsageError("mode search: a grid of " + std::to_string(o.grid) + "^" + std::to_string(d) + " points is too large (at most 2^22)");
-    const auto total = static_cast<std::size_t>(cells);
-    DenseMatrix pts(static_cast<Eigen::Index>(total), static_cast<Eigen::Index>(d));
-    for (std::size_t c = 0; c < total; ++c) {
-      std::size_t rest = c;
-      for (std::size_t j = 0; j < d; ++j) {
-        const auto v = rest % o.grid;
-        rest /= o.grid;
-        pts(static_cast<Eigen::Index>(c), static_cast<Eigen::Index>(j)) = static_cast<Real>(
-            box.lower[j] + (static_cast<double>(v) + 0.5) / static_cast<double>(o.grid) * (box.upper[j] - box.lower[j]));
-      }
-    }
-    const std::vector<double> values = f(pts);
-    grid_evaluations = total;
-    // Greedy by density: a cell within min_separation of a chosen start is skipped while
-    // others remain, so the starts spread over distinct bumps; the rest fill up in order.
-    const auto ranked = top_k(values, total);
-    std::vector<std::size_t> chosen;
-    std::vector<char> used(total, 0);
-    const auto cell_point = [&](std::size_t c) {
-      std::vector<double> p(d);
-      for (std::size_t j = 0; j < d; ++j) p[j] = pts(static_cast<Eigen::Index>(c), static_cast<Eigen::Index>(j));
-      return p;
-    };
-    for (std::size_t r = 0; r < total && chosen.size() < o.starts; ++r) {
-      const auto p = cell_point(ranked[r]);
-      bool separate = true;
-      for (std::size_t s = 0; s < chosen.size() && separate; ++s)
-        separate = distance(p.data(), start_points[s].data(), d) >= o.min_separation;
-      if (!separate) continue;
-      start_points[chosen.size()] = p;
-      chosen.push_back(ranked[r]);
-      used[r] = 1;
-    }
-    for (std::size_t r = 0; r < total && chosen.size() < o.starts; ++r)
-      if (!used[r]) {
-        start_points[chosen.size()] = cell_point(ranked[r]);
-        chosen.push_back(ranked[r]);
-      }
-    for (std::size_t s = chosen.size(); s < o.starts; ++s) start_points[s] = start_points[s % std::max<std::size_t>(1, chosen.size())];
+    grid_evaluations = grid_starts(f, box, o, start_points);
   } else {
     for (std::size_t s = 0; s < o.starts; ++s) {
       SeededRandom rng(derive_seed(o.seed, s));
@@ -186,59 +255,18 @@ ModeSearchResult find_modes(const DensityFunction& f, const SearchBox& box, cons
   const auto starts = static_cast<std::ptrdiff_t>(o.starts);
 #pragma omp parallel for schedule(dynamic, 1)
   for (std::ptrdiff_t s = 0; s < starts; ++s) {
+    const auto i = static_cast<std::size_t>(s);
     try {
-      std::vector<double> x = start_points[static_cast<std::size_t>(s)];
-      DenseMatrix point(1, static_cast<Eigen::Index>(d));
-      std::size_t count = 0;
-      auto objective = [&](const std::vector<double>& v) {
-        for (std::size_t j = 0; j < d; ++j) point(0, static_cast<Eigen::Index>(j)) = static_cast<Real>(v[j]);
-        ++count;
-        return f(point)[0];
-      };
-      using Objective = decltype(objective);
-      nlopt::opt opt(alg, static_cast<unsigned>(d));
-      opt.set_lower_bounds(box.lower);
-      opt.set_upper_bounds(box.upper);
-      opt.set_max_objective(
-          [](const std::vector<double>& v, std::vector<double>&, void* data) { return (*static_cast<Objective*>(data))(v); },
-          &objective);
-      opt.set_maxeval(static_cast<int>(o.max_evaluations));
-      opt.set_xtol_abs(o.x_tolerance);
-      std::vector<double> step(d);
-      for (std::size_t j = 0; j < d; ++j) step[j] = std::min(o.initial_step, 0.25 * (box.upper[j] - box.lower[j]));
-      opt.set_initial_step(step);
-      double best = 0;
-      try {
-        opt.optimize(x, best);
-      } catch (const nlopt::roundoff_limited&) {
-        best = objective(x);  // x holds the best point found
-      }
-      local[static_cast<std::size_t>(s)] = Mode{x, best};
-      evals[static_cast<std::size_t>(s)] = count;
+      local[i] = climb(f, box, o, alg, start_points[i], evals[i]);
     } catch (const std::exception& e) {
-      failures[static_cast<std::size_t>(s)] = e.what();
+      failures[i] = e.what();
     }
   }
   for (const auto& msg : failures)
     if (!msg.empty()) throw Error("mode search: " + msg);
-
-  // Highest density first (ties: lower start index), then greedy separation.
-  std::vector<std::size_t> order(o.starts);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return local[a].density > local[b].density; });
-  ModeSearchResult res;
+  ModeSearchResult res = select_modes(local, o, d);
   res.evaluations = grid_evaluations;
   for (const auto e : evals) res.evaluations += e;
-  std::vector<Mode> kept;
-  for (const auto i : order) {
-    bool separate = true;
-    for (const auto& m : kept)
-      if (distance(m.point.data(), local[i].point.data(), d) < o.min_separation) separate = false;
-    if (separate) kept.push_back(local[i]);
-  }
-  res.local_maxima = kept.size();
-  if (kept.size() > o.modes) kept.resize(o.modes);
-  res.modes = std::move(kept);
   return res;
 }
 
