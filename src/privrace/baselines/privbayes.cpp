@@ -254,11 +254,16 @@ double PrivBayes::network_epsilon(double epsilon) const { return d_ > 1 ? opt_.b
 PrivBayesModel PrivBayes::fit(double epsilon, RandomSource* rng, PrivBayesNetwork* network_out) const {
   if (rng && (!(epsilon > 0) || !std::isfinite(epsilon)))
     throw UsageError("privbayes: epsilon " + std::to_string(epsilon) + " is invalid; expected a finite epsilon > 0");
+  const PrivBayesNetwork net = learn_network(epsilon, rng);
+  PrivBayesModel model = noisy_model(net, epsilon, rng);
+  if (network_out) *network_out = net;
+  return model;
+}
+
+PrivBayesNetwork PrivBayes::learn_network(double epsilon, RandomSource* rng) const {
   const std::size_t d = d_;
   const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(opt_.degree), d - 1);
-  const auto b = static_cast<std::size_t>(opt_.bins);
   PrivBayesNetwork net;
-  // --- network
   std::vector<int> rest(d);
   std::iota(rest.begin(), rest.end(), 0);
   const std::size_t first = rng ? static_cast<std::size_t>(rng->below(d)) : 0;
@@ -294,7 +299,14 @@ PrivBayesModel PrivBayes::fit(double epsilon, RandomSource* rng, PrivBayesNetwor
     net.parents.push_back(*cand[pick].second);
     rest.erase(std::find(rest.begin(), rest.end(), cand[pick].first));
   }
-  // --- noisy distributions: index i0 = k covers order[0..k] jointly; then one per attribute.
+  return net;
+}
+
+PrivBayesModel PrivBayes::noisy_model(const PrivBayesNetwork& net, double epsilon, RandomSource* rng) const {
+  const std::size_t d = d_;
+  const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(opt_.degree), d - 1);
+  const auto b = static_cast<std::size_t>(opt_.bins);
+  // Index i0 = k covers order[0..k] jointly; then one per attribute.
   const std::size_t i0 = k;  // (k <= d - 1)
   std::vector<std::vector<int>> dist_parents(d);
   std::vector<PrivBayesModel::Table> dist(d);
@@ -347,7 +359,6 @@ PrivBayesModel PrivBayes::fit(double epsilon, RandomSource* rng, PrivBayesNetwor
   model.first_cdf_.resize(joint.size());
   double run = 0;
   for (std::size_t cell = 0; cell < joint.size(); ++cell) model.first_cdf_[cell] = (run += joint[cell]);
-  if (network_out) *network_out = net;
   return model;
 }
 

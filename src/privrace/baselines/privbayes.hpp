@@ -130,6 +130,12 @@ class PrivBayes {
   void cache_store(int x, const std::vector<int>& parents, double mi) const;
   // The scores of the candidates (cached ones looked up, the rest computed in parallel).
   void score(const std::vector<std::pair<int, const std::vector<int>*>>& cand, std::vector<double>& out) const;
+  // The network: a random first attribute, then greedily the (attribute, parent set) pair drawn by
+  // the exponential mechanism on mutual information (the largest score without `rng`).
+  PrivBayesNetwork learn_network(double epsilon, RandomSource* rng) const;
+  // The noisy conditional distributions of `net`: index k covers order[0..k] jointly, then one
+  // per attribute; Laplace noise on the counts when `rng` is given.
+  PrivBayesModel noisy_model(const PrivBayesNetwork& net, double epsilon, RandomSource* rng) const;
 
   std::vector<std::uint16_t> codes_;  // bin indices, column-major: codes_[j * n + i]
   mutable std::map<std::pair<int, std::vector<int>>, double> mi_cache_;
