@@ -7,7 +7,9 @@
 #include <sstream>
 
 #include "experiment.hpp"
+#include "privrace/core/error.hpp"
 #include "privrace/core/limits.hpp"
+#include "privrace/privacy/budget.hpp"
 
 namespace privrace::experiments {
 namespace {
@@ -469,9 +471,18 @@ std::vector<ParamSpec> race_noise_parameters() {
 }
 
 std::string check_race_noise_parameters(const json& p) {
-  const double delta = p.at("delta").get<double>();
-  if (p.at("mechanism") == "gaussian" && !(delta > 0 && delta < 1)) return "mechanism gaussian needs 0 < delta < 1";
-  if (p.at("mechanism") != "gaussian" && delta != 0) return "delta is only used by mechanism gaussian";
+  // The library's rule (privacy/budget.hpp), in the configs' words.
+  NoiseMechanism mechanism;
+  try {
+    mechanism = parse_mechanism(p.at("mechanism").get<std::string>());
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  switch (check_delta(mechanism, p.at("delta").get<double>())) {
+    case DeltaRule::Holds: return {};
+    case DeltaRule::GaussianNeedsDelta: return "mechanism gaussian needs 0 < delta < 1";
+    case DeltaRule::DeltaWithoutGaussian: return "delta is only used by mechanism gaussian";
+  }
   return {};
 }
 

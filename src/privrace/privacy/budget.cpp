@@ -9,13 +9,19 @@ namespace privrace {
 void PrivacySpec::validate() const {
   if (!(epsilon > 0.0) || !std::isfinite(epsilon))
     throw UsageError("epsilon must be a positive finite number, got " + std::to_string(epsilon));
-  if (mechanism == NoiseMechanism::Gaussian) {
-    if (!(delta > 0.0 && delta < 1.0)) throw UsageError("the Gaussian mechanism needs delta in (0, 1)");
-  } else if (delta != 0.0) {
-    throw UsageError("delta is only used by the Gaussian mechanism; the Laplace mechanisms are pure epsilon-DP");
+  switch (check_delta(mechanism, delta)) {
+    case DeltaRule::Holds: break;
+    case DeltaRule::GaussianNeedsDelta: throw UsageError("the Gaussian mechanism needs delta in (0, 1)");
+    case DeltaRule::DeltaWithoutGaussian:
+      throw UsageError("delta is only used by the Gaussian mechanism; the Laplace mechanisms are pure epsilon-DP");
   }
   if (!(count_share >= 0.0 && count_share < 1.0))
     throw UsageError("the count's share of epsilon must be in [0, 1), got " + std::to_string(count_share));
+}
+
+DeltaRule check_delta(NoiseMechanism mechanism, double delta) {
+  if (mechanism == NoiseMechanism::Gaussian) return delta > 0.0 && delta < 1.0 ? DeltaRule::Holds : DeltaRule::GaussianNeedsDelta;
+  return delta == 0.0 ? DeltaRule::Holds : DeltaRule::DeltaWithoutGaussian;
 }
 
 NoiseMechanism parse_mechanism(const std::string& name) {

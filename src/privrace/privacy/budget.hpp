@@ -27,6 +27,12 @@ struct PrivacySpec {
   void validate() const;  // throws UsageError naming the field
 };
 
+// The mechanisms' rule for delta, the one check of it (PrivacySpec::validate; the experiment
+// configs word its answers their own way): the Gaussian mechanism needs delta in (0, 1), the
+// Laplace mechanisms are pure epsilon-DP (delta = 0).
+enum class DeltaRule { Holds, GaussianNeedsDelta, DeltaWithoutGaussian };
+DeltaRule check_delta(NoiseMechanism mechanism, double delta);
+
 NoiseMechanism parse_mechanism(const std::string& name);  // discrete_laplace | floored_laplace | gaussian
 std::string to_string(NoiseMechanism m);
 NeighborRelation parse_neighbors(const std::string& name);  // add-remove | replace
