@@ -210,7 +210,7 @@ class RaceClassifierMethod final : public TypedMethod<ClassifyContext> {
                    {"n_hat", clf.n_hat()},
                    {"hash_seconds", exact.build_seconds()},
                    {"noise_seconds", c.noise_seconds},
-                   {"noise_scale", clf.sketch(0).privacy().value("noise_scale", 0.0)}};
+                   {"noise_scale", clf.sketch(0).privacy().noise_scale.value_or(0.0)}};
       return r;
     });
   }

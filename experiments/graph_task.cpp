@@ -380,7 +380,7 @@ class RaceGraphMethod final : public TypedMethod<GraphContext> {
                    {"mre_nonprivate_debiased", mre_nonprivate_debiased},
                    {"sketch_bytes_raw", static_cast<std::uint64_t>(rows) * width * sizeof(std::int64_t)},
                    {"sketch_file_bytes", file_bytes},
-                   {"noise_scale", sketch.privacy().value("noise_scale", 0.0)}};
+                   {"noise_scale", sketch.privacy().noise_scale.value_or(0.0)}};
       return r;
     });
   }

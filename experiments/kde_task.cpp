@@ -209,8 +209,8 @@ void run_race_cells(const KdeContext& ctx, const CellGroup& group, const Method:
                      {"build_strategy", to_string(c.release.build().strategy)},
                      {"n_hat", sketch.n_hat()},
                      {"n_train", ctx.train.rows()},
-                     {"noise_scale", sketch.privacy().value("noise_scale", 0.0)},
-                     {"realised_epsilon", sketch.privacy().value("realised_epsilon", c.cell.epsilon)}};
+                     {"noise_scale", sketch.privacy().noise_scale.value_or(0.0)},
+                     {"realised_epsilon", sketch.privacy().realised_epsilon.value_or(c.cell.epsilon)}};
         if (rule_details) {
           const json extra = rule_details(c.cell.epsilon);  // named: a temporary would die before the loop
           for (const auto& [k, v] : extra.items()) r.details[k] = v;

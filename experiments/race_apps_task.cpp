@@ -526,8 +526,8 @@ class AppMethod final : public TypedMethod<AppContext> {
                        {"budget", "one sketch with the whole epsilon; the application only post-processes its counts and N-hat"},
                        {"query_seconds_note", "seconds for the whole application (all queries / the whole search)"}};
           if (is_private) {
-            r.details["noise_scale"] = sketch.privacy().value("noise_scale", 0.0);
-            r.details["realised_epsilon"] = sketch.privacy().value("realised_epsilon", cell.epsilon);
+            r.details["noise_scale"] = sketch.privacy().noise_scale.value_or(0.0);
+            r.details["realised_epsilon"] = sketch.privacy().realised_epsilon.value_or(cell.epsilon);
           }
           return r;
         };

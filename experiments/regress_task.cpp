@@ -159,7 +159,7 @@ class RaceRegressionMethod final : public TypedMethod<RegressContext> {
       r.build_seconds = sketch_seconds + cell.noise_seconds + fit_seconds;
       r.details = {{"pair_mode", to_string(spec.pair_mode)},
                    {"sensitivity_l1", race_sensitivity(spec.rows, sketch.family().cells_per_record(), neighbors).l1},
-                   {"noise_scale", sketch.privacy().value("noise_scale", 0.0)},
+                   {"noise_scale", sketch.privacy().noise_scale.value_or(0.0)},
                    {"sketch_seconds", sketch_seconds},
                    {"noise_seconds", cell.noise_seconds},
                    {"fit_seconds", fit_seconds},

@@ -112,7 +112,7 @@ PyObject* g_not_fit_warning = nullptr;
 
 // warnings.warn(NotFitForReleaseWarning) when `privacy` (a sketch's privacy record) is not fit
 // for release; needs the GIL. `what` names the operation ("query", "merge", "load").
-void warn_if_not_fit(const nlohmann::json& privacy, const std::string& what) {
+void warn_if_not_fit(const PrivacyRecord& privacy, const std::string& what) {
   const std::optional<std::string> text = release_warning(privacy);
   if (!text) return;
   if (PyErr_WarnEx(g_not_fit_warning, (what + ": " + *text).c_str(), 1) < 0) throw py::error_already_set();

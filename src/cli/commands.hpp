@@ -92,7 +92,7 @@ SetCollection without_empty_sets(SetCollection sets);
 nlohmann::json public_graph_record(const nlohmann::json& graph);
 // Warns on stderr (whatever -q says) when a sketch is not fit for release: seeded noise, or
 // exact counts. Every command that queries, merges or reads a sketch calls it.
-void warn_if_not_for_release(const nlohmann::json& privacy, const std::string& path);
+void warn_if_not_for_release(const PrivacyRecord& privacy, const std::string& path);
 // The exact sketch of the whole input in this process (sets, graphs or a table).
 ExactSketch build_local(const SketchJob& job, const MasterSeed& seed, nlohmann::json& graph_info, double& read_seconds);
 // The exact sketch of streamed table chunks; a record the family refuses is reported as

@@ -106,7 +106,7 @@ int cmd_m2m(int argc, char** argv) {
   const int threads = threads_option(vm);
   const M2mTask task = parse_suggesting(parse_task, task_name, {"mean", "moment2", "cdf", "cov", "count"});  // usage first
   const FeatureSketchRelease release = load_feature_release(sketch_path);
-  warn_if_not_for_release(release.header.value("privacy", nlohmann::json::object()), sketch_path);
+  warn_if_not_for_release(release.privacy, sketch_path);
   if (!release.map) throw InputError("the sketch has no feature map");
   const std::size_t d = release.map->input_dim();
   if (d < m2m_min_attributes(task))

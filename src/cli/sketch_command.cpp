@@ -467,7 +467,7 @@ void write_release(const SketchJob& job, const Release& release, const MasterSee
   }
 }
 
-void warn_if_not_for_release(const nlohmann::json& privacy, const std::string& path) {
+void warn_if_not_for_release(const PrivacyRecord& privacy, const std::string& path) {
   if (const auto warning = release_warning(privacy)) std::fprintf(stderr, "privrace: warning: %s: %s\n", path.c_str(), warning->c_str());
 }
 

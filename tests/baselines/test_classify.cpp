@@ -9,6 +9,7 @@
 #include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
 #include "privrace/privacy/mechanisms.hpp"
+#include "privrace/sketch/release_record.hpp"
 #include "privrace/tasks/classify.hpp"
 
 namespace privrace {
@@ -81,7 +82,7 @@ TEST(RaceClassifier, EveryClassSpendsTheWholeEpsilonWithIndependentNoise) {
   priv.privatize(ps, NoiseSource{true, 5});
   const DiscreteLaplace dl(static_cast<double>(spec.rows) / ps.epsilon);  // L1 sensitivity R, whole eps
   for (std::size_t c = 0; c < 2; ++c) {
-    EXPECT_NEAR(priv.sketch(c).privacy().at("noise_scale").get<double>(), 25.0, 1e-6);
+    EXPECT_NEAR(privacy_record_json(priv.sketch(c).privacy()).at("noise_scale").get<double>(), 25.0, 1e-6);
     // Empirical variance of the noise matches the discrete Laplace variance (10^4 cells: the
     // relative standard error of the variance estimate is about 2.5%; allow 4 of them).
     double s2 = 0;

@@ -9,6 +9,7 @@
 #include "privrace/privacy/budget.hpp"
 #include "privrace/privacy/mechanisms.hpp"
 #include "privrace/sketch/privatize.hpp"
+#include "privrace/sketch/release_record.hpp"
 #include "privrace/tasks/regress.hpp"
 
 namespace privrace {
@@ -108,7 +109,7 @@ TEST(SurrogateRegression, PairPlacementsHaveSensitivityTwoRAndR) {
     ps.epsilon = 0.5;
     privatize(s, ps, NoiseSource{true, 1});
     const double expected = (mode == "insert" ? 2.0 : 1.0) * 200 / 0.5;
-    EXPECT_NEAR(s.privacy().at("noise_scale").get<double>(), expected, 1e-6) << mode;
+    EXPECT_NEAR(privacy_record_json(s.privacy()).at("noise_scale").get<double>(), expected, 1e-6) << mode;
   }
 }
 

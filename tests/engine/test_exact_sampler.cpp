@@ -14,6 +14,7 @@
 #include "privrace/lsh/family.hpp"
 #include "privrace/sketch/privatize.hpp"
 #include "privrace/sketch/race_sketch.hpp"
+#include "privrace/sketch/release_record.hpp"
 #include "test_util.hpp"
 
 using namespace privrace;
@@ -210,7 +211,7 @@ TEST(Privatize, LargeSketchesUseTheTableSamplerWithTheSameDistribution) {
   // 4 x 65536 = 2^18 counts: the bulk path. Scale R / eps = 4 / 0.5 = 8.
   RaceSketch sketch(make_family(FamilySpec{.kernel = Kernel::L2, .bandwidth = 1.0, .rows = 4, .dim = 2, .seed = 3}), 65536);
   privatize(sketch, {.epsilon = 0.5}, {.seeded = true, .seed = 77});
-  EXPECT_EQ(sketch.privacy().at("noise_sampler"), "exact_geometric_table");
+  EXPECT_EQ(privacy_record_json(sketch.privacy()).at("noise_sampler"), "exact_geometric_table");
   const DiscreteLaplace expected(8.0);
   std::map<long long, long long> hist;
   for (const auto c : sketch.counts()) ++hist[c];

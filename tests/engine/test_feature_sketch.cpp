@@ -14,6 +14,7 @@
 #include "privrace/privacy/mechanisms.hpp"
 #include "privrace/sketch/builder.hpp"
 #include "privrace/sketch/feature_sketch.hpp"
+#include "privrace/sketch/release_record.hpp"
 #include "privrace/sketch/sketch_io.hpp"
 #include "test_util.hpp"
 
@@ -278,12 +279,13 @@ TEST(FeatureSketch, MergeOfDisjointPartsEqualsTheWhole) {
     RaceSketch pa = a->sketch(), pb = b->sketch();
     privatize(pa, feature_privacy_spec(priv), NoiseSource{true, 1});
     privatize(pb, feature_privacy_spec(priv), NoiseSource{true, 2});
-    const auto mp = merged_privacy({pa.privacy(), pb.privacy()});
-    EXPECT_EQ(mp["count"].get<std::int64_t>(), pa.privacy()["count"].get<std::int64_t>() + pb.privacy()["count"].get<std::int64_t>());
-    EXPECT_DOUBLE_EQ(mp["noise_variance"].get<double>(), 2.0 * pa.privacy()["noise_variance"].get<double>());
+    const PrivacyRecord merged_record = merged_privacy({pa.privacy(), pb.privacy()});
+    const auto mp = privacy_record_json(merged_record);
+    EXPECT_EQ(mp["count"].get<std::int64_t>(), privacy_record_json(pa.privacy())["count"].get<std::int64_t>() + privacy_record_json(pb.privacy())["count"].get<std::int64_t>());
+    EXPECT_DOUBLE_EQ(mp["noise_variance"].get<double>(), 2.0 * privacy_record_json(pa.privacy())["noise_variance"].get<double>());
     EXPECT_DOUBLE_EQ(mp["epsilon_num"].get<double>(), 0.98);
     pa.merge(pb);
-    pa.set_privacy(mp);
+    pa.set_privacy(merged_record);
     const FeatureSketchRelease rel = feature_release_of(pa, sketch_header(pa));
     EXPECT_EQ(rel.count, mp["count"].get<double>());
   }
@@ -347,7 +349,7 @@ TEST(FeatureSketch, KdeRaceSketchFileIsReadByM2M) {
   // An rff sketch without a count (a stripped header) is refused, naming the field.
   const auto rff = build_feature_sums(x, rff_spec(8), 1);
   RaceSketch stripped = rff->sketch();
-  stripped.set_privacy({{"private", false}});
+  stripped.set_privacy(PrivacyRecord{});  // {"private": false}
   save_sketch((dir / "nocount.rsk").string(), stripped, true);
   try {
     load_feature_release((dir / "nocount.rsk").string());

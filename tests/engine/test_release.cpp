@@ -269,8 +269,8 @@ TEST(Release, SweepPrivatizesACopyPerEpsilon) {
   EXPECT_EQ(counts_of(exact.counts()), before) << "the exact counts stay exact";
   EXPECT_EQ(counts_of(a.sketch()), counts_of(a2.sketch()));
   EXPECT_NE(counts_of(a.sketch()), counts_of(b.sketch()));
-  EXPECT_EQ(a.sketch().privacy().at("epsilon"), 0.5);
-  EXPECT_EQ(b.sketch().privacy().at("epsilon"), 4.0);
+  EXPECT_EQ(privacy_record_json(a.sketch().privacy()).at("epsilon"), 0.5);
+  EXPECT_EQ(privacy_record_json(b.sketch().privacy()).at("epsilon"), 4.0);
   // The same as the single release of the parameters when given their noise.
   const Release once = build_exact(p, MasterSeed::resolve(p.seed), x).release();
   EXPECT_EQ(counts_of(exact.release(*p.privacy, MasterSeed::resolve(p.seed).noise()).sketch()), counts_of(once.sketch()));
@@ -319,7 +319,7 @@ TEST(Release, SlicesNoisedWhereTheyLieGiveTheSeededRelease) {
   const ExactSketch exact = build_exact(p, MasterSeed::resolve(p.seed), x);
   ExactSketch copy = exact;
   const Release whole = std::move(copy).release();
-  ASSERT_EQ(whole.sketch().privacy().at("noise_sampler"), "exact_geometric_table");
+  ASSERT_EQ(privacy_record_json(whole.sketch().privacy()).at("noise_sampler"), "exact_geometric_table");
   privrace::testing::TempDir dir;
   const std::string whole_file = (dir.path / "whole.rsk").string();
   save_release(whole_file, whole);
@@ -336,7 +336,7 @@ TEST(Release, SlicesNoisedWhereTheyLieGiveTheSeededRelease) {
     EXPECT_EQ(r->rows(), whole.sketch().rows());
     // Then the counts, decoded at this first use (the root's own slice kept, not decoded).
     EXPECT_EQ(counts_of(r->sketch()), counts_of(whole.sketch())) << offsets.size() << " slices";
-    EXPECT_EQ(r->sketch().privacy().dump(), whole.sketch().privacy().dump());
+    EXPECT_EQ(privacy_record_json(r->sketch().privacy()).dump(), privacy_record_json(whole.sketch().privacy()).dump());
     EXPECT_TRUE(r->is_private());
   }
   // A slice must start on an encoding block (whole noise blocks too): otherwise its noise
@@ -358,8 +358,8 @@ TEST(Release, SlicesNoisedWhereTheyLieGiveTheSeededRelease) {
   const std::optional<Release> hist_sliced = release_by_slices(hist_exact, {0, B});
   ASSERT_TRUE(hist_sliced.has_value());
   EXPECT_EQ(counts_of(hist_sliced->sketch()), counts_of(hist_whole.sketch()));
-  EXPECT_EQ(hist_sliced->sketch().privacy().dump(), hist_whole.sketch().privacy().dump());
-  EXPECT_TRUE(hist_whole.sketch().privacy().contains("epsilon_den"));
+  EXPECT_EQ(privacy_record_json(hist_sliced->sketch().privacy()).dump(), privacy_record_json(hist_whole.sketch().privacy()).dump());
+  EXPECT_TRUE(privacy_record_json(hist_whole.sketch().privacy()).contains("epsilon_den"));
 
   // Without privacy the slices are gathered exact, and the release says it was asked for.
   ReleaseParams none = p;
@@ -417,13 +417,13 @@ TEST(Release, MergeChecksParametersAndPrivacy) {
   }
   for (std::size_t i = 0; i < a.counts().size(); ++i) ASSERT_EQ(target.counts()[i], a.counts()[i] + b.counts()[i]);
   EXPECT_TRUE(target.is_private());
-  EXPECT_EQ(target.privacy().at("merged_from").size(), 2u);
-  EXPECT_EQ(target.privacy().at("composition").get<std::string>().rfind("parallel", 0), 0u);
-  EXPECT_EQ(target.privacy().at("neighbors"), "add-remove");
-  EXPECT_DOUBLE_EQ(target.privacy().at("epsilon").get<double>(), 1.0);
-  EXPECT_DOUBLE_EQ(target.privacy().at("epsilon_if_overlapping").get<double>(), 2.0);
-  EXPECT_DOUBLE_EQ(target.privacy().at("noise_variance").get<double>(),
-                   a.privacy().at("noise_variance").get<double>() + b.privacy().at("noise_variance").get<double>());
+  EXPECT_EQ(privacy_record_json(target.privacy()).at("merged_from").size(), 2u);
+  EXPECT_EQ(privacy_record_json(target.privacy()).at("composition").get<std::string>().rfind("parallel", 0), 0u);
+  EXPECT_EQ(privacy_record_json(target.privacy()).at("neighbors"), "add-remove");
+  EXPECT_DOUBLE_EQ(privacy_record_json(target.privacy()).at("epsilon").get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(privacy_record_json(target.privacy()).at("epsilon_if_overlapping").get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(privacy_record_json(target.privacy()).at("noise_variance").get<double>(),
+                   privacy_record_json(a.privacy()).at("noise_variance").get<double>() + privacy_record_json(b.privacy()).at("noise_variance").get<double>());
   RaceSketch unnamed = a;
   ReleaseMerge m(unnamed);
   EXPECT_EQ(message_of([&] { m.add(other_seed); }).rfind("cannot merge: different seed", 0), 0u);
@@ -435,8 +435,8 @@ TEST(Release, MergeRefusesPartsThatShareTheirNoise) {
   // Two halves of one --seed: the same noise in both (noisy A - noisy B = exact A - exact B).
   const RaceSketch a = build_exact(p, MasterSeed::resolve(p.seed), DenseMatrix(x.topRows(1000))).release().sketch();
   const RaceSketch b = build_exact(p, MasterSeed::resolve(p.seed), DenseMatrix(x.bottomRows(1000))).release().sketch();
-  EXPECT_EQ(a.privacy().at("noise_id"), b.privacy().at("noise_id"));
-  EXPECT_FALSE(a.privacy().contains("noise_seed")) << "a fingerprint of the noise seed, never the seed";
+  EXPECT_EQ(privacy_record_json(a.privacy()).at("noise_id"), privacy_record_json(b.privacy()).at("noise_id"));
+  EXPECT_FALSE(privacy_record_json(a.privacy()).contains("noise_seed")) << "a fingerprint of the noise seed, never the seed";
   RaceSketch t = a;
   ReleaseMerge m(t, "a.rsk");
   EXPECT_NE(message_of([&] { m.add(b, "b.rsk"); }).find("share their noise"), std::string::npos);
@@ -448,8 +448,8 @@ TEST(Release, MergeRefusesPartsThatShareTheirNoise) {
   r.hash_seed = 5;
   const RaceSketch c = build_exact(r, MasterSeed::resolve(r.seed), DenseMatrix(x.topRows(1000))).release().sketch();
   const RaceSketch d = build_exact(r, MasterSeed::resolve(r.seed), DenseMatrix(x.bottomRows(1000))).release().sketch();
-  EXPECT_NE(c.privacy().at("noise_id"), d.privacy().at("noise_id"));
-  EXPECT_TRUE(c.privacy().at("fit_for_release").get<bool>());
+  EXPECT_NE(privacy_record_json(c.privacy()).at("noise_id"), privacy_record_json(d.privacy()).at("noise_id"));
+  EXPECT_TRUE(privacy_record_json(c.privacy()).at("fit_for_release").get<bool>());
   RaceSketch cc = c;
   ReleaseMerge self(cc);
   EXPECT_NE(message_of([&] { self.add(c); }).find("share their noise"), std::string::npos);
@@ -457,7 +457,7 @@ TEST(Release, MergeRefusesPartsThatShareTheirNoise) {
   ReleaseMerge both(cd);
   both.add(d);
   both.finish();
-  EXPECT_TRUE(cd.privacy().at("fit_for_release").get<bool>());
+  EXPECT_TRUE(privacy_record_json(cd.privacy()).at("fit_for_release").get<bool>());
   RaceSketch again = cd;
   ReleaseMerge nested(again);
   EXPECT_NE(message_of([&] { nested.add(d); }).find("share their noise"), std::string::npos);
@@ -484,7 +484,7 @@ TEST(Release, MergedNoiseHasTheRecordedVariance) {
     ReleaseMerge merge(m);
     merge.add(bottom.release(*p.privacy, any.noise()).sketch());
     merge.finish();
-    recorded = m.privacy().at("noise_variance").get<double>();
+    recorded = privacy_record_json(m.privacy()).at("noise_variance").get<double>();
     for (std::size_t i = 0; i < m.counts().size(); ++i) {
       const double z = static_cast<double>(m.counts()[i] - whole.counts().counts()[i]);
       sum += z;
@@ -527,7 +527,7 @@ TEST(Release, PrivateHeaderHoldsNoExactField) {
   none.privacy.reset();
   const Release e = build_exact(none, MasterSeed::resolve(p.seed), x).release();
   EXPECT_EQ(e.build_record("in.csv").at("points"), 3001);
-  EXPECT_FALSE(e.sketch().privacy().at("fit_for_release").get<bool>());
+  EXPECT_FALSE(privacy_record_json(e.sketch().privacy()).at("fit_for_release").get<bool>());
   EXPECT_TRUE(release_warning(e.sketch().privacy()).has_value());
   EXPECT_TRUE(release_warning(r.sketch().privacy()).has_value()) << "seeded noise";
   fs::remove_all(dir);
@@ -662,7 +662,7 @@ TEST(Release, FeatureSketchesRoundTrip) {
   hist.seed = 1;
   const Release h = build_exact(hist, MasterSeed::resolve(hist.seed), x).release();
   EXPECT_EQ(h.sketch().rows(), 3u);
-  EXPECT_EQ(h.sketch().privacy().at("count"), 3000);
+  EXPECT_EQ(privacy_record_json(h.sketch().privacy()).at("count"), 3000);
   save_release((dir / "h.rsk").string(), h);
   EXPECT_DOUBLE_EQ(load_feature_release((dir / "h.rsk").string()).count, 3000.0);
   DenseMatrix outside = x;

@@ -17,6 +17,7 @@
 #include "privrace/sketch/builder.hpp"
 #include "privrace/sketch/privatize.hpp"
 #include "privrace/sketch/race_sketch.hpp"
+#include "privrace/sketch/release_record.hpp"
 #include "test_util.hpp"
 
 using namespace privrace;
@@ -128,7 +129,7 @@ TEST(Scaling, SeededNoiseAndFileAreByteIdenticalForAnyThreadCount) {
         build_dense(s, data, {.threads = threads});
         const NoiseReport noise = privatize(s, spec, {.seeded = true, .seed = 99});
         EXPECT_EQ(noise.blocks, (300009 + kNoiseBlockCounts - 1) / kNoiseBlockCounts);
-        write_sketch_file(path, {{"rows", 3}, {"width", 100003}, {"privacy", s.privacy()}}, s.counts());
+        write_sketch_file(path, {{"rows", 3}, {"width", 100003}, {"privacy", privacy_record_json(s.privacy())}}, s.counts());
         return std::vector<std::int64_t>(s.counts().begin(), s.counts().end());
       });
       if (threads == 1) {
@@ -150,7 +151,7 @@ TEST(Scaling, BlockStreamsAreDistinctAndTheNoiseKeepsItsDistribution) {
   const PrivacySpec spec{.epsilon = 2.0};
   with_threads(3, [&] { return privatize(sketch, spec, {.seeded = true, .seed = 5}); });
   const DiscreteLaplace expected(static_cast<double>(rows) / spec.epsilon);  // scale 2
-  EXPECT_EQ(sketch.privacy()["noise_sampler"], "exact_geometric_table");
+  EXPECT_EQ(privacy_record_json(sketch.privacy())["noise_sampler"], "exact_geometric_table");
   // Each block on its own follows the distribution, and no two blocks repeat a stream.
   std::set<std::vector<std::int64_t>> prefixes;
   const auto counts = sketch.counts();
@@ -173,8 +174,8 @@ TEST(Scaling, ReleaseNoiseFromTheCsprngOnSeveralThreadsKeepsItsDistribution) {
   RaceSketch a(l2_family(rows, 2, 1.0), width), b(l2_family(rows, 2, 1.0), width);
   with_threads(2, [&] { return privatize(a, spec, {}); });
   with_threads(2, [&] { return privatize(b, spec, {}); });
-  EXPECT_TRUE(a.privacy()["fit_for_release"].get<bool>());
-  EXPECT_EQ(a.privacy()["noise_source"], CryptoRandom::name());
+  EXPECT_TRUE(privacy_record_json(a.privacy())["fit_for_release"].get<bool>());
+  EXPECT_EQ(privacy_record_json(a.privacy())["noise_source"], CryptoRandom::name());
   std::map<long long, long long> hist;
   for (const auto c : a.counts()) ++hist[c];
   const auto [stat, df] = privrace::testing::chi_square(hist, [&](long long y) { return expected.pmf(y); }, -25, 25,

@@ -13,6 +13,7 @@
 #include "privrace/sketch/builder.hpp"
 #include "privrace/sketch/privatize.hpp"
 #include "privrace/sketch/race_sketch.hpp"
+#include "privrace/sketch/release_record.hpp"
 #include "privrace/sketch/sketch_io.hpp"
 #include "test_util.hpp"
 
@@ -190,8 +191,8 @@ TEST(Privatize, NoiseFollowsDiscreteLaplaceWithScaleROverEpsilon) {
                                                         static_cast<long long>(sketch.counts().size()));
   EXPECT_LT(stat, privrace::testing::chi_square_critical(df));
   EXPECT_TRUE(sketch.is_private());
-  EXPECT_LE(sketch.privacy()["realised_epsilon"].get<double>(), 8.0);
-  EXPECT_FALSE(sketch.privacy()["fit_for_release"].get<bool>());
+  EXPECT_LE(privacy_record_json(sketch.privacy())["realised_epsilon"].get<double>(), 8.0);
+  EXPECT_FALSE(privacy_record_json(sketch.privacy())["fit_for_release"].get<bool>());
   EXPECT_THROW(privatize(sketch, spec, {}), UsageError);  // noise is added once
 }
 
@@ -213,7 +214,7 @@ TEST(Privatize, ReplaceNeighboursDoubleTheNoiseAndSeedsReproduce) {
   privatize(x, {.epsilon = 1.0}, {});
   privatize(y, {.epsilon = 1.0}, {});
   EXPECT_FALSE(std::equal(x.counts().begin(), x.counts().end(), y.counts().begin()));
-  EXPECT_TRUE(x.privacy()["fit_for_release"].get<bool>());
+  EXPECT_TRUE(privacy_record_json(x.privacy())["fit_for_release"].get<bool>());
 }
 
 TEST(Privatize, MechanismsHaveTheirScales) {
@@ -275,13 +276,20 @@ TEST(SketchFile, RoundTripAndRefusals) {
 }
 
 TEST(SketchFile, MergedPrivacyRecordsParallelComposition) {
-  nlohmann::json a = {{"private", true}, {"epsilon", 1.0}, {"mechanism", "discrete_laplace"}, {"fit_for_release", true}};
-  nlohmann::json b = {{"private", true}, {"epsilon", 0.5}, {"mechanism", "discrete_laplace"}, {"fit_for_release", true}};
-  const auto m = merged_privacy({a, b});
+  auto record = [](double epsilon) {
+    PrivacyRecord r;
+    r.is_private = true;
+    r.epsilon = epsilon;
+    r.mechanism = NoiseMechanism::DiscreteLaplace;
+    r.fit_for_release = true;
+    return r;
+  };
+  const PrivacyRecord a = record(1.0), b = record(0.5);
+  auto m = privacy_record_json(merged_privacy({a, b}));
   EXPECT_TRUE(m["private"].get<bool>());
   EXPECT_DOUBLE_EQ(m["epsilon"].get<double>(), 1.0);
   EXPECT_EQ(m["merged_from"].size(), 2u);
-  EXPECT_THROW(merged_privacy({a, nlohmann::json{{"private", false}}}), UsageError);
+  EXPECT_THROW(merged_privacy({a, PrivacyRecord{}}), UsageError);  // {"private": false}
 }
 
 TEST(RaceSketch, SmallCodeSpacesMapOneToOneWithoutRehashCollisions) {

@@ -367,9 +367,9 @@ AuditPath feature_path(const std::string& kind, const PathOptions& o) {
   p.release = [builder, d, d_prime, spec](bool neighbour, const NoiseSource& noise, Observation& out) {
     const Release release = builder.build(neighbour ? d_prime : d).release(spec, noise);
     observe(release.sketch(), out);
-    const auto& rec = release.sketch().privacy();
-    out.values.push_back(rec.at("count").get<double>());
-    out.recorded_variance.push_back(rec.at("count_noise_variance").get<double>());
+    const PrivacyRecord& rec = release.sketch().privacy();
+    out.values.push_back(rec.count_value().value());
+    out.recorded_variance.push_back(rec.count_noise_variance.value());
   };
   p.release_files = [builder, d, d_prime, spec, folder = std::make_shared<ScratchFolder>()](bool neighbour,
                                                                                            const NoiseSource& noise) {
@@ -621,8 +621,8 @@ std::vector<double> exact_values(const RaceSketch& sketch) {
 void observe(const RaceSketch& sketch, Observation& out) {
   const auto counts = sketch.counts();
   out.values.assign(counts.begin(), counts.end());
-  const auto& p = sketch.privacy();
-  if (p.contains("noise_variance")) out.recorded_variance.assign(counts.size(), p.at("noise_variance").get<double>());
+  const PrivacyRecord& p = sketch.privacy();
+  if (p.noise_variance) out.recorded_variance.assign(counts.size(), *p.noise_variance);
   else out.recorded_variance.clear();
 }
 

@@ -218,16 +218,18 @@ FeatureSketchRelease release_feature_sketch(const FeatureSums& sums, const Featu
 
 namespace {
 // Per-count noise variance of a privacy record, in container units (older files: from the scale).
-double recorded_noise_variance(const nlohmann::json& p) {
-  if (p.contains("noise_variance")) return p.at("noise_variance").get<double>();
-  if (!p.contains("noise_scale") || !p.contains("mechanism"))
+double recorded_noise_variance(const PrivacyRecord& p) {
+  if (p.noise_variance) return *p.noise_variance;
+  if (!p.noise_scale || !(p.mechanism || p.mixed_mechanisms))
     throw InputError("privacy record: fields 'noise_variance' (or 'noise_scale' and 'mechanism') are missing");
-  const double b = p.at("noise_scale").get<double>();
-  const std::string m = p.at("mechanism").get<std::string>();
-  if (m == "discrete_laplace") return DiscreteLaplace(b).variance();
-  if (m == "floored_laplace") return floored_laplace_variance(b);
-  if (m == "gaussian") return b * b + 1.0 / 12.0;
-  throw InputError("privacy record: unknown mechanism '" + m + "'");
+  const double b = *p.noise_scale;
+  if (!p.mechanism) throw InputError("privacy record: unknown mechanism 'mixed'");
+  switch (*p.mechanism) {
+    case NoiseMechanism::DiscreteLaplace: return DiscreteLaplace(b).variance();
+    case NoiseMechanism::FlooredLaplace: return floored_laplace_variance(b);
+    case NoiseMechanism::Gaussian: return b * b + 1.0 / 12.0;
+  }
+  throw InputError("privacy record: unknown mechanism");
 }
 }  // namespace
 
@@ -238,25 +240,25 @@ FeatureSketchRelease feature_release_of(const RaceSketch& sketch, const nlohmann
   const auto c = sketch.counts();
   rel.sums.resize(static_cast<Eigen::Index>(c.size()));
   for (std::size_t i = 0; i < c.size(); ++i) rel.sums[static_cast<Eigen::Index>(i)] = static_cast<double>(c[i]) * q;
-  const nlohmann::json& p = sketch.privacy();
+  const PrivacyRecord& p = sketch.privacy();
   rel.is_private = sketch.is_private();
-  try {
-    if (p.contains("count")) {
-      rel.count = p.at("count").get<double>();
-    } else if (!sketch.family().accumulates_values()) {
-      rel.count = sketch.n_hat();  // a RACE sketch built for KDE: N-hat from its own counts
-    } else {
-      throw InputError("the " + sketch_kind(sketch.family()) + " sketch has no record count: field 'privacy.count' is missing");
-    }
-    if (rel.is_private) {
-      rel.epsilon = p.at("epsilon").get<double>();
-      rel.epsilon_num = p.value("epsilon_num", rel.epsilon);
-      rel.epsilon_den = p.value("epsilon_den", 0.0);
-      rel.noise_variance = recorded_noise_variance(p) * q * q;
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(std::string("privacy record: missing or mistyped field: ") + e.what());
+  if (p.count) {
+    rel.count = *p.count_value();
+  } else if (!sketch.family().accumulates_values()) {
+    rel.count = sketch.n_hat();  // a RACE sketch built for KDE: N-hat from its own counts
+  } else {
+    throw InputError("the " + sketch_kind(sketch.family()) + " sketch has no record count: field 'privacy.count' is missing");
   }
+  if (rel.is_private) {
+    // The reader refuses a private record without epsilon (check_privacy_meaning): only a
+    // record set in memory can lack it.
+    if (!p.epsilon) throw InputError("privacy record: missing or mistyped field: 'epsilon'");
+    rel.epsilon = *p.epsilon;
+    rel.epsilon_num = p.epsilon_num.value_or(rel.epsilon);
+    rel.epsilon_den = p.epsilon_den.value_or(0.0);
+    rel.noise_variance = recorded_noise_variance(p) * q * q;
+  }
+  rel.privacy = p;
   rel.header = header;
   return rel;
 }

@@ -113,7 +113,8 @@ struct FeatureSketchRelease {
   double epsilon_den = std::numeric_limits<double>::infinity();
   double noise_variance = 0;  // variance of each xi_j in feature units (0 when not private)
   bool is_private = false;
-  nlohmann::json header;  // everything recorded about the release (budget split, ...)
+  PrivacyRecord privacy;  // the sketch's privacy record (budget split, noise, count)
+  nlohmann::json header;  // everything recorded about the release, as a file header
 };
 
 struct FeatureSketchSpec {

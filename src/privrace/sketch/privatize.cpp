@@ -1,11 +1,13 @@
 #include "privrace/sketch/privatize.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <set>
+#include <variant>
 
 #include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
@@ -137,35 +139,36 @@ NoiseReport NoisePlan::perturb(std::span<std::int64_t> share, std::size_t first,
 
 void NoisePlan::mark_private(RaceSketch& sketch, const NoiseSource& source) const {
   if (sketch.is_private()) throw UsageError("the sketch already carries noise; it is privatized once, after the merge");
-  nlohmann::json record = {{"private", true},
-                           {"epsilon", spec_.epsilon},
-                           {"delta", spec_.delta},
-                           {"realised_epsilon", realised_epsilon_},
-                           {"mechanism", to_string(spec_.mechanism)},
-                           {"neighbors", to_string(spec_.neighbors)},
-                           {"sensitivity_l1", sens_.l1},
-                           {"sensitivity_l2", sens_.l2},
-                           {"noise_scale", noise_scale_},
-                           {"noise_variance", noise_variance_},
-                           {"noise_source", source.seeded ? "seeded" : CryptoRandom::name()},
-                           {"noise_sampler", sampler_},
-                           {"fit_for_release", !source.seeded}};
-  if (spec_.unit != NeighborUnit::Record) record["neighbor_unit"] = to_string(spec_.unit);
+  PrivacyRecord record;
+  record.is_private = true;
+  record.epsilon = spec_.epsilon;
+  record.delta = spec_.delta;
+  record.realised_epsilon = realised_epsilon_;
+  record.mechanism = spec_.mechanism;
+  record.neighbors = spec_.neighbors;
+  record.sensitivity_l1 = sens_.l1;
+  record.sensitivity_l2 = sens_.l2;
+  record.noise_scale = noise_scale_;
+  record.noise_variance = noise_variance_;
+  record.noise_source = source.seeded ? "seeded" : CryptoRandom::name();
+  record.noise_sampler = sampler_;
+  record.fit_for_release = !source.seeded;
+  if (spec_.unit != NeighborUnit::Record) record.neighbor_unit = spec_.unit;
   // Which noise this is, so that a merge can refuse parts that share it (a file and itself, two
   // files of one seed): random for a release, a fingerprint of the seed (never the seed) else.
-  record["noise_id"] = source.seeded ? seeded_noise_id(source.seed) : fresh_noise_id();
+  record.noise_id = source.seeded ? seeded_noise_id(source.seed) : fresh_noise_id();
   if (quantum_ != 1.0) {
     // Value families: counts are on a grid of `quantum` feature units; so are the noise figures.
-    record["quantum"] = quantum_;
-    record["noise_variance_feature_units"] = noise_variance_ * quantum_ * quantum_;
-    record["sensitivity_note"] = "sensitivity and noise in grid units; multiply by quantum for feature units";
+    record.quantum = quantum_;
+    record.noise_variance_feature_units = noise_variance_ * quantum_ * quantum_;
+    record.sensitivity_note = "sensitivity and noise in grid units; multiply by quantum for feature units";
   }
   if (release_count_) {
     // |D| + zeta: one exact discrete Laplace draw of scale 1 / epsilon_den (sensitivity 1), from
     // a stream of its own (the count blocks use streams 0 .. blocks - 1).
-    record["epsilon_num"] = epsilon_num_;
-    record["epsilon_den"] = epsilon_den_;
-    record["count_sensitivity"] = count_sens_;
+    record.epsilon_num = epsilon_num_;
+    record.epsilon_den = epsilon_den_;
+    record.count_sensitivity = count_sens_;
     std::int64_t count = sketch.records();
     if (count_sens_ > 0.0) {
       const DiscreteLaplace count_noise(count_sens_ / epsilon_den_);
@@ -173,19 +176,19 @@ void NoisePlan::mark_private(RaceSketch& sketch, const NoiseSource& source) cons
                                      derive_seed(source.seed ^ 0x636F756E74ULL, std::uint64_t{1} << 40)))
                                : std::unique_ptr<RandomSource>(std::make_unique<CryptoRandom>());
       count += count_noise.sample(*rng);
-      record["count_mechanism"] = "discrete_laplace";
-      record["count_noise_scale"] = count_noise.scale();
-      record["count_noise_variance"] = count_noise.variance();
-      record["realised_epsilon"] = realised_epsilon_ + count_sens_ / count_noise.scale();
+      record.count_mechanism = "discrete_laplace";
+      record.count_noise_scale = count_noise.scale();
+      record.count_noise_variance = count_noise.variance();
+      record.realised_epsilon = realised_epsilon_ + count_sens_ / count_noise.scale();
     } else {
-      record["count_mechanism"] = "none (replace neighbours: the count does not change, epsilon_den = 0)";
-      record["count_noise_variance"] = 0.0;
+      record.count_mechanism = "none (replace neighbours: the count does not change, epsilon_den = 0)";
+      record.count_noise_variance = 0.0;
     }
-    record["count"] = count;
+    record.count = count;
   }
   if (source.seeded) {
-    record["noise_streams"] = "block b of " + std::to_string(kNoiseBlockCounts) + " counts (row-major) draws from derive_seed(noise seed, b)";
-    record["warning"] = "noise drawn from a seeded generator for reproducible experiments: NOT fit for release";
+    record.noise_streams = "block b of " + std::to_string(kNoiseBlockCounts) + " counts (row-major) draws from derive_seed(noise seed, b)";
+    record.warning = "noise drawn from a seeded generator for reproducible experiments: NOT fit for release";
   }
   sketch.set_privacy(std::move(record));
 }
@@ -197,26 +200,34 @@ NoiseReport privatize(RaceSketch& sketch, const PrivacySpec& spec, const NoiseSo
   return report;
 }
 
+namespace {
+PrivacyRecord exact_record() {
+  PrivacyRecord record;
+  record.is_private = false;
+  record.fit_for_release = false;
+  record.warning = "exact counts without noise (written deliberately): NOT fit for release";
+  return record;
+}
+}  // namespace
+
 void mark_exact(RaceSketch& sketch) {
   if (sketch.is_private()) throw UsageError("the sketch carries noise: it is not exact");
-  sketch.set_privacy({{"private", false},
-                      {"fit_for_release", false},
-                      {"warning", "exact counts without noise (written deliberately): NOT fit for release"}});
+  sketch.set_privacy(exact_record());
 }
 
 void record_exact_count(RaceSketch& sketch) {
   if (sketch.is_private()) throw UsageError("the sketch carries noise: its count is the released one");
-  auto p = sketch.privacy();
-  p["count"] = sketch.records();
+  PrivacyRecord p = sketch.privacy();
+  p.count = sketch.records();
   sketch.set_privacy(std::move(p));
 }
 
 }  // namespace privrace
 
 namespace privrace {
-nlohmann::json merged_privacy(const std::vector<nlohmann::json>& parts) {
+PrivacyRecord merged_privacy(const std::vector<PrivacyRecord>& parts) {
   std::size_t n_private = 0;
-  for (const auto& p : parts) n_private += p.value("private", false) ? 1 : 0;
+  for (const auto& p : parts) n_private += p.is_private ? 1 : 0;
   // Parts that share their noise (a file and itself, two files of one noise seed) do not add
   // independent noise: their sum would carry less noise than the record states (twice the
   // same draw has variance 4 sigma^2, not 2 sigma^2), and a file with itself doubles N-hat.
@@ -228,75 +239,84 @@ nlohmann::json merged_privacy(const std::vector<nlohmann::json>& parts) {
                          "): a sketch merged with itself, or two sketches of one --seed; build each part with its own noise "
                          "(--hash-seed S shares the hash functions without sharing the noise)");
   // Released counts and noise variances of parts with independent noise add up (a part without
-  // them leaves the merged record without them).
-  auto sum_of = [&](const char* key) -> nlohmann::json {
-    double total = 0.0;
-    bool integral = true;
-    for (const auto& p : parts) {
-      if (!p.contains(key) || !p.at(key).is_number()) return nullptr;
-      integral = integral && p.at(key).is_number_integer();
-      total += p.at(key).get<double>();
+  // them leaves the merged record without them). The count stays an integer when every part's is.
+  auto add_sums = [&](PrivacyRecord record) {
+    using Field = std::optional<double> PrivacyRecord::*;
+    for (const Field field : {&PrivacyRecord::noise_variance, &PrivacyRecord::noise_variance_feature_units,
+                              &PrivacyRecord::count_noise_variance}) {
+      const bool all = std::all_of(parts.begin(), parts.end(), [&](const PrivacyRecord& p) { return (p.*field).has_value(); });
+      if (!all) continue;
+      double total = 0.0;
+      for (const auto& p : parts) total += *(p.*field);
+      record.*field = total;
     }
-    if (integral) {
-      std::int64_t t = 0;
-      for (const auto& p : parts) t += p.at(key).get<std::int64_t>();
-      return t;
+    if (std::all_of(parts.begin(), parts.end(), [](const PrivacyRecord& p) { return p.count.has_value(); })) {
+      const bool integral = std::all_of(parts.begin(), parts.end(), [](const PrivacyRecord& p) {
+        return std::holds_alternative<std::int64_t>(*p.count);
+      });
+      if (integral) {
+        std::int64_t t = 0;
+        for (const auto& p : parts) t += std::get<std::int64_t>(*p.count);
+        record.count = t;
+      } else {
+        double t = 0.0;
+        for (const auto& p : parts) t += *p.count_value();
+        record.count = t;
+      }
     }
-    return total;
-  };
-  auto add_sums = [&](nlohmann::json record) {
-    for (const char* key : {"count", "noise_variance", "noise_variance_feature_units", "count_noise_variance"})
-      if (const auto v = sum_of(key); !v.is_null()) record[key] = v;
     return record;
   };
-  if (n_private == 0)
-    return add_sums({{"private", false},
-                     {"fit_for_release", false},
-                     {"warning", "exact counts without noise (written deliberately): NOT fit for release"},
-                     {"merged_parts", parts.size()}});
+  if (n_private == 0) {
+    PrivacyRecord record = exact_record();
+    record.merged_parts = parts.size();
+    return add_sums(std::move(record));
+  }
   if (n_private != parts.size())
     throw UsageError("cannot merge a private sketch with a non-private one: the sum would expose exact counts");
   double eps = 0.0, delta = 0.0, realised = 0.0, eps_sum = 0.0, delta_sum = 0.0;
   bool fit = true;
-  std::string mechanism = parts.front().value("mechanism", "?");
-  const std::string neighbors = parts.front().value("neighbors", "?");
-  const std::string unit = parts.front().value("neighbor_unit", "record");
+  const PrivacyRecord& front = parts.front();
+  auto neighbors_name = [](const PrivacyRecord& p) { return p.neighbors ? to_string(*p.neighbors) : std::string("?"); };
+  bool mixed = front.mixed_mechanisms;
   for (const auto& p : parts) {
-    eps = std::max(eps, p.value("epsilon", 0.0));
-    eps_sum += p.value("epsilon", 0.0);
-    realised = std::max(realised, p.value("realised_epsilon", p.value("epsilon", 0.0)));
-    delta = std::max(delta, p.value("delta", 0.0));
-    delta_sum += p.value("delta", 0.0);
-    fit = fit && p.value("fit_for_release", false);
-    if (p.value("mechanism", "?") != mechanism) mechanism = "mixed";
-    if (p.value("neighbors", "?") != neighbors || p.value("neighbor_unit", "record") != unit)
-      throw UsageError("cannot merge sketches released under different neighbouring relations (" + neighbors + " and " +
-                       p.value("neighbors", "?") + "): their sum has no single privacy guarantee");
+    const double e = p.epsilon.value_or(0.0);
+    eps = std::max(eps, e);
+    eps_sum += e;
+    realised = std::max(realised, p.realised_epsilon.value_or(e));
+    delta = std::max(delta, p.delta.value_or(0.0));
+    delta_sum += p.delta.value_or(0.0);
+    fit = fit && p.fit();
+    if (p.mechanism != front.mechanism || p.mixed_mechanisms != front.mixed_mechanisms) mixed = true;
+    if (p.neighbors != front.neighbors || p.unit() != front.unit())
+      throw UsageError("cannot merge sketches released under different neighbouring relations (" + neighbors_name(front) + " and " +
+                       neighbors_name(p) + "): their sum has no single privacy guarantee");
   }
   // Epsilon under the assumption that the parts hold disjoint records (parallel composition:
   // each record is in one part, so the sum is max-epsilon DP), and without it (a record in
   // every part: basic sequential composition, the sum of the epsilons and of the deltas).
-  nlohmann::json record = {{"private", true},
-                           {"epsilon", eps},
-                           {"delta", delta},
-                           {"realised_epsilon", realised},
-                           {"neighbors", neighbors},
-                           {"epsilon_if_overlapping", eps_sum},
-                           {"delta_if_overlapping", delta_sum},
-                           {"mechanism", mechanism},
-                           {"composition", "parallel: epsilon assumes the merged sketches cover disjoint records; "
-                                           "epsilon_if_overlapping (sequential composition) holds without that assumption"},
-                           {"noise", "independent: every part's noise_id differs, so the noise variances add"},
-                           {"fit_for_release", fit},
-                           {"merged_from", parts}};
-  if (unit != "record") record["neighbor_unit"] = unit;
-  for (const char* key : {"epsilon_num", "epsilon_den"}) {
-    if (!parts.front().contains(key)) continue;
+  PrivacyRecord record;
+  record.is_private = true;
+  record.epsilon = eps;
+  record.delta = delta;
+  record.realised_epsilon = realised;
+  record.neighbors = front.neighbors;
+  record.epsilon_if_overlapping = eps_sum;
+  record.delta_if_overlapping = delta_sum;
+  if (mixed) record.mixed_mechanisms = true;
+  else record.mechanism = front.mechanism;
+  record.composition = "parallel: epsilon assumes the merged sketches cover disjoint records; "
+                       "epsilon_if_overlapping (sequential composition) holds without that assumption";
+  record.noise = "independent: every part's noise_id differs, so the noise variances add";
+  record.fit_for_release = fit;
+  record.merged_from = parts;
+  if (front.unit() != NeighborUnit::Record) record.neighbor_unit = front.unit();
+  for (const auto field : {&PrivacyRecord::epsilon_num, &PrivacyRecord::epsilon_den}) {
+    if (!(front.*field)) continue;
     double m = 0.0;
-    for (const auto& p : parts) m = std::max(m, p.value(key, 0.0));
-    record[key] = m;
+    for (const auto& p : parts) m = std::max(m, (p.*field).value_or(0.0));
+    record.*field = m;
   }
-  if (parts.front().contains("quantum")) record["quantum"] = parts.front().at("quantum");
+  if (front.quantum) record.quantum = front.quantum;
   return add_sums(std::move(record));
 }
 }  // namespace privrace

@@ -77,5 +77,5 @@ namespace privrace {
 // every part's settings and says that disjointness was assumed. Mixing a private with a
 // non-private sketch is refused (the result would release exact counts of part of the data), and
 // so are parts that share their noise (one noise_id twice: the record's variance would be wrong).
-nlohmann::json merged_privacy(const std::vector<nlohmann::json>& parts);
+PrivacyRecord merged_privacy(const std::vector<PrivacyRecord>& parts);
 }  // namespace privrace

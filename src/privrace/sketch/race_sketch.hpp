@@ -13,6 +13,7 @@
 #include "privrace/core/types.hpp"
 #include "privrace/lsh/column_hash.hpp"
 #include "privrace/lsh/family.hpp"
+#include "privrace/privacy/record.hpp"
 
 namespace privrace {
 
@@ -87,9 +88,9 @@ class RaceSketch {
   double combine(std::span<const double> row_values, const QueryOptions& opts, double n_hat) const;
 
   // Privacy state, set by privatize(); a fresh sketch holds exact counts.
-  const nlohmann::json& privacy() const { return privacy_; }
-  bool is_private() const { return privacy_.value("private", false); }
-  void set_privacy(nlohmann::json p) { privacy_ = std::move(p); }
+  const PrivacyRecord& privacy() const { return privacy_; }
+  bool is_private() const { return privacy_.is_private; }
+  void set_privacy(PrivacyRecord p) { privacy_ = std::move(p); }
 
  private:
   void columns_of(const ColumnHash& h, const std::uint64_t* codes, std::uint32_t* cols, Eigen::Index n) const;
@@ -99,7 +100,7 @@ class RaceSketch {
   std::vector<ColumnHash> columns_;
   bool direct_columns_ = false;
   std::vector<std::int64_t, ZeroedPageAllocator<std::int64_t>> counts_;
-  nlohmann::json privacy_ = {{"private", false}};
+  PrivacyRecord privacy_;  // {"private": false}
   std::int64_t records_ = 0;
 };
 

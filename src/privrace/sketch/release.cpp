@@ -326,7 +326,7 @@ void ReleaseMerge::add(const RaceSketch& part, const std::string& name) {
     throw InputError("cannot merge '" + name + "' into '" + name_ + "': different " + diff);
   }
   // Refuses private + exact, and shared noise, before any count changes.
-  std::vector<nlohmann::json> parts = parts_;
+  std::vector<PrivacyRecord> parts = parts_;
   parts.push_back(part.privacy());
   try {
     merged_privacy(parts);
@@ -388,10 +388,10 @@ ReleaseParams like_params(const nlohmann::json& header, ReleaseParams base) {
   return base;
 }
 
-std::optional<std::string> release_warning(const nlohmann::json& privacy) {
-  if (!privacy.is_object() || !privacy.value("private", false))
+std::optional<std::string> release_warning(const PrivacyRecord& privacy) {
+  if (!privacy.is_private)
     return std::string("this sketch holds EXACT counts without noise: it is not differentially private and NOT fit for release");
-  if (!privacy.value("fit_for_release", false))
+  if (!privacy.fit())
     return std::string("this sketch's noise was drawn from a seed (reproducible experiments): NOT fit for release");
   return std::nullopt;
 }

@@ -251,7 +251,7 @@ ReleaseParams like_params(const nlohmann::json& header, ReleaseParams base = {})
 // A warning for a sketch that is not fit for release (seeded noise or exact counts), or none.
 // Front ends print it on stderr whatever -q says (CLI) or warnings.warn it (Python) whenever
 // such a sketch is queried, merged or loaded.
-std::optional<std::string> release_warning(const nlohmann::json& privacy);
+std::optional<std::string> release_warning(const PrivacyRecord& privacy);
 
 // The sum of released sketches of disjoint data (privrace merge, RaceSketch.merge in Python):
 // the parameters and seeds must agree (InputError "cannot merge 'B' into 'A': different FIELD",
@@ -267,7 +267,7 @@ class ReleaseMerge {
  private:
   RaceSketch& target_;
   std::string name_;
-  std::vector<nlohmann::json> parts_;
+  std::vector<PrivacyRecord> parts_;
 };
 
 }  // namespace privrace

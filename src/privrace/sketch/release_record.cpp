@@ -6,6 +6,8 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <variant>
 #include <set>
 
 #include "privrace/core/error.hpp"
@@ -108,17 +110,24 @@ void collect(const nlohmann::json& node, const std::string& path, bool is_privat
 }
 }  // namespace
 
+namespace {
+// The header says "privacy": {"private": true, ...}.
+bool header_is_private(const nlohmann::json& header) {
+  if (!header.contains("privacy") || !header.at("privacy").is_object()) return false;
+  const auto it = header.at("privacy").find("private");
+  return it != header.at("privacy").end() && it->is_boolean() && it->get<bool>();
+}
+}  // namespace
+
 std::vector<std::pair<std::string, FieldClass>> classify_header(const nlohmann::json& header) {
-  const bool is_private = header.contains("privacy") && header.at("privacy").is_object() &&
-                          header.at("privacy").value("private", false);
+  const bool is_private = header_is_private(header);
   std::vector<std::pair<std::string, FieldClass>> out;
   collect(header, "", is_private, out);
   return out;
 }
 
 void check_release_header(const nlohmann::json& header) {
-  const bool is_private = header.contains("privacy") && header.at("privacy").is_object() &&
-                          header.at("privacy").value("private", false);
+  const bool is_private = header_is_private(header);
   for (const auto& [path, cls] : classify_header(header))
     if (is_private && cls == FieldClass::Exact)
       throw Error("refusing to write a private sketch whose header field '" + path +
@@ -126,131 +135,328 @@ void check_release_header(const nlohmann::json& header) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The privacy record at the file edge
+
+namespace {
+
+using Json = nlohmann::json;
+
+std::string number_text(double v) { return Json(v).dump(); }
+
+// The types of the privacy record's fields that the library reads (merge, M2M, info), checked
+// over the whole record (its merged parts included) before anything is read, so that a damaged
+// or hand-edited header gives an error naming the field, not a JSON type error from deep inside
+// a merge.
+void check_record_types(const Json& p, const std::string& where) {
+  struct Field {
+    const char* name;
+    bool (Json::*is)() const noexcept;
+    const char* expected;
+  };
+  static const Field fields[] = {{"private", &Json::is_boolean, "true or false"},
+                                 {"fit_for_release", &Json::is_boolean, "true or false"},
+                                 {"epsilon", &Json::is_number, "a number"},
+                                 {"delta", &Json::is_number, "a number"},
+                                 {"realised_epsilon", &Json::is_number, "a number"},
+                                 {"epsilon_num", &Json::is_number, "a number"},
+                                 {"epsilon_den", &Json::is_number, "a number"},
+                                 {"noise_scale", &Json::is_number, "a number"},
+                                 {"noise_variance", &Json::is_number, "a number"},
+                                 {"noise_variance_feature_units", &Json::is_number, "a number"},
+                                 {"count_noise_variance", &Json::is_number, "a number"},
+                                 {"count", &Json::is_number, "a number"},
+                                 {"quantum", &Json::is_number, "a number"},
+                                 {"mechanism", &Json::is_string, "a string"},
+                                 {"merged_from", &Json::is_array, "an array"}};
+  for (const Field& f : fields)
+    if (p.contains(f.name) && !(p.at(f.name).*f.is)())
+      throw InputError(where + "." + f.name + "': expected " + f.expected + ", got " + p.at(f.name).dump());
+  if (p.contains("merged_from"))
+    for (std::size_t i = 0; i < p.at("merged_from").size(); ++i) {
+      const std::string part = where + ".merged_from[" + std::to_string(i) + "]";
+      if (!p.at("merged_from")[i].is_object()) throw InputError(part + "': expected an object");
+      check_record_types(p.at("merged_from")[i], part);
+    }
+}
+
+// A private record that is not a merge is checked for its meaning (check_privacy_meaning): the
+// fields that check reads must be of their type, and its mechanism and relation known.
+void check_private_fields(const Json& p, const std::string& where) {
+  if (p.contains("neighbors")) {
+    const Json& n = p.at("neighbors");
+    if (!n.is_string()) throw InputError(where + ".neighbors': expected a string, got " + n.dump());
+    try {
+      parse_neighbors(n.get<std::string>());
+    } catch (const std::exception&) {
+      throw InputError(where + ".neighbors': expected add-remove or replace, got '" + n.get<std::string>() + "'");
+    }
+  }
+  if (p.contains("neighbor_unit")) {
+    const Json& u = p.at("neighbor_unit");
+    try {
+      if (!u.is_string()) throw UsageError("not a string");
+      parse_neighbor_unit(u.get<std::string>());
+    } catch (const std::exception&) {
+      throw InputError(where + ".neighbor_unit': expected record, edge or undirected_edge, got " + u.dump());
+    }
+  }
+  if (p.contains("mechanism")) {
+    const std::string m = p.at("mechanism").get<std::string>();
+    if (m != "discrete_laplace" && m != "floored_laplace" && m != "gaussian")
+      throw InputError(where + ".mechanism': expected discrete_laplace, floored_laplace or gaussian, got '" + m + "'");
+  }
+  for (const char* key : {"sensitivity_l1", "sensitivity_l2"})
+    if (p.contains(key) && !p.at(key).is_number())
+      throw InputError(where + "." + key + "': expected a number, got " + p.at(key).dump());
+  const bool count_noised = p.contains("epsilon_den") && p.at("epsilon_den").get<double>() > 0.0;
+  if (count_noised && p.contains("count_noise_scale") && !p.at("count_noise_scale").is_number())
+    throw InputError(where + ".count_noise_scale': expected a number, got " + p.at("count_noise_scale").dump());
+  const bool fit = p.contains("fit_for_release") && p.at("fit_for_release").get<bool>();
+  if (fit && p.contains("noise_source") && !p.at("noise_source").is_string())
+    throw InputError(where + ".noise_source': expected a string, got " + p.at("noise_source").dump());
+}
+
+// An enum field's value by its parser (budget.hpp); false when the value names none.
+template <typename Enum>
+bool parse_name(const Json& value, Enum (*parse)(const std::string&), std::optional<Enum>& out) {
+  if (!value.is_string()) return false;
+  try {
+    out = parse(value.get<std::string>());
+  } catch (const UsageError&) {
+    return false;
+  }
+  return true;
+}
+
+PrivacyRecord parse_record(const Json& p, const std::string& where) {
+  PrivacyRecord r;
+  if (!p.contains("private")) throw InputError(where + ".private': expected true or false");
+  r.is_private = p.at("private").get<bool>();
+  if (p.contains("merged_from")) {
+    const Json& parts = p.at("merged_from");
+    if (parts.size() < 2) throw InputError(where + ".merged_from': expected an array of two or more records");
+    for (std::size_t i = 0; i < parts.size(); ++i)
+      r.merged_from.push_back(parse_record(parts[i], where + ".merged_from[" + std::to_string(i) + "]"));
+  }
+  if (r.is_private && !r.merged()) check_private_fields(p, where);
+  using Number = std::optional<double> PrivacyRecord::*;
+  using Text = std::optional<std::string> PrivacyRecord::*;
+  static const std::map<std::string, Number, std::less<>> numbers = {
+      {"epsilon", &PrivacyRecord::epsilon},
+      {"delta", &PrivacyRecord::delta},
+      {"realised_epsilon", &PrivacyRecord::realised_epsilon},
+      {"sensitivity_l1", &PrivacyRecord::sensitivity_l1},
+      {"sensitivity_l2", &PrivacyRecord::sensitivity_l2},
+      {"noise_scale", &PrivacyRecord::noise_scale},
+      {"noise_variance", &PrivacyRecord::noise_variance},
+      {"quantum", &PrivacyRecord::quantum},
+      {"noise_variance_feature_units", &PrivacyRecord::noise_variance_feature_units},
+      {"epsilon_num", &PrivacyRecord::epsilon_num},
+      {"epsilon_den", &PrivacyRecord::epsilon_den},
+      {"count_sensitivity", &PrivacyRecord::count_sensitivity},
+      {"count_noise_scale", &PrivacyRecord::count_noise_scale},
+      {"count_noise_variance", &PrivacyRecord::count_noise_variance},
+      {"epsilon_if_overlapping", &PrivacyRecord::epsilon_if_overlapping},
+      {"delta_if_overlapping", &PrivacyRecord::delta_if_overlapping}};
+  static const std::map<std::string, Text, std::less<>> texts = {
+      {"noise_source", &PrivacyRecord::noise_source},   {"noise_sampler", &PrivacyRecord::noise_sampler},
+      {"noise_id", &PrivacyRecord::noise_id},           {"noise_streams", &PrivacyRecord::noise_streams},
+      {"warning", &PrivacyRecord::warning},             {"sensitivity_note", &PrivacyRecord::sensitivity_note},
+      {"count_mechanism", &PrivacyRecord::count_mechanism}, {"composition", &PrivacyRecord::composition},
+      {"noise", &PrivacyRecord::noise}};
+  for (const auto& [key, value] : p.items()) {
+    // A field is typed when its value has its type; otherwise it is kept as it was (a record
+    // whose meaning depends on it was refused above).
+    bool typed = true;
+    if (key == "private" || key == "merged_from") continue;
+    if (const auto n = numbers.find(key); n != numbers.end()) {
+      if ((typed = value.is_number())) r.*(n->second) = value.get<double>();
+    } else if (const auto t = texts.find(key); t != texts.end()) {
+      if ((typed = value.is_string())) r.*(t->second) = value.get<std::string>();
+    } else if (key == "fit_for_release") {
+      r.fit_for_release = value.get<bool>();
+    } else if (key == "mechanism") {
+      if (value.get<std::string>() == "mixed") r.mixed_mechanisms = true;
+      else typed = parse_name(value, parse_mechanism, r.mechanism);
+    } else if (key == "neighbors") {
+      typed = parse_name(value, parse_neighbors, r.neighbors);
+    } else if (key == "neighbor_unit") {
+      typed = parse_name(value, parse_neighbor_unit, r.neighbor_unit);
+    } else if (key == "count") {
+      if (value.is_number_integer()) r.count = value.get<std::int64_t>();
+      else r.count = value.get<double>();
+    } else if (key == "merged_parts") {
+      if ((typed = value.is_number_unsigned())) r.merged_parts = value.get<std::uint64_t>();
+    } else {
+      typed = false;
+    }
+    if (!typed) r.other[key] = value.dump();
+  }
+  return r;
+}
+
+}  // namespace
+
+nlohmann::json privacy_record_json(const PrivacyRecord& r) {
+  Json j = Json::object();
+  for (const auto& [key, text] : r.other) j[key] = Json::parse(text);
+  j["private"] = r.is_private;
+  const auto put = [&j](const char* key, const auto& field) {
+    if (field) j[key] = *field;
+  };
+  put("fit_for_release", r.fit_for_release);
+  put("epsilon", r.epsilon);
+  put("delta", r.delta);
+  put("realised_epsilon", r.realised_epsilon);
+  if (r.mechanism) j["mechanism"] = to_string(*r.mechanism);
+  else if (r.mixed_mechanisms) j["mechanism"] = "mixed";
+  if (r.neighbors) j["neighbors"] = to_string(*r.neighbors);
+  if (r.neighbor_unit) j["neighbor_unit"] = to_string(*r.neighbor_unit);
+  put("sensitivity_l1", r.sensitivity_l1);
+  put("sensitivity_l2", r.sensitivity_l2);
+  put("noise_scale", r.noise_scale);
+  put("noise_variance", r.noise_variance);
+  put("noise_source", r.noise_source);
+  put("noise_sampler", r.noise_sampler);
+  put("noise_id", r.noise_id);
+  put("noise_streams", r.noise_streams);
+  put("warning", r.warning);
+  put("quantum", r.quantum);
+  put("noise_variance_feature_units", r.noise_variance_feature_units);
+  put("sensitivity_note", r.sensitivity_note);
+  put("epsilon_num", r.epsilon_num);
+  put("epsilon_den", r.epsilon_den);
+  put("count_sensitivity", r.count_sensitivity);
+  put("count_mechanism", r.count_mechanism);
+  put("count_noise_scale", r.count_noise_scale);
+  put("count_noise_variance", r.count_noise_variance);
+  if (r.count) std::visit([&j](auto v) { j["count"] = v; }, *r.count);
+  put("epsilon_if_overlapping", r.epsilon_if_overlapping);
+  put("delta_if_overlapping", r.delta_if_overlapping);
+  put("composition", r.composition);
+  put("noise", r.noise);
+  if (r.merged()) {
+    Json parts = Json::array();
+    for (const PrivacyRecord& part : r.merged_from) parts.push_back(privacy_record_json(part));
+    j["merged_from"] = std::move(parts);
+  }
+  put("merged_parts", r.merged_parts);
+  return j;
+}
+
+void to_json(nlohmann::json& out, const PrivacyRecord& privacy) { out = privacy_record_json(privacy); }
+
+PrivacyRecord privacy_record_from_json(const nlohmann::json& privacy, const std::string& where) {
+  if (!privacy.is_object()) throw InputError(where + "': expected an object");
+  check_record_types(privacy, where);
+  return parse_record(privacy, where);
+}
+
+// ---------------------------------------------------------------------------------------------
 // The reader's check of meaning
 
 namespace {
 
-double number(const nlohmann::json& p, const char* key, const std::string& where) {
-  if (!p.contains(key)) throw InputError(where + "." + key + "' is missing (a private record needs it)");
-  if (!p.at(key).is_number()) throw InputError(where + "." + key + "': expected a number, got " + p.at(key).dump());
-  return p.at(key).get<double>();
-}
-
-std::string text(const nlohmann::json& p, const char* key, const std::string& where) {
-  if (!p.contains(key)) throw InputError(where + "." + key + "' is missing (a private record needs it)");
-  if (!p.at(key).is_string()) throw InputError(where + "." + key + "': expected a string, got " + p.at(key).dump());
-  return p.at(key).get<std::string>();
+double needed(const std::optional<double>& value, const char* key, const std::string& where) {
+  if (!value) throw InputError(where + "." + key + "' is missing (a private record needs it)");
+  return *value;
 }
 
 bool close(double a, double b, double rel) { return std::abs(a - b) <= rel * std::max(std::abs(a), std::abs(b)); }
 
 // The scale a mechanism must use for sensitivity `sens` at `eps` (discrete Laplace rounds up by
 // a relative 2^-12 at most: the realised epsilon is never above the claim).
-void check_scale(double scale, double need, const std::string& mechanism, const std::string& field) {
-  const bool ok = mechanism == "discrete_laplace" ? scale >= need * (1.0 - 1e-9) && scale <= need * (1.0 + 0x1.0p-11)
-                                                  : close(scale, need, 1e-9);
+void check_scale(double scale, double need, NoiseMechanism mechanism, const std::string& field) {
+  const bool ok = mechanism == NoiseMechanism::DiscreteLaplace ? scale >= need * (1.0 - 1e-9) && scale <= need * (1.0 + 0x1.0p-11)
+                                                               : close(scale, need, 1e-9);
   if (!ok) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "': %.17g, but the sensitivity and epsilon call for %.17g (%s)", scale, need, mechanism.c_str());
+    std::snprintf(buf, sizeof buf, "': %.17g, but the sensitivity and epsilon call for %.17g (%s)", scale, need,
+                  to_string(mechanism).c_str());
     throw InputError(field + buf);
   }
 }
 
-void check_one(const nlohmann::json& p, const LshFamily& family, const std::string& where) {
-  if (!p.is_object()) throw InputError(where + "': expected an object");
-  if (!p.contains("private") || !p.at("private").is_boolean())
-    throw InputError(where + ".private': expected true or false");
-  const bool fit = p.contains("fit_for_release") && p.at("fit_for_release").is_boolean() && p.at("fit_for_release").get<bool>();
-  if (!p.at("private").get<bool>()) {
-    if (fit) throw InputError(where + ".fit_for_release': true, but the record says the counts carry no noise");
+void check_one(const PrivacyRecord& p, const LshFamily& family, const std::string& where) {
+  if (!p.is_private) {
+    if (p.fit()) throw InputError(where + ".fit_for_release': true, but the record says the counts carry no noise");
     return;
   }
-  const double eps = number(p, "epsilon", where);
-  if (!std::isfinite(eps) || !(eps > 0.0)) throw InputError(where + ".epsilon': must be a finite number > 0, got " + p.at("epsilon").dump());
-  const std::string neighbors = text(p, "neighbors", where);
-  NeighborRelation rel;
-  try {
-    rel = parse_neighbors(neighbors);
-  } catch (const std::exception&) {
-    throw InputError(where + ".neighbors': expected add-remove or replace, got '" + neighbors + "'");
+  const double eps = needed(p.epsilon, "epsilon", where);
+  if (!std::isfinite(eps) || !(eps > 0.0)) throw InputError(where + ".epsilon': must be a finite number > 0, got " + number_text(eps));
+  if (!p.neighbors) throw InputError(where + ".neighbors' is missing (a private record needs it)");
+  const NeighborRelation rel = *p.neighbors;
+  const std::string neighbors = to_string(rel);
+  if (!p.mechanism) {
+    if (p.mixed_mechanisms) throw InputError(where + ".mechanism': expected discrete_laplace, floored_laplace or gaussian, got 'mixed'");
+    throw InputError(where + ".mechanism' is missing (a private record needs it)");
   }
-  NeighborUnit unit = NeighborUnit::Record;
-  if (p.contains("neighbor_unit")) {
-    try {
-      unit = parse_neighbor_unit(text(p, "neighbor_unit", where));
-    } catch (const std::exception&) {
-      throw InputError(where + ".neighbor_unit': expected record, edge or undirected_edge, got " + p.at("neighbor_unit").dump());
-    }
-  }
-  const std::string mechanism = text(p, "mechanism", where);
-  if (mechanism != "discrete_laplace" && mechanism != "floored_laplace" && mechanism != "gaussian")
-    throw InputError(where + ".mechanism': expected discrete_laplace, floored_laplace or gaussian, got '" + mechanism + "'");
-  const double delta = p.contains("delta") ? number(p, "delta", where) : 0.0;
-  if (mechanism == "gaussian" && !(delta > 0.0 && delta < 1.0))
-    throw InputError(where + ".delta': the gaussian mechanism needs delta in (0, 1), got " + p.at("delta").dump());
-  if (mechanism != "gaussian" && delta != 0.0)
-    throw InputError(where + ".delta': " + mechanism + " is pure epsilon-DP, delta must be 0, got " + p.at("delta").dump());
-  const Sensitivity sens = sketch_sensitivity(family, rel, unit);
-  const double l1 = number(p, "sensitivity_l1", where), l2 = number(p, "sensitivity_l2", where);
+  const NoiseMechanism mechanism = *p.mechanism;
+  const double delta = p.delta.value_or(0.0);
+  if (mechanism == NoiseMechanism::Gaussian && !(delta > 0.0 && delta < 1.0))
+    throw InputError(where + ".delta': the gaussian mechanism needs delta in (0, 1), got " + (p.delta ? number_text(delta) : "null"));
+  if (mechanism != NoiseMechanism::Gaussian && delta != 0.0)
+    throw InputError(where + ".delta': " + to_string(mechanism) + " is pure epsilon-DP, delta must be 0, got " + number_text(delta));
+  const Sensitivity sens = sketch_sensitivity(family, rel, p.unit());
+  const double l1 = needed(p.sensitivity_l1, "sensitivity_l1", where), l2 = needed(p.sensitivity_l2, "sensitivity_l2", where);
   if (!close(l1, sens.l1, 1e-9))
-    throw InputError(where + ".sensitivity_l1': " + p.at("sensitivity_l1").dump() + ", but this family under " + neighbors +
-                     " neighbours has " + nlohmann::json(sens.l1).dump());
+    throw InputError(where + ".sensitivity_l1': " + number_text(l1) + ", but this family under " + neighbors +
+                     " neighbours has " + number_text(sens.l1));
   if (!close(l2, sens.l2, 1e-9))
-    throw InputError(where + ".sensitivity_l2': " + p.at("sensitivity_l2").dump() + ", but this family under " + neighbors +
-                     " neighbours has " + nlohmann::json(sens.l2).dump());
+    throw InputError(where + ".sensitivity_l2': " + number_text(l2) + ", but this family under " + neighbors +
+                     " neighbours has " + number_text(sens.l2));
   double eps_num = eps;
-  if (p.contains("epsilon_num") || p.contains("epsilon_den")) {
-    eps_num = number(p, "epsilon_num", where);
-    const double eps_den = number(p, "epsilon_den", where);
+  if (p.epsilon_num || p.epsilon_den) {
+    eps_num = needed(p.epsilon_num, "epsilon_num", where);
+    const double eps_den = needed(p.epsilon_den, "epsilon_den", where);
     if (!(eps_num > 0.0) || eps_den < 0.0 || !close(eps_num + eps_den, eps, 1e-9))
       throw InputError(where + ".epsilon_num': epsilon_num + epsilon_den must equal epsilon with epsilon_num > 0");
     if (eps_den > 0.0) {
       const double count_sens = count_sensitivity(rel);
-      check_scale(number(p, "count_noise_scale", where), count_sens / eps_den, "discrete_laplace", where + ".count_noise_scale");
+      check_scale(needed(p.count_noise_scale, "count_noise_scale", where), count_sens / eps_den, NoiseMechanism::DiscreteLaplace,
+                  where + ".count_noise_scale");
     }
   } else if (family.accumulates_values() || family.kernel_name() == "hist") {
     throw InputError(where + ".epsilon_num' is missing: a feature sketch splits epsilon between its sums and its record count");
   }
-  const double scale = number(p, "noise_scale", where);
-  const double need = mechanism == "gaussian" ? analytic_gaussian_sigma(eps_num, delta, sens.l2) : sens.l1 / eps_num;
+  const double scale = needed(p.noise_scale, "noise_scale", where);
+  const double need = mechanism == NoiseMechanism::Gaussian ? analytic_gaussian_sigma(eps_num, delta, sens.l2) : sens.l1 / eps_num;
   check_scale(scale, need, mechanism, where + ".noise_scale");
-  if (fit) {
-    if (p.value("noise_source", std::string()) == "seeded" || p.contains("noise_seed"))
+  if (p.fit()) {
+    if (p.noise_source == "seeded" || p.other.contains("noise_seed"))
       throw InputError(where + ".fit_for_release': true, but the noise was drawn from a seed (not fit for release)");
   }
 }
 
 }  // namespace
 
-void check_privacy_meaning(const nlohmann::json& privacy, const LshFamily& family, const std::string& where) {
-  if (!privacy.is_object()) throw InputError(where + "': expected an object");
-  if (!privacy.contains("merged_from")) return check_one(privacy, family, where);
-  const auto& parts = privacy.at("merged_from");
-  if (!parts.is_array() || parts.size() < 2) throw InputError(where + ".merged_from': expected an array of two or more records");
+void check_privacy_meaning(const PrivacyRecord& privacy, const LshFamily& family, const std::string& where) {
+  if (!privacy.merged()) return check_one(privacy, family, where);
+  const auto& parts = privacy.merged_from;
+  if (parts.size() < 2) throw InputError(where + ".merged_from': expected an array of two or more records");
   double eps = 0.0;
   bool all_fit = true, all_private = true;
-  std::string neighbors;
+  std::optional<NeighborRelation> neighbors;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const std::string part = where + ".merged_from[" + std::to_string(i) + "]";
-    check_privacy_meaning(parts[i], family, part);  // a part's "private" is a boolean from here on
-    const bool part_private = parts[i].at("private").get<bool>();
-    all_private = all_private && part_private;
-    all_fit = all_fit && parts[i].value("fit_for_release", false);
-    if (part_private) {
-      eps = std::max(eps, parts[i].at("epsilon").get<double>());
-      const std::string n = parts[i].at("neighbors").get<std::string>();
-      if (!neighbors.empty() && n != neighbors) throw InputError(part + ".neighbors': the parts of a merge must share their neighbouring relation");
-      neighbors = n;
+    check_privacy_meaning(parts[i], family, part);
+    all_private = all_private && parts[i].is_private;
+    all_fit = all_fit && parts[i].fit();
+    if (parts[i].is_private) {
+      eps = std::max(eps, needed(parts[i].epsilon, "epsilon", part));
+      if (!parts[i].neighbors) throw InputError(part + ".neighbors' is missing (a private record needs it)");
+      if (neighbors && *parts[i].neighbors != *neighbors)
+        throw InputError(part + ".neighbors': the parts of a merge must share their neighbouring relation");
+      neighbors = parts[i].neighbors;
     }
   }
-  if (!privacy.contains("private") || !privacy.at("private").is_boolean()) throw InputError(where + ".private': expected true or false");
-  if (privacy.at("private").get<bool>() != all_private)
-    throw InputError(where + ".private': " + privacy.at("private").dump() + ", but the merged parts say otherwise");
-  if (privacy.value("fit_for_release", false) && !all_fit)
-    throw InputError(where + ".fit_for_release': true, but a merged part is not fit for release");
+  if (privacy.is_private != all_private)
+    throw InputError(where + ".private': " + std::string(privacy.is_private ? "true" : "false") + ", but the merged parts say otherwise");
+  if (privacy.fit() && !all_fit) throw InputError(where + ".fit_for_release': true, but a merged part is not fit for release");
   if (all_private) {
-    const double e = number(privacy, "epsilon", where);
-    if (!close(e, eps, 1e-12)) throw InputError(where + ".epsilon': " + privacy.at("epsilon").dump() + ", but the largest part's epsilon is " + nlohmann::json(eps).dump());
+    const double e = needed(privacy.epsilon, "epsilon", where);
+    if (!close(e, eps, 1e-12))
+      throw InputError(where + ".epsilon': " + number_text(e) + ", but the largest part's epsilon is " + number_text(eps));
   }
 }
 
@@ -287,18 +493,6 @@ std::string seeded_noise_id(std::uint64_t noise_seed) {
   if (EVP_Digest(message.data(), message.size(), digest.data(), &len, EVP_sha256(), nullptr) != 1 || len < 16)
     throw Error("SHA-256 of the noise seed failed (OpenSSL)");
   return "seed-sha256:" + hex(digest.data(), 16);
-}
-
-std::vector<std::string> noise_ids(const nlohmann::json& privacy) {
-  std::vector<std::string> out;
-  if (!privacy.is_object()) return out;
-  if (privacy.contains("noise_id") && privacy.at("noise_id").is_string()) out.push_back(privacy.at("noise_id").get<std::string>());
-  if (privacy.contains("merged_from") && privacy.at("merged_from").is_array())
-    for (const auto& part : privacy.at("merged_from")) {
-      const auto ids = noise_ids(part);
-      out.insert(out.end(), ids.begin(), ids.end());
-    }
-  return out;
 }
 
 }  // namespace privrace

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "privrace/lsh/family.hpp"
+#include "privrace/privacy/record.hpp"
 
 namespace privrace {
 
@@ -37,6 +38,18 @@ std::vector<std::pair<std::string, FieldClass>> classify_header(const nlohmann::
 // "private": true. Error naming the field ("header field 'build.points' is exact ...").
 void check_release_header(const nlohmann::json& header);
 
+// The privacy record at the file edge: the header's "privacy" object of a PrivacyRecord (the
+// fields it holds, in the header's key order and number formats: a record read and written back
+// gives the same bytes), and the record of a header's "privacy" object. The reader checks the
+// types of the fields the library reads and that a private record's mechanism and neighbouring
+// relation are known (InputError naming `where` + the field, e.g. "FILE: header field
+// 'privacy.epsilon': expected a number, got \"1\""); a merged record needs two or more parts.
+// Fields it does not interpret are kept (PrivacyRecord::other).
+nlohmann::json privacy_record_json(const PrivacyRecord& privacy);
+PrivacyRecord privacy_record_from_json(const nlohmann::json& privacy, const std::string& where = "privacy record: field 'privacy");
+// nlohmann's conversion hook (json j = record): privacy_record_json.
+void to_json(nlohmann::json& out, const PrivacyRecord& privacy);
+
 // The reader's check of a privacy record's meaning for a sketch of `family` (InputError naming
 // `where` + the field): a private record names a known mechanism and neighbouring relation, has
 // a finite epsilon > 0 (delta in (0, 1) for the Gaussian mechanism), sensitivities equal to the
@@ -44,7 +57,7 @@ void check_release_header(const nlohmann::json& header);
 // "fit_for_release": true requires noise from the CSPRNG (no seed); a record without noise is
 // never fit for release; a merged record's parts are checked the same way and its epsilon is
 // their largest.
-void check_privacy_meaning(const nlohmann::json& privacy, const LshFamily& family, const std::string& where);
+void check_privacy_meaning(const PrivacyRecord& privacy, const LshFamily& family, const std::string& where);
 
 // The identifier of a release's noise stream, recorded as privacy.noise_id: 128 bits from the
 // CSPRNG for a release (so two files with one noise_id share their noise: a file and itself),
@@ -53,7 +66,6 @@ void check_privacy_meaning(const nlohmann::json& privacy, const LshFamily& famil
 std::string fresh_noise_id();
 std::string seeded_noise_id(std::uint64_t noise_seed);
 
-// Every noise identifier a privacy record holds (its own, or those of its merged parts).
-std::vector<std::string> noise_ids(const nlohmann::json& privacy);
+// noise_ids(const PrivacyRecord&): privacy/record.hpp.
 
 }  // namespace privrace

@@ -2,6 +2,7 @@
 #include "privrace/sketch/sketch_io.hpp"
 
 #include <optional>
+#include <variant>
 
 #include "privrace/core/error.hpp"
 #include "privrace/io/sketch_file.hpp"
@@ -24,7 +25,7 @@ nlohmann::json sketch_header(const RaceSketch& sketch, std::optional<std::int64_
                              ? "features: row 0 holds the sums of cos(omega_j . x), row 1 of sin(omega_j . x), in units of the header's quantum (2^-family.grid_bits)"
                              : sketch.direct_columns() ? "identity (every code has its own column)"
                                                        : "vector-multiply-shift-32 + range reduction, seeded from family.seed"},
-          {"privacy", sketch.privacy()},
+          {"privacy", privacy_record_json(sketch.privacy())},
           {"software", {{"name", "privrace"}, {"version", version()}, {"commit", git_commit()}}}};
   // Feature sketches (rff, hist) carry the released count in "privacy"; N-hat of an RFF sum
   // would mean nothing.
@@ -45,47 +46,10 @@ void save_sketch(const std::string& path, const RaceSketch& sketch, bool allow_n
   write_sketch_file(path, header, *encoded, timings, !sketch.is_private());
 }
 
-namespace {
-// The privacy record's fields that the library reads (merge, M2M, info), checked for their
-// types so that a damaged or hand-edited header gives an error naming the field, not a JSON
-// type error from deep inside a merge. Unknown fields are kept as they are.
-void check_privacy_record(const nlohmann::json& p, const std::string& where) {
-  using Json = nlohmann::json;
-  struct Field {
-    const char* name;
-    bool (Json::*is)() const noexcept;
-    const char* expected;
-  };
-  static const Field fields[] = {{"private", &Json::is_boolean, "true or false"},
-                                 {"fit_for_release", &Json::is_boolean, "true or false"},
-                                 {"epsilon", &Json::is_number, "a number"},
-                                 {"delta", &Json::is_number, "a number"},
-                                 {"realised_epsilon", &Json::is_number, "a number"},
-                                 {"epsilon_num", &Json::is_number, "a number"},
-                                 {"epsilon_den", &Json::is_number, "a number"},
-                                 {"noise_scale", &Json::is_number, "a number"},
-                                 {"noise_variance", &Json::is_number, "a number"},
-                                 {"noise_variance_feature_units", &Json::is_number, "a number"},
-                                 {"count_noise_variance", &Json::is_number, "a number"},
-                                 {"count", &Json::is_number, "a number"},
-                                 {"quantum", &Json::is_number, "a number"},
-                                 {"mechanism", &Json::is_string, "a string"},
-                                 {"merged_from", &Json::is_array, "an array"}};
-  for (const Field& f : fields)
-    if (p.contains(f.name) && !(p.at(f.name).*f.is)())
-      throw InputError(where + "." + f.name + "': expected " + f.expected + ", got " + p.at(f.name).dump());
-  if (p.contains("merged_from"))
-    for (std::size_t i = 0; i < p.at("merged_from").size(); ++i) {
-      const std::string part = where + ".merged_from[" + std::to_string(i) + "]";
-      if (!p.at("merged_from")[i].is_object()) throw InputError(part + "': expected an object");
-      check_privacy_record(p.at("merged_from")[i], part);
-    }
-}
-}  // namespace
-
 RaceSketch load_sketch(const std::string& path, nlohmann::json* header_out) {
   std::optional<RaceSketch> sketch;
   nlohmann::json h;
+  PrivacyRecord privacy;
   // The sketch is allocated once the header is validated; the counts decode straight into it.
   read_sketch_file(path, [&](const nlohmann::json& header) {
     h = header;
@@ -99,16 +63,16 @@ RaceSketch load_sketch(const std::string& path, nlohmann::json* header_out) {
     if (family->rows() != h.at("rows").get<std::size_t>())
       throw InputError(path + ": header field 'family.rows' differs from 'rows'");
     if (!h.contains("privacy") || !h.at("privacy").is_object()) throw InputError(path + ": header field 'privacy' is missing");
-    check_privacy_record(h.at("privacy"), path + ": header field 'privacy");
-    check_privacy_meaning(h.at("privacy"), *family, path + ": header field 'privacy");
+    // The types of the fields the library reads first, then their meaning (release_record.hpp).
+    privacy = privacy_record_from_json(h.at("privacy"), path + ": header field 'privacy");
+    check_privacy_meaning(privacy, *family, path + ": header field 'privacy");
     sketch.emplace(family, h.at("width").get<std::size_t>());
     return sketch->mutable_counts();
   });
-  sketch->set_privacy(h.at("privacy"));
   // A sketch written without noise carries its exact record count: merging it keeps it exact.
-  const auto& p = h.at("privacy");
-  if (!sketch->is_private() && p.contains("count") && p.at("count").is_number_integer())
-    sketch->add_records(p.at("count").get<std::int64_t>());
+  if (!privacy.is_private && privacy.count && std::holds_alternative<std::int64_t>(*privacy.count))
+    sketch->add_records(std::get<std::int64_t>(*privacy.count));
+  sketch->set_privacy(std::move(privacy));
   if (header_out) *header_out = h;
   return std::move(*sketch);
 }
