@@ -79,6 +79,27 @@ Claim claim_for(const PrivacySpec& spec) {
   return {spec.epsilon, spec.delta, spec.mechanism == NoiseMechanism::Gaussian};
 }
 
+// The path's released files: of D, or of its neighbour D' (`neighbour`), built and noised
+// through the release API and written as a file is released.
+template <typename Records>
+void release_files_of_d_or_neighbour(AuditPath& p, const ExactBuilder& builder, const Records& d, const Records& d_prime,
+                                     const PrivacySpec& spec) {
+  p.release_files = [builder, d, d_prime, spec, folder = std::make_shared<ScratchFolder>()](bool neighbour,
+                                                                                           const NoiseSource& noise) {
+    return std::vector<std::string>{write_released_file(*folder, builder.build(neighbour ? d_prime : d).release(spec, noise))};
+  };
+}
+
+// The path's releases: of D, or of D' (`neighbour`), observed; and their released files.
+template <typename Records>
+void release_d_or_neighbour(AuditPath& p, const ExactBuilder& builder, const Records& d, const Records& d_prime,
+                            const PrivacySpec& spec) {
+  p.release = [builder, d, d_prime, spec](bool neighbour, const NoiseSource& noise, Observation& out) {
+    observe(builder.build(neighbour ? d_prime : d).release(spec, noise).sketch(), out);
+  };
+  release_files_of_d_or_neighbour(p, builder, d, d_prime, spec);
+}
+
 // A dense sketch path: build(D or D') and release it (noise once) through the release API, observe.
 AuditPath dense_sketch_path(const std::string& name, const std::string& description, const PathOptions& o,
                             const ExactBuilder& builder, const PrivacySpec& spec) {
@@ -112,13 +133,7 @@ AuditPath dense_sketch_path(const std::string& name, const std::string& descript
   p.claim = claim_for(spec);
   p.exact = exact_values(builder.build(d));
   p.exact_neighbour = exact_values(builder.build(d_prime));
-  p.release = [builder, d, d_prime, spec](bool neighbour, const NoiseSource& noise, Observation& out) {
-    observe(builder.build(neighbour ? d_prime : d).release(spec, noise).sketch(), out);
-  };
-  p.release_files = [builder, d, d_prime, spec, folder = std::make_shared<ScratchFolder>()](bool neighbour,
-                                                                                           const NoiseSource& noise) {
-    return std::vector<std::string>{write_released_file(*folder, builder.build(neighbour ? d_prime : d).release(spec, noise))};
-  };
+  release_d_or_neighbour(p, builder, d, d_prime, spec);
   return p;
 }
 
@@ -147,13 +162,7 @@ AuditPath sets_path(const PathOptions& o) {
   p.claim = claim_for(spec);
   p.exact = base;
   p.exact_neighbour = exact_values(builder.build(d_prime));
-  p.release = [builder, d, d_prime, spec](bool neighbour, const NoiseSource& noise, Observation& out) {
-    observe(builder.build(neighbour ? d_prime : d).release(spec, noise).sketch(), out);
-  };
-  p.release_files = [builder, d, d_prime, spec, folder = std::make_shared<ScratchFolder>()](bool neighbour,
-                                                                                           const NoiseSource& noise) {
-    return std::vector<std::string>{write_released_file(*folder, builder.build(neighbour ? d_prime : d).release(spec, noise))};
-  };
+  release_d_or_neighbour(p, builder, d, d_prime, spec);
   return p;
 }
 
@@ -371,10 +380,7 @@ AuditPath feature_path(const std::string& kind, const PathOptions& o) {
     out.values.push_back(rec.count_value().value());
     out.recorded_variance.push_back(rec.count_noise_variance.value());
   };
-  p.release_files = [builder, d, d_prime, spec, folder = std::make_shared<ScratchFolder>()](bool neighbour,
-                                                                                           const NoiseSource& noise) {
-    return std::vector<std::string>{write_released_file(*folder, builder.build(neighbour ? d_prime : d).release(spec, noise))};
-  };
+  release_files_of_d_or_neighbour(p, builder, d, d_prime, spec);
   return p;
 }
 
