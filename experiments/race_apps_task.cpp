@@ -497,110 +497,119 @@ class AppMethod final : public TypedMethod<AppContext> {
   }
 
   void run(const AppContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const json& p = group.params;
     switch (kind_) {
       case DensityKind::Race:
-      case DensityKind::RaceNonPrivate: {
-        const auto t0 = std::chrono::steady_clock::now();
-        ReleaseParams params;
-        params.family.kernel = ctx.kernel.kernel;
-        params.family.bandwidth = ctx.kernel.bandwidth;
-        params.family.power = ctx.kernel.power;
-        params.family.rows = p.at("rows").get<std::size_t>();
-        params.width = p.at("width").get<std::size_t>();
-        params.threads = ctx.threads;
-        const ExactSketch exact = build_group_exact(params, group, ctx.train);
-        const double hash_seconds = seconds_since(t0);
-        const bool is_private = kind_ == DensityKind::Race;
-        // Scores a released sketch (the exact counts for the eps = inf reference).
-        const auto score = [&](const RaceSketch& sketch, const PendingCell& cell, double noise_seconds) {
-          const RaceDensity density(sketch);
-          const auto t2 = std::chrono::steady_clock::now();
-          CellResult r;
-          r.metrics = ctx.evaluate([&](const DenseRef& q) { return density(q); }, &sketch, derive_seed(cell.noise_seed, 0xD1));
-          r.query_seconds_per_query = seconds_since(t2);
-          r.build_seconds = hash_seconds + noise_seconds;
-          r.details = {{"n_hat", density.n_hat()},
-                       {"n_train", ctx.train.rows()},
-                       {"private", is_private},
-                       {"budget", "one sketch with the whole epsilon; the application only post-processes its counts and N-hat"},
-                       {"query_seconds_note", "seconds for the whole application (all queries / the whole search)"}};
-          if (is_private) {
-            r.details["noise_scale"] = sketch.privacy().noise_scale.value_or(0.0);
-            r.details["realised_epsilon"] = sketch.privacy().realised_epsilon.value_or(cell.epsilon);
-          }
-          return r;
-        };
-        if (!is_private) {
-          for (std::size_t i = 0; i < group.cells.size(); ++i) emit(i, score(exact.counts(), group.cells[i], 0.0));
-          return;
-        }
-        sweep_epsilons(
-            exact, group, emit, [&](double epsilon) { return race_privacy_spec(p, epsilon); },
-            [&](const CellRelease<Release>& c) { return score(c.release.sketch(), c.cell, c.noise_seconds); });
-        return;
-      }
+      case DensityKind::RaceNonPrivate:
+        return run_race(ctx, group, emit);
       case DensityKind::ExactKde:
-      case DensityKind::Constant: {
-        const auto t0 = std::chrono::steady_clock::now();
-        std::optional<ExactKde> exact;
-        if (kind_ == DensityKind::ExactKde) exact.emplace(ctx.train, ctx.kernel);
-        const double build = seconds_since(t0);
-        for (std::size_t i = 0; i < group.cells.size(); ++i) {
-          const auto t1 = std::chrono::steady_clock::now();
-          CellResult r;
-          const DensityFunction f = exact ? DensityFunction([&](const DenseRef& q) { return (*exact)(q); })
-                                          : DensityFunction([](const DenseRef& q) { return std::vector<double>(static_cast<std::size_t>(q.rows()), 1.0); });
-          r.metrics = ctx.evaluate(f, nullptr, derive_seed(group.cells[i].noise_seed, 0xD1));
-          r.query_seconds_per_query = seconds_since(t1);
-          r.build_seconds = build;
-          r.details = {{"private", false},
-                       {"density", exact ? "exact KDE (non-private reference)" : "constant (uniform sampling reference)"}};
-          emit(i, std::move(r));
-        }
-        return;
-      }
-      case DensityKind::Histogram: {
-        // Private histogram density: bins^d equal cells on the public box (one [lower, upper]
-        // for every coordinate), counts + discrete Laplace of scale sensitivity / eps
-        // (sensitivity 1 add/remove, 2 replace: a record is in one cell; baselines/histogram.hpp).
-        const double lo = *std::min_element(ctx.box.lower.begin(), ctx.box.lower.end());
-        const double hi = *std::max_element(ctx.box.upper.begin(), ctx.box.upper.end());
-        const auto t0 = std::chrono::steady_clock::now();
-        const baselines::HistogramRelease hist(ctx.train, baselines::Domain{lo, hi}, p.at("bins").get<int>());
-        const double build = seconds_since(t0);
-        const double sens = p.at("neighbors") == "replace" ? 2.0 : 1.0;
-        for (std::size_t i = 0; i < group.cells.size(); ++i) {
-          const PendingCell& cell = group.cells[i];
-          SeededRandom rng(cell.noise_seed);
-          const auto t1 = std::chrono::steady_clock::now();
-          const auto counts = hist.noisy_counts(cell.epsilon, sens, &rng);
-          const double noise_seconds = seconds_since(t1);
-          const double n = static_cast<double>(ctx.train.rows());  // a scale only: scores are ranks
-          const auto f = [&](const DenseRef& q) {
-            std::vector<double> out(static_cast<std::size_t>(q.rows()));
-            for (Eigen::Index j = 0; j < q.rows(); ++j) out[static_cast<std::size_t>(j)] = static_cast<double>(counts[hist.cell_of(q, j)]) / n;
-            return out;
-          };
-          const auto t2 = std::chrono::steady_clock::now();
-          CellResult r;
-          r.metrics = ctx.evaluate(f, nullptr, derive_seed(cell.noise_seed, 0xD1));
-          r.query_seconds_per_query = seconds_since(t2);
-          r.build_seconds = build + noise_seconds;
-          r.details = {{"private", true},
-                       {"cells", hist.cells()},
-                       {"sensitivity", sens},
-                       {"noise_scale", sens / cell.epsilon},
-                       {"domain", {lo, hi}},
-                       {"budget", "every cell count with the whole epsilon (a record is in one cell: parallel composition)"}};
-          emit(i, std::move(r));
-        }
-        return;
-      }
+      case DensityKind::Constant:
+        return run_reference(ctx, group, emit);
+      case DensityKind::Histogram:
+        return run_histogram(ctx, group, emit);
     }
   }
 
  private:
+  // RACE: one exact sketch a group; each epsilon releases a noisy copy (eps = inf: the counts).
+  void run_race(const AppContext& ctx, const CellGroup& group, const Emit& emit) const {
+    const json& p = group.params;
+    const auto t0 = std::chrono::steady_clock::now();
+    ReleaseParams params;
+    params.family.kernel = ctx.kernel.kernel;
+    params.family.bandwidth = ctx.kernel.bandwidth;
+    params.family.power = ctx.kernel.power;
+    params.family.rows = p.at("rows").get<std::size_t>();
+    params.width = p.at("width").get<std::size_t>();
+    params.threads = ctx.threads;
+    const ExactSketch exact = build_group_exact(params, group, ctx.train);
+    const double hash_seconds = seconds_since(t0);
+    const bool is_private = kind_ == DensityKind::Race;
+    // Scores a released sketch (the exact counts for the eps = inf reference).
+    const auto score = [&](const RaceSketch& sketch, const PendingCell& cell, double noise_seconds) {
+      const RaceDensity density(sketch);
+      const auto t2 = std::chrono::steady_clock::now();
+      CellResult r;
+      r.metrics = ctx.evaluate([&](const DenseRef& q) { return density(q); }, &sketch, derive_seed(cell.noise_seed, 0xD1));
+      r.query_seconds_per_query = seconds_since(t2);
+      r.build_seconds = hash_seconds + noise_seconds;
+      r.details = {{"n_hat", density.n_hat()},
+                   {"n_train", ctx.train.rows()},
+                   {"private", is_private},
+                   {"budget", "one sketch with the whole epsilon; the application only post-processes its counts and N-hat"},
+                   {"query_seconds_note", "seconds for the whole application (all queries / the whole search)"}};
+      if (is_private) {
+        r.details["noise_scale"] = sketch.privacy().noise_scale.value_or(0.0);
+        r.details["realised_epsilon"] = sketch.privacy().realised_epsilon.value_or(cell.epsilon);
+      }
+      return r;
+    };
+    if (!is_private) {
+      for (std::size_t i = 0; i < group.cells.size(); ++i) emit(i, score(exact.counts(), group.cells[i], 0.0));
+      return;
+    }
+    sweep_epsilons(
+        exact, group, emit, [&](double epsilon) { return race_privacy_spec(p, epsilon); },
+        [&](const CellRelease<Release>& c) { return score(c.release.sketch(), c.cell, c.noise_seconds); });
+  }
+
+  // The non-private references: the exact KDE, or a constant density (uniform sampling).
+  void run_reference(const AppContext& ctx, const CellGroup& group, const Emit& emit) const {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::optional<ExactKde> exact;
+    if (kind_ == DensityKind::ExactKde) exact.emplace(ctx.train, ctx.kernel);
+    const double build = seconds_since(t0);
+    for (std::size_t i = 0; i < group.cells.size(); ++i) {
+      const auto t1 = std::chrono::steady_clock::now();
+      CellResult r;
+      const DensityFunction f = exact ? DensityFunction([&](const DenseRef& q) { return (*exact)(q); })
+                                      : DensityFunction([](const DenseRef& q) { return std::vector<double>(static_cast<std::size_t>(q.rows()), 1.0); });
+      r.metrics = ctx.evaluate(f, nullptr, derive_seed(group.cells[i].noise_seed, 0xD1));
+      r.query_seconds_per_query = seconds_since(t1);
+      r.build_seconds = build;
+      r.details = {{"private", false},
+                   {"density", exact ? "exact KDE (non-private reference)" : "constant (uniform sampling reference)"}};
+      emit(i, std::move(r));
+    }
+  }
+
+  // Private histogram density: bins^d equal cells on the public box (one [lower, upper]
+  // for every coordinate), counts + discrete Laplace of scale sensitivity / eps
+  // (sensitivity 1 add/remove, 2 replace: a record is in one cell; baselines/histogram.hpp).
+  void run_histogram(const AppContext& ctx, const CellGroup& group, const Emit& emit) const {
+    const json& p = group.params;
+    const double lo = *std::min_element(ctx.box.lower.begin(), ctx.box.lower.end());
+    const double hi = *std::max_element(ctx.box.upper.begin(), ctx.box.upper.end());
+    const auto t0 = std::chrono::steady_clock::now();
+    const baselines::HistogramRelease hist(ctx.train, baselines::Domain{lo, hi}, p.at("bins").get<int>());
+    const double build = seconds_since(t0);
+    const double sens = p.at("neighbors") == "replace" ? 2.0 : 1.0;
+    for (std::size_t i = 0; i < group.cells.size(); ++i) {
+      const PendingCell& cell = group.cells[i];
+      SeededRandom rng(cell.noise_seed);
+      const auto t1 = std::chrono::steady_clock::now();
+      const auto counts = hist.noisy_counts(cell.epsilon, sens, &rng);
+      const double noise_seconds = seconds_since(t1);
+      const double n = static_cast<double>(ctx.train.rows());  // a scale only: scores are ranks
+      const auto f = [&](const DenseRef& q) {
+        std::vector<double> out(static_cast<std::size_t>(q.rows()));
+        for (Eigen::Index j = 0; j < q.rows(); ++j) out[static_cast<std::size_t>(j)] = static_cast<double>(counts[hist.cell_of(q, j)]) / n;
+        return out;
+      };
+      const auto t2 = std::chrono::steady_clock::now();
+      CellResult r;
+      r.metrics = ctx.evaluate(f, nullptr, derive_seed(cell.noise_seed, 0xD1));
+      r.query_seconds_per_query = seconds_since(t2);
+      r.build_seconds = build + noise_seconds;
+      r.details = {{"private", true},
+                   {"cells", hist.cells()},
+                   {"sensitivity", sens},
+                   {"noise_scale", sens / cell.epsilon},
+                   {"domain", {lo, hi}},
+                   {"budget", "every cell count with the whole epsilon (a record is in one cell: parallel composition)"}};
+      emit(i, std::move(r));
+    }
+  }
+
   std::string task_;
   DensityKind kind_;
   std::string name_;
