@@ -356,44 +356,29 @@ std::string AuditResult::summary() const {
   return s.str();
 }
 
-AuditResult run_audit(const AuditPath& path, const AuditOptions& options) {
-  validate(path.claim, options);
-  if (!path.release) throw UsageError("audit: path '" + path.name + "' has no release");
-  if (path.exact.size() != path.exact_neighbour.size() || path.exact.empty())
-    throw UsageError("audit: path '" + path.name + "': D and D' give outputs of different shapes");
-  const auto t0 = std::chrono::steady_clock::now();
-  AuditResult result;
-  result.path = path.name;
-  result.claim = path.claim;
-  result.runs = options.runs;
-  result.confidence = options.confidence;
+namespace {
 
-  // The values D and D' change, and by how much.
-  std::vector<std::size_t> changed;
-  std::vector<double> diff;
-  for (std::size_t c = 0; c < path.exact.size(); ++c)
-    if (path.exact_neighbour[c] != path.exact[c]) {
-      changed.push_back(c);
-      diff.push_back(path.exact_neighbour[c] - path.exact[c]);
-      result.l1_change += std::abs(diff.back());
-    }
-  if (changed.empty())
-    throw UsageError("audit: path '" + path.name + "': D and D' give identical exact outputs; choose a neighbouring "
-                     "record that changes the output");
-  result.changed_values = changed.size();
-
-  const std::size_t n = options.runs, cells = path.exact.size();
+// The statistics of the runs: per run i and side (D, D'), the minimum, maximum and weighted sum
+// of the changed values' errors (signed by their change); on D, each value's error summed and
+// the mean squared error w_i with its square (conformance), and the noise variance the release
+// records. Run i on side s draws its noise from derive_seed(seed, 2 i + s): the same on any
+// number of threads.
+struct AuditRuns {
   std::vector<double> stats[2][kStatistics];
-  for (auto& side : stats)
-    for (auto& s : side) s.assign(n, 0.0);
-  // Conformance: per run w_i = mean_c e_ic^2 with e = y - exact on D; per cell sums of e.
-  std::vector<double> cell_sum(cells, 0.0);
+  std::vector<double> cell_sum;
   double w_sum = 0.0, w_sq = 0.0;
   std::vector<double> recorded;
   bool recorded_consistent = true;
-  std::exception_ptr failure;
-  const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+};
 
+AuditRuns collect_runs(const AuditPath& path, const AuditOptions& options, const std::vector<std::size_t>& changed,
+                       const std::vector<double>& diff, int threads) {
+  const std::size_t n = options.runs, cells = path.exact.size();
+  AuditRuns r;
+  for (auto& side : r.stats)
+    for (auto& st : side) st.assign(n, 0.0);
+  r.cell_sum.assign(cells, 0.0);
+  std::exception_ptr failure;
 #pragma omp parallel num_threads(threads)
   {
     // The runs are the parallel axis: the release's own parallel regions (builder, privatize)
@@ -420,9 +405,9 @@ AuditResult run_audit(const AuditPath& path, const AuditOptions& options) {
             vmax = std::max(vmax, u - mag);
             sum += mag * u;
           }
-          stats[side][kMin][i] = vmin;
-          stats[side][kMax][i] = vmax;
-          stats[side][kSum][i] = sum;
+          r.stats[side][kMin][i] = vmin;
+          r.stats[side][kMax][i] = vmax;
+          r.stats[side][kSum][i] = sum;
           if (side == 0) {
             double w = 0.0;
             for (std::size_t c = 0; c < cells; ++c) {
@@ -435,10 +420,10 @@ AuditResult run_audit(const AuditPath& path, const AuditOptions& options) {
             my_w2 += w * w;
             if (i == 0) {
 #pragma omp critical(audit_recorded)
-              recorded = obs.recorded_variance;
+              r.recorded = obs.recorded_variance;
             } else if (i == n - 1 && !obs.recorded_variance.empty()) {
 #pragma omp critical(audit_recorded)
-              recorded_consistent = recorded_consistent && obs.recorded_variance.size() == cells;
+              r.recorded_consistent = r.recorded_consistent && obs.recorded_variance.size() == cells;
             }
           }
         }
@@ -449,30 +434,37 @@ AuditResult run_audit(const AuditPath& path, const AuditOptions& options) {
     }
 #pragma omp critical(audit_sums)
     {
-      for (std::size_t c = 0; c < cells; ++c) cell_sum[c] += my_cell_sum[c];
-      w_sum += my_w;
-      w_sq += my_w2;
+      for (std::size_t c = 0; c < cells; ++c) r.cell_sum[c] += my_cell_sum[c];
+      r.w_sum += my_w;
+      r.w_sq += my_w2;
     }
   }
   if (failure) std::rethrow_exception(failure);
+  return r;
+}
 
-  const double alpha = check_alpha(options.confidence);
-  const std::size_t half = n / 2, measured = n - half;
-  // Selection half: sorted copies for fast threshold counts.
-  std::vector<double> sorted[2][kStatistics];
-  for (int side = 0; side < 2; ++side)
-    for (int s = 0; s < kStatistics; ++s) {
-      sorted[side][s].assign(stats[side][s].begin(), stats[side][s].begin() + static_cast<std::ptrdiff_t>(half));
-      std::sort(sorted[side][s].begin(), sorted[side][s].end());
-    }
-  const double mu = path.claim.gaussian ? gaussian_mu_for(path.claim.epsilon, path.claim.delta) : 0.0;
-  const std::vector<double> profile_grid = {0.0, 0.25 * path.claim.epsilon, 0.5 * path.claim.epsilon,
-                                            path.claim.epsilon, 1.5 * path.claim.epsilon};
-  double best_eps = kNegInf, best_excess = kNegInf;
+// The selection half's events: the one that bounds epsilon from below the most, and (Gaussian
+// claims) the one whose delta profile exceeds the claim's the most, with their thresholds.
+struct ChosenEvents {
   const Event* eps_event = &kEvents[0];
   double eps_threshold = 0.0;
   const Event* profile_event = &kEvents[0];
   double profile_threshold = 0.0, profile_eps = 0.0;
+};
+
+ChosenEvents choose_events(const AuditRuns& runs, const Claim& claim, std::size_t half, double alpha) {
+  // Sorted copies for fast threshold counts.
+  std::vector<double> sorted[2][kStatistics];
+  for (int side = 0; side < 2; ++side)
+    for (int st = 0; st < kStatistics; ++st) {
+      sorted[side][st].assign(runs.stats[side][st].begin(), runs.stats[side][st].begin() + static_cast<std::ptrdiff_t>(half));
+      std::sort(sorted[side][st].begin(), sorted[side][st].end());
+    }
+  ChosenEvents ch;
+  const double mu = claim.gaussian ? gaussian_mu_for(claim.epsilon, claim.delta) : 0.0;
+  const std::vector<double> profile_grid = {0.0, 0.25 * claim.epsilon, 0.5 * claim.epsilon,
+                                            claim.epsilon, 1.5 * claim.epsilon};
+  double best_eps = kNegInf, best_excess = kNegInf;
   std::map<std::pair<std::size_t, std::size_t>, double> eps_cache;
   for (const Event& e : kEvents) {
     const int s = e.statistic;
@@ -482,24 +474,94 @@ AuditResult run_audit(const AuditPath& path, const AuditOptions& options) {
       const std::size_t x_a = count_event(on_a, t, e.upper), x_b = count_event(on_b, t, e.upper);
       if (x_a <= x_b) continue;
       auto [it, inserted] = eps_cache.try_emplace({x_a, x_b}, 0.0);
-      if (inserted) it->second = epsilon_bound(x_a, x_b, half, path.claim.delta, alpha / 2.0);
+      if (inserted) it->second = epsilon_bound(x_a, x_b, half, claim.delta, alpha / 2.0);
       if (it->second > best_eps) {
         best_eps = it->second;
-        eps_event = &e;
-        eps_threshold = t;
+        ch.eps_event = &e;
+        ch.eps_threshold = t;
       }
-      if (path.claim.gaussian)
+      if (claim.gaussian)
         for (const double ep : profile_grid) {
           const double excess = profile_excess(x_a, x_b, half, ep, mu, alpha / 2.0);
           if (excess > best_excess) {
             best_excess = excess;
-            profile_event = &e;
-            profile_threshold = t;
-            profile_eps = ep;
+            ch.profile_event = &e;
+            ch.profile_threshold = t;
+            ch.profile_eps = ep;
           }
         }
     }
   }
+
+  return ch;
+}
+
+// Conformance: the noise variance measured over the runs on D against the one the release records.
+void check_recorded_variance(const AuditPath& path, const AuditRuns& runs, std::size_t n, double alpha, AuditResult& result) {
+  const std::size_t cells = path.exact.size();
+  const auto& recorded = runs.recorded;
+  if (!runs.recorded_consistent || recorded.size() != cells)
+    throw Error("audit: path '" + path.name + "' records a noise variance of the wrong length");
+  // Pooled variance around the per-value means; the runs are independent, so the spread of
+  // w_i gives its standard error whatever the dependence between values within a release.
+  const double dn = static_cast<double>(n);
+  double mean_sq = 0.0, rec = 0.0;
+  for (std::size_t c = 0; c < cells; ++c) {
+    const double m = runs.cell_sum[c] / dn;
+    mean_sq += m * m;
+    rec += recorded[c];
+  }
+  mean_sq /= static_cast<double>(cells);
+  rec /= static_cast<double>(cells);
+  const double w_mean = runs.w_sum / dn;
+  const double w_var = std::max(0.0, (runs.w_sq / dn - w_mean * w_mean) * dn / (dn - 1.0));
+  const double z = boost::math::quantile(boost::math::normal(), 1.0 - alpha / 2.0);
+  result.variance_tested = true;
+  result.variance_measured = w_mean - mean_sq;
+  result.variance_recorded = rec;
+  // 0.2% slack for the recorded figures that are approximations (the rounding term 1/12).
+  result.variance_tolerance = z * std::sqrt(w_var / dn) + 0.002 * rec;
+  result.variance_ok = std::abs(result.variance_measured - rec) <= result.variance_tolerance;
+}
+
+}  // namespace
+
+AuditResult run_audit(const AuditPath& path, const AuditOptions& options) {
+  validate(path.claim, options);
+  if (!path.release) throw UsageError("audit: path '" + path.name + "' has no release");
+  if (path.exact.size() != path.exact_neighbour.size() || path.exact.empty())
+    throw UsageError("audit: path '" + path.name + "': D and D' give outputs of different shapes");
+  const auto t0 = std::chrono::steady_clock::now();
+  AuditResult result;
+  result.path = path.name;
+  result.claim = path.claim;
+  result.runs = options.runs;
+  result.confidence = options.confidence;
+
+  // The values D and D' change, and by how much.
+  std::vector<std::size_t> changed;
+  std::vector<double> diff;
+  for (std::size_t c = 0; c < path.exact.size(); ++c)
+    if (path.exact_neighbour[c] != path.exact[c]) {
+      changed.push_back(c);
+      diff.push_back(path.exact_neighbour[c] - path.exact[c]);
+      result.l1_change += std::abs(diff.back());
+    }
+  if (changed.empty())
+    throw UsageError("audit: path '" + path.name + "': D and D' give identical exact outputs; choose a neighbouring "
+                     "record that changes the output");
+  result.changed_values = changed.size();
+
+  const std::size_t n = options.runs;
+  const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+  const AuditRuns runs = collect_runs(path, options, changed, diff, threads);
+  const auto& stats = runs.stats;
+
+  const double alpha = check_alpha(options.confidence);
+  const std::size_t half = n / 2, measured = n - half;
+  // Selection half: the events and their thresholds.
+  const double mu = path.claim.gaussian ? gaussian_mu_for(path.claim.epsilon, path.claim.delta) : 0.0;
+  const ChosenEvents ch = choose_events(runs, path.claim, half, alpha);
 
   // Measuring half: the chosen events, counted once.
   auto measure = [&](const Event& e, double t, std::size_t& x_a, std::size_t& x_b) {
@@ -510,47 +572,24 @@ AuditResult run_audit(const AuditPath& path, const AuditOptions& options) {
   };
   {
     std::size_t x_a = 0, x_b = 0;
-    measure(*eps_event, eps_threshold, x_a, x_b);
+    measure(*ch.eps_event, ch.eps_threshold, x_a, x_b);
     result.epsilon_lower = std::max(0.0, epsilon_bound(x_a, x_b, measured, path.claim.delta, alpha / 2.0));
-    result.epsilon_event = format_event(*eps_event, eps_threshold);
+    result.epsilon_event = format_event(*ch.eps_event, ch.eps_threshold);
     result.p_a = static_cast<double>(x_a) / static_cast<double>(measured);
     result.p_b = static_cast<double>(x_b) / static_cast<double>(measured);
     result.epsilon_ok = result.epsilon_lower <= path.claim.epsilon;
   }
   if (path.claim.gaussian) {
     std::size_t x_a = 0, x_b = 0;
-    measure(*profile_event, profile_threshold, x_a, x_b);
+    measure(*ch.profile_event, ch.profile_threshold, x_a, x_b);
     result.profile_tested = true;
-    result.profile_epsilon = profile_eps;
-    result.profile_delta_bound = gaussian_profile_delta(mu, profile_eps);
+    result.profile_epsilon = ch.profile_eps;
+    result.profile_delta_bound = gaussian_profile_delta(mu, ch.profile_eps);
     result.profile_delta_lower = std::max(0.0, clopper_pearson_lower(x_a, measured, alpha / 2.0) -
-                                                   std::exp(profile_eps) * clopper_pearson_upper(x_b, measured, alpha / 2.0));
+                                                   std::exp(ch.profile_eps) * clopper_pearson_upper(x_b, measured, alpha / 2.0));
     result.profile_ok = result.profile_delta_lower <= result.profile_delta_bound;
   }
-  if (!recorded.empty()) {
-    if (!recorded_consistent || recorded.size() != cells)
-      throw Error("audit: path '" + path.name + "' records a noise variance of the wrong length");
-    // Pooled variance around the per-value means; the runs are independent, so the spread of
-    // w_i gives its standard error whatever the dependence between values within a release.
-    const double dn = static_cast<double>(n);
-    double mean_sq = 0.0, rec = 0.0;
-    for (std::size_t c = 0; c < cells; ++c) {
-      const double m = cell_sum[c] / dn;
-      mean_sq += m * m;
-      rec += recorded[c];
-    }
-    mean_sq /= static_cast<double>(cells);
-    rec /= static_cast<double>(cells);
-    const double w_mean = w_sum / dn;
-    const double w_var = std::max(0.0, (w_sq / dn - w_mean * w_mean) * dn / (dn - 1.0));
-    const double z = boost::math::quantile(boost::math::normal(), 1.0 - alpha / 2.0);
-    result.variance_tested = true;
-    result.variance_measured = w_mean - mean_sq;
-    result.variance_recorded = rec;
-    // 0.2% slack for the recorded figures that are approximations (the rounding term 1/12).
-    result.variance_tolerance = z * std::sqrt(w_var / dn) + 0.002 * rec;
-    result.variance_ok = std::abs(result.variance_measured - rec) <= result.variance_tolerance;
-  }
+  if (!runs.recorded.empty()) check_recorded_variance(path, runs, n, alpha, result);
   if (path.release_files) run_file_check(path, options, result, threads);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
