@@ -186,29 +186,31 @@ std::vector<std::pair<std::string, std::string>> file_fields(const std::string& 
 
 namespace {
 
-// The whole-file check of `path` (release_files set): fills result.file_*.
-void run_file_check(const AuditPath& path, const AuditOptions& options, AuditResult& result, int threads) {
-  const double alpha = check_alpha(options.confidence);
-  const std::size_t minimum = minimum_runs(path.claim, options.confidence);
-  const std::size_t n = options.file_runs ? options.file_runs : std::max<std::size_t>(4 * minimum, 2000);
-  if (n < minimum)
-    throw UsageError("audit: " + std::to_string(n) + " file runs are too few to ever bound epsilon above " +
-                     std::to_string(path.claim.epsilon) + ": at least " + std::to_string(minimum) + " are needed");
-  const std::uint64_t base = derive_seed(options.seed, 0x66696c65ULL);  // "file": streams of their own
-  auto fields_of = [&](const std::vector<std::string>& files) {
-    std::vector<std::pair<std::string, std::string>> all;
-    for (std::size_t f = 0; f < files.size(); ++f)
-      for (auto& [name, value] : file_fields(files[f])) all.emplace_back("file" + std::to_string(f) + "." + name, std::move(value));
-    return all;
-  };
-  // The reference: one release on D, from a stream no trial uses.
-  const auto reference = fields_of(path.release_files(false, NoiseSource{!options.fresh_noise, derive_seed(base, ~std::uint64_t{0})}));
-  if (reference.empty()) throw Error("audit: path '" + path.name + "' wrote no file");
+using FileFields = std::vector<std::pair<std::string, std::string>>;
+
+// Every field of a release's files, named "fileF.FIELD".
+FileFields fields_of(const std::vector<std::string>& files) {
+  FileFields all;
+  for (std::size_t f = 0; f < files.size(); ++f)
+    for (auto& [name, value] : file_fields(files[f])) all.emplace_back("file" + std::to_string(f) + "." + name, std::move(value));
+  return all;
+}
+
+// equal[side][half][k]: the runs of that half (the first n / 2, the rest) on that side (D, D')
+// where indicator k holds: 0 every field equals the reference's, 1 the same field names,
+// 2 + j field j of the reference equals its value there. Run i on side s draws its noise from
+// derive_seed(base, 2 i + s): the same counts on any number of threads.
+struct FileCounts {
+  std::vector<std::size_t> equal[2][2];
+};
+
+FileCounts count_file_indicators(const AuditPath& path, const AuditOptions& options, const FileFields& reference,
+                                 std::uint64_t base, std::size_t n, int threads) {
   std::unordered_map<std::string, std::size_t> index;
   for (std::size_t k = 0; k < reference.size(); ++k) index.emplace(reference[k].first, k);
   const std::size_t indicators = 2 + reference.size();
-  // equal[side][half][k]: runs of that half on that side where indicator k holds.
-  std::vector<std::size_t> equal[2][2];
+  FileCounts out;
+  auto& equal = out.equal;
   for (auto& side : equal)
     for (auto& h : side) h.assign(indicators, 0);
   const std::size_t half = n / 2;
@@ -255,6 +257,25 @@ void run_file_check(const AuditPath& path, const AuditOptions& options, AuditRes
         for (std::size_t k = 0; k < indicators; ++k) equal[side][h][k] += mine[side][h][k];
   }
   if (failure) std::rethrow_exception(failure);
+  return out;
+}
+
+// The whole-file check of `path` (release_files set): fills result.file_*.
+void run_file_check(const AuditPath& path, const AuditOptions& options, AuditResult& result, int threads) {
+  const double alpha = check_alpha(options.confidence);
+  const std::size_t minimum = minimum_runs(path.claim, options.confidence);
+  const std::size_t n = options.file_runs ? options.file_runs : std::max<std::size_t>(4 * minimum, 2000);
+  if (n < minimum)
+    throw UsageError("audit: " + std::to_string(n) + " file runs are too few to ever bound epsilon above " +
+                     std::to_string(path.claim.epsilon) + ": at least " + std::to_string(minimum) + " are needed");
+  const std::uint64_t base = derive_seed(options.seed, 0x66696c65ULL);  // "file": streams of their own
+  // The reference: one release on D, from a stream no trial uses.
+  const auto reference = fields_of(path.release_files(false, NoiseSource{!options.fresh_noise, derive_seed(base, ~std::uint64_t{0})}));
+  if (reference.empty()) throw Error("audit: path '" + path.name + "' wrote no file");
+  const std::size_t indicators = 2 + reference.size();
+  const std::size_t half = n / 2;
+  const FileCounts file_counts = count_file_indicators(path, options, reference, base, n, threads);
+  const auto& equal = file_counts.equal;
 
   // x_a, x_b of event e on indicator k in half h of m runs.
   auto counts = [&](const FileEvent& e, std::size_t k, int h, std::size_t m) {
