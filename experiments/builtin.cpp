@@ -1,5 +1,5 @@
 // The one list of built-in tasks and methods. Every file that defines tasks or methods exposes
-// one `void register_<file>(Registry&)` that adds them (a method is a TypedMethod<Ctx> subclass);
+// one `void register_<file>(Registry&)` that adds them (a method is a TypedMethod<Ctx, Params> subclass, params.hpp);
 // a new file adds one line here. See README.md, "Adding a method".
 #include "classify_task.hpp"
 #include "experiment.hpp"

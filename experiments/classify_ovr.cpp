@@ -4,21 +4,30 @@
 #include <chrono>
 
 #include "classify_task.hpp"
+#include "params.hpp"
 #include "privrace/baselines/objective_perturbation.hpp"
 #include "privrace/core/random.hpp"
 
 namespace privrace::experiments {
 namespace {
 
-class ObjectivePerturbationOvrMethod final : public TypedMethod<ClassifyContext> {
+struct ObjectivePerturbationOvrParams {
+  double lambda = 0;
+  static const ParamTable<ObjectivePerturbationOvrParams>& table() {
+    static const auto t = ParamTable<ObjectivePerturbationOvrParams>().add(
+        &ObjectivePerturbationOvrParams::lambda, "lambda", ParamSpec::Kind::PositiveNumber, nullptr,
+        "L2 regulariser Lambda > 0 of every binary problem");
+    return t;
+  }
+};
+
+class ObjectivePerturbationOvrMethod final : public TypedMethod<ClassifyContext, ObjectivePerturbationOvrParams> {
  public:
   std::string name() const override { return "objpert_ovr"; }
   std::string task() const override { return "classification"; }
-  std::vector<ParamSpec> parameters() const override {
-    return {{"lambda", ParamSpec::Kind::PositiveNumber, nullptr, {}, "L2 regulariser Lambda > 0 of every binary problem"}};
-  }
-  void run(const ClassifyContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const double lambda = group.params.at("lambda").get<double>();
+  void run(const ClassifyContext& ctx, const ObjectivePerturbationOvrParams& p, const CellGroup& group,
+           const Emit& emit) const override {
+    const double lambda = p.lambda;
     for (std::size_t i = 0; i < group.cells.size(); ++i) {
       const PendingCell& cell = group.cells[i];
       SeededRandom rng(cell.noise_seed);

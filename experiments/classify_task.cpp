@@ -11,6 +11,7 @@
 #include "privrace/core/progress.hpp"
 #include "privrace/privacy/budget.hpp"
 #include "privrace/tasks/classify.hpp"
+#include "race_params.hpp"
 #include "release_sweep.hpp"
 
 namespace privrace::experiments {
@@ -158,40 +159,45 @@ json accuracy_metrics(const std::vector<int>& predicted, const std::vector<int>&
 // RACE max-likelihood / MAP classifier (tasks/classify.hpp): one private sketch per class, each
 // with the whole epsilon (parallel composition over the disjoint classes). The exact counts
 // depend only on (R, W, seed), so a group builds them once and each epsilon privatizes a copy.
-class RaceClassifierMethod final : public TypedMethod<ClassifyContext> {
+struct RaceClassifierParams {
+  std::size_t rows = 0, width = 0, power = 0;
+  DecisionRule rule = DecisionRule::MaxLikelihood;
+  RaceNoise noise;
+  std::string check() const { return noise.check(); }
+  static const ParamTable<RaceClassifierParams>& table() {
+    using K = ParamSpec::Kind;
+    using P = RaceClassifierParams;
+    static const auto t =
+        ParamTable<P>()
+            .add(&P::rows, "rows", K::PositiveInt, nullptr, "sketch rows R")
+            .add(&P::width, "width", K::PositiveInt, 100, "sketch columns W")
+            .add(&P::power, "power", K::PositiveInt, 1, "concatenated p-stable hashes p")
+            .add(&P::rule, "rule", {{"ml", DecisionRule::MaxLikelihood}, {"map", DecisionRule::Map}}, "ml",
+                 "max likelihood S_c/N-hat_c or MAP S_c (prior from the noisy N-hat)")
+            .add(&P::noise, RaceNoise::table());
+    return t;
+  }
+};
+
+class RaceClassifierMethod final : public TypedMethod<ClassifyContext, RaceClassifierParams> {
  public:
   std::string name() const override { return "race_classifier"; }
   std::string task() const override { return "classification"; }
-  std::vector<ParamSpec> parameters() const override {
-    using K = ParamSpec::Kind;
-    std::vector<ParamSpec> params = {
-        {"rows", K::PositiveInt, nullptr, {}, "sketch rows R"},
-        {"width", K::PositiveInt, 100, {}, "sketch columns W"},
-        {"power", K::PositiveInt, 1, {}, "concatenated p-stable hashes p"},
-        {"rule", K::String, "ml", {"ml", "map"}, "max likelihood S_c/N-hat_c or MAP S_c (prior from the noisy N-hat)"},
-    };
-    for (auto& noise : race_noise_parameters()) params.push_back(std::move(noise));
-    return params;
-  }
-  std::string check(const json& p) const override {
-    return check_race_noise_parameters(p);
-  }
-  void run(const ClassifyContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const json& p = group.params;
+  void run(const ClassifyContext& ctx, const RaceClassifierParams& p, const CellGroup& group, const Emit& emit) const override {
     RaceClassifierSpec spec;
-    spec.rows = p.at("rows").get<std::size_t>();
-    spec.width = p.at("width").get<std::size_t>();
-    spec.power = p.at("power").get<std::size_t>();
+    spec.rows = p.rows;
+    spec.width = p.width;
+    spec.power = p.power;
     spec.bandwidth = ctx.bandwidth;
     spec.seed = group_hash_seed(group);
     spec.threads = ctx.threads;
     RaceClassifier exact(spec, static_cast<std::size_t>(ctx.train_x.cols()), ctx.classes);
     exact.fit(ctx.train_x, ctx.train_y);
-    const DecisionRule rule = parse_decision_rule(p.at("rule").get<std::string>());
+    const DecisionRule rule = p.rule;
     // Each epsilon: a copy of the exact class sketches, noised once (the exact counts are never released).
     const auto privatized = [&](double epsilon, const NoiseSource& noise) {
       RaceClassifier clf = exact;
-      clf.privatize(race_privacy_spec(p, epsilon), noise);
+      clf.privatize(p.noise.privacy(epsilon), noise);
       return clf;
     };
     sweep_epsilons(group, emit, privatized, [&](const CellRelease<RaceClassifier>& c) {
@@ -217,17 +223,23 @@ class RaceClassifierMethod final : public TypedMethod<ClassifyContext> {
 };
 
 // Chaudhuri, Monteleoni & Sarwate 2011, Algorithm 2 (baselines/objective_perturbation.hpp).
-class ObjectivePerturbationMethod final : public TypedMethod<ClassifyContext> {
+struct ObjectivePerturbationParams {
+  double lambda = 0;
+  static const ParamTable<ObjectivePerturbationParams>& table() {
+    static const auto t = ParamTable<ObjectivePerturbationParams>().add(
+        &ObjectivePerturbationParams::lambda, "lambda", ParamSpec::Kind::PositiveNumber, nullptr, "L2 regulariser Lambda > 0");
+    return t;
+  }
+};
+
+class ObjectivePerturbationMethod final : public TypedMethod<ClassifyContext, ObjectivePerturbationParams> {
  public:
   std::string name() const override { return "objective_perturbation"; }
   std::string task() const override { return "classification"; }
-  std::vector<ParamSpec> parameters() const override {
-    using K = ParamSpec::Kind;
-    return {{"lambda", K::PositiveNumber, nullptr, {}, "L2 regulariser Lambda > 0"}};
-  }
-  void run(const ClassifyContext& ctx, const CellGroup& group, const Emit& emit) const override {
+  void run(const ClassifyContext& ctx, const ObjectivePerturbationParams& p, const CellGroup& group,
+           const Emit& emit) const override {
     if (ctx.classes != 2) throw UsageError("objective_perturbation: binary classification only");
-    const double lambda = group.params.at("lambda").get<double>();
+    const double lambda = p.lambda;
     for (std::size_t i = 0; i < group.cells.size(); ++i) {
       const PendingCell& cell = group.cells[i];
       SeededRandom rng(cell.noise_seed);
@@ -254,13 +266,12 @@ class ObjectivePerturbationMethod final : public TypedMethod<ClassifyContext> {
 };
 
 // The majority class of the training labels (non-private reference line).
-class MajorityMethod final : public TypedMethod<ClassifyContext> {
+class MajorityMethod final : public TypedMethod<ClassifyContext, NoParams> {
  public:
   std::string name() const override { return "majority"; }
   std::string task() const override { return "classification"; }
-  std::vector<ParamSpec> parameters() const override { return {}; }
   bool uses_epsilon() const override { return false; }
-  void run(const ClassifyContext& ctx, const CellGroup& group, const Emit& emit) const override {
+  void run(const ClassifyContext& ctx, const NoParams&, const CellGroup& group, const Emit& emit) const override {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::size_t> counts(ctx.classes, 0);
     for (const int c : ctx.train_y) ++counts[static_cast<std::size_t>(c)];

@@ -463,27 +463,4 @@ ExperimentConfig load_config(const std::string& path, bool quick, const Registry
   }
 }
 
-std::vector<ParamSpec> race_noise_parameters() {
-  using K = ParamSpec::Kind;
-  return {{"mechanism", K::String, "discrete_laplace", {"discrete_laplace", "floored_laplace", "gaussian"}, "noise"},
-          {"delta", K::Number, 0.0, {}, "delta (gaussian only)"},
-          {"neighbors", K::String, "add-remove", {"add-remove", "replace"}, "neighbouring relation"}};
-}
-
-std::string check_race_noise_parameters(const json& p) {
-  // The library's rule (privacy/budget.hpp), in the configs' words.
-  NoiseMechanism mechanism;
-  try {
-    mechanism = parse_mechanism(p.at("mechanism").get<std::string>());
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  switch (check_delta(mechanism, p.at("delta").get<double>())) {
-    case DeltaRule::Holds: return {};
-    case DeltaRule::GaussianNeedsDelta: return "mechanism gaussian needs 0 < delta < 1";
-    case DeltaRule::DeltaWithoutGaussian: return "delta is only used by mechanism gaussian";
-  }
-  return {};
-}
-
 }  // namespace privrace::experiments

@@ -57,10 +57,6 @@ struct ParamSpec {
 };
 // "a positive integer", "one of mean, mom", ... (used in messages and the README).
 std::string describe_kind(const ParamSpec& spec);
-// The noise settings every RACE method shares: mechanism, delta, neighbours.
-std::vector<ParamSpec> race_noise_parameters();
-// "" when mechanism and delta agree (Gaussian needs 0 < delta < 1, the others delta = 0).
-std::string check_race_noise_parameters(const json& params);
 // Checks one value; returns "" when valid, else what was expected.
 std::string check_value(const ParamSpec& spec, const json& value);
 
@@ -123,7 +119,7 @@ struct RunEnvironment {
 };
 
 // Prepared once per run by the task driver and shared (read-only) by every cell. Task
-// drivers derive from it (e.g. KdeContext); methods receive it typed (TypedMethod<KdeContext>).
+// drivers derive from it (e.g. KdeContext); methods receive it typed (TypedMethod<KdeContext, Params>).
 struct TaskContext {
   virtual ~TaskContext() = default;
   const ExperimentConfig* config = nullptr;
@@ -164,7 +160,8 @@ struct PendingCell {
 // Cells sharing method, params and repetition.
 struct CellGroup {
   const MethodSpec* method = nullptr;
-  json params;             // one grid point, defaults filled in
+  json params;             // one grid point, defaults filled in (cell keys, records); a method
+                           // receives it decoded into its parameter struct (params.hpp)
   int rep = 0;
   std::uint64_t seed = 0;  // data-independent randomness of the group (LSH seed, ...)
   std::vector<PendingCell> cells;
@@ -182,11 +179,16 @@ class Method {
   virtual ~Method() = default;
   virtual std::string name() const = 0;  // the "name" configs use
   virtual std::string task() const = 0;  // the task type it solves
+  // Generated from the method's parameter table (params.hpp: TypedMethod).
   virtual std::vector<ParamSpec> parameters() const = 0;
   // False for non-private references: one cell per (params, rep), epsilon recorded as null.
   virtual bool uses_epsilon() const { return true; }
   // Cross-parameter checks after each value passed its ParamSpec; return "" or the problem.
+  // TypedMethod decodes the point into the method's parameter struct and asks it.
   virtual std::string check(const json& params) const { (void)params; return {}; }
+  // The point decoded into the method's parameter struct and written back (the tests check
+  // that every field is bound to the member its name says).
+  virtual json round_trip(const json& params) const { return params; }
   // Runs every cell of the group; call emit(i, result) as soon as group.cells[i] is done
   // (it is written to disk at once, so a killed run keeps it). Must be deterministic
   // given group.seed and the cells' noise seeds.
@@ -194,22 +196,8 @@ class Method {
   virtual void run_group(const TaskContext& context, const CellGroup& group, const Emit& emit) const = 0;
 };
 
-// The shape of every method: it solves the task whose driver prepares a `Ctx` (KdeContext,
-// RegressContext, ...) and receives that context typed. The one checked downcast is here.
-template <class Ctx>
-class TypedMethod : public Method {
- public:
-  void run_group(const TaskContext& context, const CellGroup& group, const Emit& emit) const final {
-    const auto* typed = dynamic_cast<const Ctx*>(&context);
-    if (!typed)
-      throw Error("method '" + name() + "' (task '" + task() + "') was given the context of another task");
-    run(*typed, group, emit);
-  }
-
- protected:
-  // Runs every cell of the group, as Method::run_group describes.
-  virtual void run(const Ctx& context, const CellGroup& group, const Emit& emit) const = 0;
-};
+// Methods derive from TypedMethod<Ctx, Params> (params.hpp): the task's context typed and
+// the parameters decoded into the method's struct.
 
 class Registry {
  public:

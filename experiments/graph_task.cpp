@@ -18,6 +18,7 @@
 #include "privrace/core/random.hpp"
 #include "privrace/lsh/family.hpp"
 #include "privrace/privacy/budget.hpp"
+#include "race_params.hpp"
 #include "release_sweep.hpp"
 #include "privrace/sketch/sketch_io.hpp"
 
@@ -268,15 +269,27 @@ class GraphTask final : public Task {
   }
 };
 
-std::vector<ParamSpec> sketch_params() {
-  using K = ParamSpec::Kind;
-  return {
-      {"rows", K::PositiveInt, 2000, {}, "sketch rows R"},
-      {"width", K::PositiveInt, 100000, {}, "sketch columns W"},
-      {"strategy", K::String, "auto", {"auto", "two_phase", "replicate", "split_rows"}, "parallel build strategy"},
-      {"threads", K::NonNegativeInt, 0, {}, "build threads (0 = the run's)"},
-  };
-}
+// The graph sketch both graph methods build (densified MinHash, R x W).
+struct GraphSketchParams {
+  std::size_t rows = 0, width = 0;
+  BuildStrategy strategy = BuildStrategy::Auto;
+  int threads = 0;
+  static const ParamTable<GraphSketchParams>& table() {
+    using K = ParamSpec::Kind;
+    using P = GraphSketchParams;
+    static const auto t = ParamTable<P>()
+                              .add(&P::rows, "rows", K::PositiveInt, 2000, "sketch rows R")
+                              .add(&P::width, "width", K::PositiveInt, 100000, "sketch columns W")
+                              .add(&P::strategy, "strategy",
+                                   {{"auto", BuildStrategy::Auto},
+                                    {"two_phase", BuildStrategy::TwoPhase},
+                                    {"replicate", BuildStrategy::Replicate},
+                                    {"split_rows", BuildStrategy::SplitRows}},
+                                   "auto", "parallel build strategy")
+                              .add(&P::threads, "threads", K::NonNegativeInt, 0, "build threads (0 = the run's)");
+    return t;
+  }
+};
 
 // RaceSketch::debiased is affine in the estimate but sums all R x W counts (N-hat) on every
 // call; 2000 calls on Slashdot's 200M counts took minutes. Two calls give the same map.
@@ -289,49 +302,57 @@ std::vector<double> debias_all(const RaceSketch& sketch, const std::vector<doubl
 
 // The release parameters of a graph sketch (densified MinHash, R x W, p) with its build's threads
 // and strategy: the method's "threads" when set, else the run's.
-ReleaseParams jaccard_params(const json& p, std::size_t power, int run_threads) {
+ReleaseParams jaccard_params(const GraphSketchParams& p, std::size_t power, int run_threads) {
   ReleaseParams params;
   params.family.kernel = Kernel::Jaccard;
-  params.family.rows = p.at("rows").get<std::size_t>();
+  params.family.rows = p.rows;
   params.family.power = power;
-  params.width = p.at("width").get<std::size_t>();
-  params.threads = p.at("threads").get<int>() > 0 ? p.at("threads").get<int>() : run_threads;
-  params.strategy = parse_build_strategy(p.at("strategy").get<std::string>(), params.family.kernel);
+  params.width = p.width;
+  params.threads = p.threads > 0 ? p.threads : run_threads;
+  params.strategy = p.strategy;
   return params;
 }
 
-class RaceGraphMethod final : public TypedMethod<GraphContext> {
+struct RaceGraphParams {
+  GraphSketchParams sketch;
+  NoiseMechanism mechanism = NoiseMechanism::DiscreteLaplace;
+  QueryOptions query;  // estimator, mom_groups
+  bool file_bytes = false;
+  std::string check() const {
+    if (sketch.width > (std::uint64_t{1} << 32)) return "width must be at most 2^32";
+    return {};
+  }
+  static const ParamTable<RaceGraphParams>& table() {
+    using K = ParamSpec::Kind;
+    using P = RaceGraphParams;
+    static const auto t =
+        ParamTable<P>()
+            .add(&P::sketch, GraphSketchParams::table())
+            .add(&P::mechanism, "mechanism",
+                 {{"discrete_laplace", NoiseMechanism::DiscreteLaplace}, {"floored_laplace", NoiseMechanism::FlooredLaplace}},
+                 "discrete_laplace", "noise")
+            .add(&P::query, query_estimator_table())
+            .add(&P::file_bytes, "file_bytes", K::Bool, false,
+                 "write the first cell's sketch of rep 0 (.rsk, compressed) and record its size");
+    return t;
+  }
+};
+
+class RaceGraphMethod final : public TypedMethod<GraphContext, RaceGraphParams> {
  public:
   std::string name() const override { return "race_graph"; }
   std::string task() const override { return "graph"; }
-  std::vector<ParamSpec> parameters() const override {
-    using K = ParamSpec::Kind;
-    auto p = sketch_params();
-    p.push_back({"mechanism", K::String, "discrete_laplace", {"discrete_laplace", "floored_laplace"}, "noise"});
-    p.push_back({"estimator", K::String, "mean", {"mean", "mom"}, "mean over rows or median of means"});
-    p.push_back({"mom_groups", K::PositiveInt, 5, {}, "median-of-means groups"});
-    p.push_back({"file_bytes", K::Bool, false, {}, "write the first cell's sketch of rep 0 (.rsk, compressed) and record its size"});
-    return p;
-  }
-  std::string check(const json& p) const override {
-    if (p.at("width").get<std::uint64_t>() > (std::uint64_t{1} << 32)) return "width must be at most 2^32";
-    return {};
-  }
 
-  void run(const GraphContext& ctx, const CellGroup& group, const Emit& emit) const override {
+  void run(const GraphContext& ctx, const RaceGraphParams& p, const CellGroup& group, const Emit& emit) const override {
     if (ctx.truth.size() != ctx.query_nodes.size())
       throw ConfigError(ctx.config->file + ": $.task.ground_truth: race_graph needs the exact sums (set it to true)");
-    const json& p = group.params;
-    const std::size_t rows = p.at("rows").get<std::size_t>(), width = p.at("width").get<std::size_t>();
+    const std::size_t rows = p.sketch.rows, width = p.sketch.width;
     check_sketch_fits(rows, width, 2);  // the exact counts + one privatized copy
-    const ExactSketch exact = build_group_exact(jaccard_params(p, ctx.power, ctx.threads), group, ctx.sets);
+    const ExactSketch exact = build_group_exact(jaccard_params(p.sketch, ctx.power, ctx.threads), group, ctx.sets);
     const BuildReport& br = exact.report();
     const double hash_seconds = br.seconds;  // the build's own time (not the family or the counts' allocation)
 
-    QueryOptions plain, debiased;
-    plain.estimator = debiased.estimator = parse_estimator(p.at("estimator").get<std::string>());
-    plain.mom_groups = debiased.mom_groups = p.at("mom_groups").get<std::size_t>();
-    debiased.debias = true;
+    const QueryOptions& plain = p.query;  // debiased estimates come from debias_all
     const SetBatch queries{&ctx.query_sets, 0, ctx.query_sets.size()};
     // The LSH error floor: the same queries on the exact counts (never released).
     const auto exact_sums = exact.counts().query_sets(queries, plain);
@@ -339,7 +360,7 @@ class RaceGraphMethod final : public TypedMethod<GraphContext> {
     const auto exact_deb = debias_all(exact.counts(), exact_sums);
     const double mre_nonprivate_debiased = mean_relative_error(exact_deb, ctx.truth);
 
-    const auto mechanism = parse_mechanism(p.at("mechanism").get<std::string>());
+    const auto mechanism = p.mechanism;
     const auto spec_of = [&](double epsilon) {
       PrivacySpec spec;
       spec.epsilon = epsilon;
@@ -354,7 +375,7 @@ class RaceGraphMethod final : public TypedMethod<GraphContext> {
       const auto deb = debias_all(sketch, sums);
 
       json file_bytes = nullptr;
-      if (p.at("file_bytes").get<bool>() && group.rep == 0 && c.index == 0) {
+      if (p.file_bytes && group.rep == 0 && c.index == 0) {
         const fs::path tmp = fs::temp_directory_path() / ("privrace-graph-" + std::to_string(c.cell.noise_seed) + ".rsk");
         try {
           save_sketch(tmp.string(), sketch);
@@ -388,26 +409,34 @@ class RaceGraphMethod final : public TypedMethod<GraphContext> {
 
 // Build time only: each group generates (or reuses) an R-MAT graph of its own scale and
 // sketches it with its own thread count, so one config covers 1..T threads x growing graphs.
-class RaceGraphScalingMethod final : public TypedMethod<GraphContext> {
+struct RaceGraphScalingParams {
+  GraphSketchParams sketch;
+  unsigned rmat_scale = 0;
+  double edge_factor = 0;
+  std::uint64_t graph_seed = 0;
+  static const ParamTable<RaceGraphScalingParams>& table() {
+    using K = ParamSpec::Kind;
+    using P = RaceGraphScalingParams;
+    static const auto t = ParamTable<P>()
+                              .add(&P::sketch, GraphSketchParams::table())
+                              .add(&P::rmat_scale, "rmat_scale", K::PositiveInt, nullptr, "2^scale nodes")
+                              .add(&P::edge_factor, "edge_factor", K::PositiveNumber, 16.0, "generated edges per node")
+                              .add(&P::graph_seed, "graph_seed", K::NonNegativeInt, 1, "R-MAT seed");
+    return t;
+  }
+};
+
+class RaceGraphScalingMethod final : public TypedMethod<GraphContext, RaceGraphScalingParams> {
  public:
   std::string name() const override { return "race_graph_scaling"; }
   std::string task() const override { return "graph"; }
   bool uses_epsilon() const override { return false; }
-  std::vector<ParamSpec> parameters() const override {
-    using K = ParamSpec::Kind;
-    auto p = sketch_params();
-    p.push_back({"rmat_scale", K::PositiveInt, nullptr, {}, "2^scale nodes"});
-    p.push_back({"edge_factor", K::PositiveNumber, 16.0, {}, "generated edges per node"});
-    p.push_back({"graph_seed", K::NonNegativeInt, 1, {}, "R-MAT seed"});
-    return p;
-  }
 
-  void run(const GraphContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const json& p = group.params;
+  void run(const GraphContext& ctx, const RaceGraphScalingParams& p, const CellGroup& group, const Emit& emit) const override {
     RmatOptions ro;
-    ro.scale = p.at("rmat_scale").get<unsigned>();
-    ro.edge_factor = p.at("edge_factor").get<double>();
-    ro.seed = p.at("graph_seed").get<std::uint64_t>();
+    ro.scale = p.rmat_scale;
+    ro.edge_factor = p.edge_factor;
+    ro.seed = p.graph_seed;
     ro.threads = ctx.threads;
     std::shared_ptr<const SetCollection> graph;
     double generate_seconds = 0;
@@ -424,9 +453,9 @@ class RaceGraphScalingMethod final : public TypedMethod<GraphContext> {
       }
       graph = cached_;
     }
-    const std::size_t rows = p.at("rows").get<std::size_t>(), width = p.at("width").get<std::size_t>();
+    const std::size_t rows = p.sketch.rows, width = p.sketch.width;
     check_sketch_fits(rows, width, 1);
-    const ExactSketch exact = build_group_exact(jaccard_params(p, 1, ctx.threads), group, *graph);  // timed, never released
+    const ExactSketch exact = build_group_exact(jaccard_params(p.sketch, 1, ctx.threads), group, *graph);  // timed, never released
     const BuildReport& br = exact.report();
     const double build_seconds = br.seconds;  // the build's own time (not the family or the counts' allocation)
     const double edges = static_cast<double>(graph->ids.size());

@@ -9,6 +9,7 @@
 #include "kde_task.hpp"
 #include "shared_work.hpp"
 #include "privbayes_params.hpp"
+#include "race_params.hpp"
 #include "privrace/baselines/bernstein.hpp"
 #include "privrace/baselines/histogram.hpp"
 #include "privrace/baselines/kme.hpp"
@@ -27,36 +28,40 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-std::vector<ParamSpec> domain_params() {
-  return {{"lower", K::Number, 0.0, {}, "public lower bound of every feature (data is clipped into [lower, upper])"},
-          {"upper", K::Number, 1.0, {}, "public upper bound of every feature"}};
-}
-
-baselines::Domain domain_of(const json& p) { return {p.at("lower").get<double>(), p.at("upper").get<double>()}; }
-
-std::string check_domain(const json& p) {
-  return p.at("upper").get<double>() > p.at("lower").get<double>() ? "" : "upper must exceed lower";
-}
+// The public box every baseline clips the data into: lower and upper (the first parameters of each).
+struct DomainParams {
+  double lower = 0, upper = 0;
+  baselines::Domain domain() const { return {lower, upper}; }
+  std::string check() const { return upper > lower ? "" : "upper must exceed lower"; }
+  static const ParamTable<DomainParams>& table() {
+    static const auto t =
+        ParamTable<DomainParams>()
+            .add(&DomainParams::lower, "lower", K::Number, 0.0, "public lower bound of every feature (data is clipped into [lower, upper])")
+            .add(&DomainParams::upper, "upper", K::Number, 1.0, "public upper bound of every feature");
+    return t;
+  }
+};
 
 // The (epsilon, delta) methods: delta > 0 is the parameter's kind, delta < 1 is checked here.
-std::string check_delta(const json& p) { return p.at("delta").get<double>() < 1 ? "" : "delta must be below 1"; }
-std::string check_domain_and_delta(const json& p) {
-  auto e = check_domain(p);
-  return e.empty() ? check_delta(p) : e;
+std::string check_delta(double delta) { return delta < 1 ? "" : "delta must be below 1"; }
+std::string check_domain_and_delta(const DomainParams& domain, double delta) {
+  auto e = domain.check();
+  return e.empty() ? check_delta(delta) : e;
 }
 
 // Common frame: the method supplies `prepare` (epsilon-independent, timed once) and
 // `release(eps, rng) -> densities at the queries` (timed per cell, noise + evaluation).
-class BaselineMethod : public TypedMethod<KdeContext> {
+template <class Params>
+class BaselineMethod : public TypedMethod<KdeContext, Params> {
  public:
+  using Emit = Method::Emit;
   std::string task() const override { return "kde"; }
-  std::string check(const json& p) const override { return check_domain(p); }
   // A setting the method refuses (a lattice or a marginal too large, estimated time above
   // the limit) is recorded, metrics null and the reason in details, instead of ending the run.
-  void run(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const final {
+  void run(const KdeContext& ctx, const Params& p, const CellGroup& group, const Emit& emit) const final {
     std::vector<bool> done(group.cells.size(), false);
     try {
-      run_cells(ctx, group, [&](std::size_t i, CellResult r) {
+      run_cells(ctx, p, group, [&](std::size_t i, CellResult r) {
         done[i] = true;
         emit(i, std::move(r));
       });
@@ -85,7 +90,9 @@ class BaselineMethod : public TypedMethod<KdeContext> {
   }
 
  protected:
-  virtual void run_cells(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const = 0;
+  virtual void run_cells(const KdeContext& ctx, const Params& p, const CellGroup& group, const Emit& emit) const = 0;
+  // The parameters as a key of shared work (SharedWork): the point they were decoded from.
+  json key_of(const Params& p) const { return this->param_table().encode(p); }
   struct Timed {
     std::vector<double> dens;
     double noise_seconds = 0, query_seconds = 0;
@@ -119,24 +126,33 @@ class BaselineMethod : public TypedMethod<KdeContext> {
   }
 };
 
-class BernsteinMethod final : public BaselineMethod {
+struct BernsteinParams {
+  DomainParams domain;
+  int degree = 0;
+  double max_seconds = 0, max_memory_gb = 0;
+  std::string check() const { return domain.check(); }
+  static const ParamTable<BernsteinParams>& table() {
+    using P = BernsteinParams;
+    static const auto t =
+        ParamTable<P>()
+            .add(&P::domain, DomainParams::table())
+            .add(&P::degree, "degree", K::PositiveInt, nullptr, "Bernstein degree k: (k+1)^d lattice points")
+            .add(&P::max_seconds, "max_seconds", K::PositiveNumber, 3600.0, "refuse lattices estimated to take longer")
+            .add(&P::max_memory_gb, "max_memory_gb", K::PositiveNumber, 16.0, "refuse lattices estimated to need more memory (GiB)");
+    return t;
+  }
+};
+
+class BernsteinMethod final : public BaselineMethod<BernsteinParams> {
  public:
   std::string name() const override { return "bernstein"; }
-  std::vector<ParamSpec> parameters() const override {
-    auto p = domain_params();
-    p.push_back({"degree", K::PositiveInt, nullptr, {}, "Bernstein degree k: (k+1)^d lattice points"});
-    p.push_back({"max_seconds", K::PositiveNumber, 3600.0, {}, "refuse lattices estimated to take longer"});
-    p.push_back({"max_memory_gb", K::PositiveNumber, 16.0, {}, "refuse lattices estimated to need more memory (GiB)"});
-    return p;
-  }
-  void run_cells(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const json& p = group.params;
-    const int degree = p.at("degree").get<int>();
+  void run_cells(const KdeContext& ctx, const BernsteinParams& p, const CellGroup& group, const Emit& emit) const override {
+    const int degree = p.degree;
     const auto d = static_cast<std::size_t>(ctx.train.cols());
     const double evals_per_second = 1e8;  // BernsteinRelease's default, measured on this machine
-    const auto [cached, prep] = cache_.get(ctx, p, [&] {
-      return baselines::BernsteinRelease(ctx.train, ctx.kernel, domain_of(p), degree, p.at("max_seconds").get<double>(),
-                                         evals_per_second, p.at("max_memory_gb").get<double>() * (1ULL << 30));
+    const auto [cached, prep] = cache_.get(ctx, key_of(p), [&] {
+      return baselines::BernsteinRelease(ctx.train, ctx.kernel, p.domain.domain(), degree, p.max_seconds, evals_per_second,
+                                         p.max_memory_gb * (1ULL << 30));
     });
     const baselines::BernsteinRelease& exact = *cached;
     const json shared = {
@@ -160,44 +176,56 @@ class BernsteinMethod final : public BaselineMethod {
   SharedWork<const baselines::BernsteinRelease> cache_;
 };
 
-class KmeMethod final : public BaselineMethod {
+struct KmeParams {
+  DomainParams domain;
+  std::size_t points = 0;
+  std::string synthetic;
+  double summary_share = 0, delta = 0, tol = 0;
+  std::size_t max_rank = 0;
+  double max_memory_gb = 0;
+  std::string check() const {
+    if (auto e = domain.check(); !e.empty()) return e;
+    if (summary_share >= 1) return "summary_share must be below 1";
+    return check_delta(delta);
+  }
+  static const ParamTable<KmeParams>& table() {
+    using P = KmeParams;
+    static const auto t =
+        ParamTable<P>()
+            .add(&P::domain, DomainParams::table())
+            .add(&P::points, "points", K::PositiveInt, 5000, "M public synthetic points")
+            .add(&P::synthetic, "synthetic", K::String, "uniform",
+                 "public points: uniform or normal over the domain (data-independent), or private_normal: normal with "
+                 "the data's per-dimension mean and sd released under summary_share * epsilon",
+                 {"uniform", "normal", "private_normal"})
+            .add(&P::summary_share, "summary_share", K::PositiveNumber, 0.1, "private_normal: share of epsilon for the mean/sd summary")
+            .add(&P::delta, "delta", K::PositiveNumber, 0.01, "delta of the Gaussian mechanism")
+            .add(&P::tol, "tol", K::PositiveNumber, 1e-5, "pivoted Cholesky stopping residual")
+            // No fixed rank cap by default: the error kept falling up to the full rank in the
+            // measurement of baselines/kme.hpp (configs/README.md), so only memory bounds it.
+            .add(&P::max_rank, "max_rank", K::NonNegativeInt, 0, "basis size cap; 0 = only the memory bound")
+            .add(&P::max_memory_gb, "max_memory_gb", K::PositiveNumber, 2.0, "memory for the M x rank factor (GiB); bounds the rank");
+    return t;
+  }
+};
+
+class KmeMethod final : public BaselineMethod<KmeParams> {
  public:
   std::string name() const override { return "kme"; }
-  std::vector<ParamSpec> parameters() const override {
-    auto p = domain_params();
-    p.push_back({"points", K::PositiveInt, 5000, {}, "M public synthetic points"});
-    p.push_back({"synthetic", K::String, "uniform", {"uniform", "normal", "private_normal"},
-                 "public points: uniform or normal over the domain (data-independent), or private_normal: normal with "
-                 "the data's per-dimension mean and sd released under summary_share * epsilon"});
-    p.push_back({"summary_share", K::PositiveNumber, 0.1, {}, "private_normal: share of epsilon for the mean/sd summary"});
-    p.push_back({"delta", K::PositiveNumber, 0.01, {}, "delta of the Gaussian mechanism"});
-    p.push_back({"tol", K::PositiveNumber, 1e-5, {}, "pivoted Cholesky stopping residual"});
-    // No fixed rank cap by default: the error kept falling up to the full rank in the
-    // measurement of baselines/kme.hpp (configs/README.md), so only memory bounds it.
-    p.push_back({"max_rank", K::NonNegativeInt, 0, {}, "basis size cap; 0 = only the memory bound"});
-    p.push_back({"max_memory_gb", K::PositiveNumber, 2.0, {}, "memory for the M x rank factor (GiB); bounds the rank"});
-    return p;
-  }
-  std::string check(const json& p) const override {
-    if (auto e = check_domain(p); !e.empty()) return e;
-    if (p.at("summary_share").get<double>() >= 1) return "summary_share must be below 1";
-    return check_delta(p);
-  }
-  void run_cells(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const json& p = group.params;
+  void run_cells(const KdeContext& ctx, const KmeParams& p, const CellGroup& group, const Emit& emit) const override {
     baselines::KmeOptions o;
-    o.points = p.at("points").get<std::size_t>();
-    o.synthetic = p.at("synthetic").get<std::string>();
-    o.tol = p.at("tol").get<double>();
-    o.max_rank = p.at("max_rank").get<std::size_t>();
-    o.max_bytes = p.at("max_memory_gb").get<double>() * (1ULL << 30);
+    o.points = p.points;
+    o.synthetic = p.synthetic;
+    o.tol = p.tol;
+    o.max_rank = p.max_rank;
+    o.max_bytes = p.max_memory_gb * (1ULL << 30);
     o.seed = group.seed;
-    const double delta = p.at("delta").get<double>();
-    const baselines::Domain dom = domain_of(p);
+    const double delta = p.delta;
+    const baselines::Domain dom = p.domain.domain();
     if (o.synthetic == "private_normal") {
       // The public points depend on a private summary, so the basis is fit per cell (its cost
       // is in the cell's noise_seconds). Budget split derived in baselines/kme.hpp.
-      const double share = p.at("summary_share").get<double>();
+      const double share = p.summary_share;
       emit_all(ctx, group, emit, 0.0, json::object(), [&](double eps, RandomSource& rng) {
         Timed t;
         auto t1 = Clock::now();
@@ -244,18 +272,24 @@ class KmeMethod final : public BaselineMethod {
   }
 };
 
-class SpectralMethod final : public BaselineMethod {
+struct SpectralParams {
+  DomainParams domain;
+  int terms = 0;
+  std::string check() const { return domain.check(); }
+  static const ParamTable<SpectralParams>& table() {
+    static const auto t = ParamTable<SpectralParams>()
+                              .add(&SpectralParams::domain, DomainParams::table())
+                              .add(&SpectralParams::terms, "terms", K::PositiveInt, nullptr, "M cosine coefficients");
+    return t;
+  }
+};
+
+class SpectralMethod final : public BaselineMethod<SpectralParams> {
  public:
   std::string name() const override { return "spectral"; }
-  std::vector<ParamSpec> parameters() const override {
-    auto p = domain_params();
-    p.push_back({"terms", K::PositiveInt, nullptr, {}, "M cosine coefficients"});
-    return p;
-  }
-  void run_cells(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const json& p = group.params;
+  void run_cells(const KdeContext& ctx, const SpectralParams& p, const CellGroup& group, const Emit& emit) const override {
     const auto [cached, prep] = cache_.get(
-        ctx, p, [&] { return baselines::SpectralRelease(ctx.train, ctx.kernel, domain_of(p), p.at("terms").get<int>()); });
+        ctx, key_of(p), [&] { return baselines::SpectralRelease(ctx.train, ctx.kernel, p.domain.domain(), p.terms); });
     const baselines::SpectralRelease& sp = *cached;
     emit_all(ctx, group, emit, prep, {{"l1_sensitivity", sp.l1_sensitivity()}}, [&](double eps, RandomSource& rng) {
       Timed t;
@@ -274,29 +308,38 @@ class SpectralMethod final : public BaselineMethod {
   SharedWork<const baselines::SpectralRelease> cache_;
 };
 
-class PfdaMethod final : public BaselineMethod {
+struct PfdaParams {
+  DomainParams domain;
+  double phi = 0, delta = 0, rho = 0;
+  int grid = 0, eigenpairs = 0;
+  std::string check() const { return check_domain_and_delta(domain, delta); }
+  static const ParamTable<PfdaParams>& table() {
+    using P = PfdaParams;
+    static const auto t =
+        ParamTable<P>()
+            .add(&P::domain, DomainParams::table())
+            .add(&P::phi, "phi", K::PositiveNumber, 0.01, "RKHS penalty")
+            .add(&P::delta, "delta", K::PositiveNumber, 0.01, "delta")
+            .add(&P::rho, "rho", K::Number, 0.0, "Gaussian covariance range in [0,1] units (0: bandwidth / span)")
+            .add(&P::grid, "grid", K::PositiveInt, 1000, "Nystrom grid points")
+            .add(&P::eigenpairs, "eigenpairs", K::PositiveInt, 400, "at most this many eigenpairs");
+    return t;
+  }
+};
+
+class PfdaMethod final : public BaselineMethod<PfdaParams> {
  public:
   std::string name() const override { return "pfda"; }
-  std::vector<ParamSpec> parameters() const override {
-    auto p = domain_params();
-    p.push_back({"phi", K::PositiveNumber, 0.01, {}, "RKHS penalty"});
-    p.push_back({"delta", K::PositiveNumber, 0.01, {}, "delta"});
-    p.push_back({"rho", K::Number, 0.0, {}, "Gaussian covariance range in [0,1] units (0: bandwidth / span)"});
-    p.push_back({"grid", K::PositiveInt, 1000, {}, "Nystrom grid points"});
-    p.push_back({"eigenpairs", K::PositiveInt, 400, {}, "at most this many eigenpairs"});
-    return p;
-  }
-  std::string check(const json& p) const override { return check_domain_and_delta(p); }
-  void run_cells(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const json& p = group.params;
+  void run_cells(const KdeContext& ctx, const PfdaParams& p, const CellGroup& group, const Emit& emit) const override {
     baselines::PfdaOptions o;
-    o.phi = p.at("phi").get<double>();
-    o.rho = p.at("rho").get<double>();
-    o.grid = p.at("grid").get<int>();
-    o.max_eigenpairs = p.at("eigenpairs").get<int>();
-    const auto [cached, prep] = cache_.get(ctx, p, [&] { return baselines::PfdaRelease(ctx.train, ctx.kernel, domain_of(p), o); });
+    o.phi = p.phi;
+    o.rho = p.rho;
+    o.grid = p.grid;
+    o.max_eigenpairs = p.eigenpairs;
+    const auto [cached, prep] =
+        cache_.get(ctx, key_of(p), [&] { return baselines::PfdaRelease(ctx.train, ctx.kernel, p.domain.domain(), o); });
     const baselines::PfdaRelease& pf = *cached;
-    const double delta = p.at("delta").get<double>();
+    const double delta = p.delta;
     emit_all(ctx, group, emit, prep, {{"eigenpairs_used", pf.eigenpairs()}, {"h_sensitivity", pf.sensitivity()}},
              [&](double eps, RandomSource& rng) {
                Timed t;
@@ -315,21 +358,29 @@ class PfdaMethod final : public BaselineMethod {
   SharedWork<const baselines::PfdaRelease> cache_;
 };
 
-class HistogramMethod final : public BaselineMethod {
+struct HistogramParams {
+  DomainParams domain;
+  int bins = 0;
+  NeighborRelation neighbors = NeighborRelation::AddRemove;
+  std::string check() const { return domain.check(); }
+  static const ParamTable<HistogramParams>& table() {
+    using P = HistogramParams;
+    static const auto t = ParamTable<P>()
+                              .add(&P::domain, DomainParams::table())
+                              .add(&P::bins, "bins", K::PositiveInt, nullptr, "bins per dimension")
+                              .add(&P::neighbors, "neighbors", neighbor_choices(), "add-remove", "neighbouring relation");
+    return t;
+  }
+};
+
+class HistogramMethod final : public BaselineMethod<HistogramParams> {
  public:
   std::string name() const override { return "histogram"; }
-  std::vector<ParamSpec> parameters() const override {
-    auto p = domain_params();
-    p.push_back({"bins", K::PositiveInt, nullptr, {}, "bins per dimension"});
-    p.push_back({"neighbors", K::String, "add-remove", {"add-remove", "replace"}, "neighbouring relation"});
-    return p;
-  }
-  void run_cells(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const json& p = group.params;
+  void run_cells(const KdeContext& ctx, const HistogramParams& p, const CellGroup& group, const Emit& emit) const override {
     const auto t0 = Clock::now();
-    const baselines::HistogramRelease h(ctx.train, domain_of(p), p.at("bins").get<int>());
+    const baselines::HistogramRelease h(ctx.train, p.domain.domain(), p.bins);
     const double prep = since(t0);
-    const double sens = p.at("neighbors") == "replace" ? 2.0 : 1.0;
+    const double sens = p.neighbors == NeighborRelation::Replace ? 2.0 : 1.0;
     emit_all(ctx, group, emit, prep, {{"cells", h.cells()}}, [&](double eps, RandomSource& rng) {
       Timed t;
       auto t1 = Clock::now();
@@ -345,33 +396,40 @@ class HistogramMethod final : public BaselineMethod {
   }
 };
 
-class PrivBayesMethod final : public BaselineMethod {
+struct PrivBayesKdeParams {
+  DomainParams domain;
+  baselines::PrivBayesOptions model;  // degree, bins, beta
+  std::size_t samples = 0;
+  std::string check() const {
+    if (auto e = domain.check(); !e.empty()) return e;
+    return check_privbayes_beta(model);
+  }
+  static const ParamTable<PrivBayesKdeParams>& table() {
+    using P = PrivBayesKdeParams;
+    static const auto t = [] {
+      ParamTable<P> t;
+      t.add(&P::domain, DomainParams::table());
+      add_privbayes_degree_bins(t, &P::model).add(&P::samples, "samples", K::PositiveInt, 10000, "M synthetic points");
+      return add_privbayes_beta(t, &P::model);
+    }();
+    return t;
+  }
+};
+
+class PrivBayesMethod final : public BaselineMethod<PrivBayesKdeParams> {
  public:
   std::string name() const override { return "privbayes"; }
-  std::vector<ParamSpec> parameters() const override {
-    auto p = domain_params();
-    p.push_back({"degree", K::PositiveInt, 2, {}, "network degree k (the paper's D)"});
-    p.push_back({"bins", K::PositiveInt, 16, {}, "equal-width bins per attribute"});
-    p.push_back({"samples", K::PositiveInt, 10000, {}, "M synthetic points"});
-    p.push_back({"beta", K::PositiveNumber, 0.3, {}, "share of epsilon for the network"});
-    return p;
-  }
-  std::string check(const json& p) const override {
-    if (auto e = check_domain(p); !e.empty()) return e;
-    return p.at("beta").get<double>() < 1 ? "" : "beta must be below 1";
-  }
-  void run_cells(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const json& p = group.params;
-    const baselines::PrivBayesOptions o = privbayes_options(p);
-    const baselines::Domain dom = domain_of(p);
+  void run_cells(const KdeContext& ctx, const PrivBayesKdeParams& p, const CellGroup& group, const Emit& emit) const override {
+    const baselines::PrivBayesOptions& o = p.model;
+    const baselines::Domain dom = p.domain.domain();
     // The binned table and its mutual-information scores (no randomness) serve every
     // epsilon, repetition and sample size of one (domain, degree, bins, beta).
-    const json key = {p.at("lower"), p.at("upper"), p.at("degree"), p.at("bins"), p.at("beta")};
+    const json key = {p.domain.lower, p.domain.upper, o.degree, o.bins, o.beta};
     const auto [shared_pb, prep] = cache_.get(ctx, key, [&] {
       return baselines::PrivBayes(ctx.train, baselines::TableBox::uniform(static_cast<std::size_t>(ctx.train.cols()), dom.lower, dom.upper), o);
     });
     const baselines::PrivBayes& pb = *shared_pb;
-    const auto samples = p.at("samples").get<std::size_t>();
+    const auto samples = p.samples;
     emit_all(ctx, group, emit, prep, json::object(), [&](double eps, RandomSource& rng) {
       const std::size_t evals_before = pb.score_evaluations();
       Timed t;
@@ -402,26 +460,34 @@ class PrivBayesMethod final : public BaselineMethod {
 // [lower, upper]^d, then `samples` synthetic rows of weight 1 / samples whose KDE is the release
 // (sampling is post-processing). rho-zCDP stated as (epsilon, delta)-DP; the generator's privacy
 // record (budget split, rho, delta) goes into each record.
-class SyntheticKdeMethod final : public BaselineMethod {
- public:
-  SyntheticKdeMethod(std::string generator, std::vector<ParamSpec> params)
-      : generator_(std::move(generator)), params_(std::move(params)) {}
-  std::string name() const override { return generator_; }
-  std::vector<ParamSpec> parameters() const override {
-    auto p = domain_params();
-    for (const auto& spec : params_) p.push_back(spec);
-    p.push_back({"samples", K::PositiveInt, 100000, {}, "M synthetic points"});
-    p.push_back({"delta", K::PositiveNumber, 1e-9, {}, "delta of (epsilon, delta)-DP from rho-zCDP (the AIM paper's 1e-9)"});
-    return p;
+struct SyntheticKdeParams {
+  DomainParams domain;
+  baselines::SyntheticOptions options;  // the generator's hyperparameters
+  std::size_t samples = 0;
+  double delta = 0;
+  std::string check() const { return check_domain_and_delta(domain, delta); }
+  // The table of a method whose generator takes `hyperparameters` (synthetic_params.hpp).
+  static ParamTable<SyntheticKdeParams> table(const std::string& generator, const std::vector<ParamSpec>& hyperparameters) {
+    using P = SyntheticKdeParams;
+    return ParamTable<P>()
+        .add(&P::domain, DomainParams::table())
+        .add(&P::options, synthetic_table(generator, hyperparameters))
+        .add(&P::samples, "samples", K::PositiveInt, 100000, "M synthetic points")
+        .add(&P::delta, "delta", K::PositiveNumber, 1e-9, "delta of (epsilon, delta)-DP from rho-zCDP (the AIM paper's 1e-9)");
   }
-  std::string check(const json& p) const override { return check_domain_and_delta(p); }
-  void run_cells(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const json& p = group.params;
-    const baselines::SyntheticOptions options = synthetic_options(generator_, params_, p);
-    const baselines::Domain dom = domain_of(p);
+};
+
+class SyntheticKdeMethod final : public BaselineMethod<SyntheticKdeParams> {
+ public:
+  SyntheticKdeMethod(std::string generator, const std::vector<ParamSpec>& hyperparameters)
+      : generator_(std::move(generator)), table_(SyntheticKdeParams::table(generator_, hyperparameters)) {}
+  std::string name() const override { return generator_; }
+  void run_cells(const KdeContext& ctx, const SyntheticKdeParams& p, const CellGroup& group, const Emit& emit) const override {
+    const baselines::SyntheticOptions& options = p.options;
+    const baselines::Domain dom = p.domain.domain();
     const auto box = baselines::TableBox::uniform(static_cast<std::size_t>(ctx.train.cols()), dom.lower, dom.upper);
-    const auto samples = p.at("samples").get<std::size_t>();
-    const double delta = p.at("delta").get<double>();
+    const auto samples = p.samples;
+    const double delta = p.delta;
     emit_all(ctx, group, emit, 0.0, json::object(), [&](double eps, RandomSource& rng) {
       Timed t;
       auto t1 = Clock::now();
@@ -448,8 +514,9 @@ class SyntheticKdeMethod final : public BaselineMethod {
   }
 
  private:
+  const ParamTable<SyntheticKdeParams>& param_table() const override { return table_; }
   std::string generator_;
-  std::vector<ParamSpec> params_;
+  ParamTable<SyntheticKdeParams> table_;
 };
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "privrace/io/sketch_file.hpp"
 #include "privrace/privacy/budget.hpp"
 #include "privrace/sketch/builder.hpp"
+#include "race_params.hpp"
 #include "release_sweep.hpp"
 
 namespace fs = std::filesystem;
@@ -144,31 +145,31 @@ class KdeTask final : public Task {
 };
 
 // Parameters every KDE RACE method shares (all but how R is chosen).
-std::vector<ParamSpec> race_sketch_parameters() {
-  using K = ParamSpec::Kind;
-  std::vector<ParamSpec> params = {
-      {"width", K::PositiveInt, 1000, {}, "sketch columns W"},
-      {"estimator", K::String, "mean", {"mean", "mom"}, "mean over rows or median of means"},
-      {"mom_groups", K::PositiveInt, 5, {}, "median-of-means groups"},
-  };
-  for (auto& noise : race_noise_parameters()) params.push_back(std::move(noise));
-  return params;
-}
-
-std::string check_race_sketch_parameters(const json& p) {
-  if (const std::string noise = check_race_noise_parameters(p); !noise.empty()) return noise;
-  if (p.at("width").get<std::uint64_t>() > (std::uint64_t{1} << 32)) return "width must be at most 2^32";
-  return {};
-}
+struct RaceSketchParams {
+  std::size_t width = 0;
+  QueryOptions query;  // estimator, mom_groups
+  RaceNoise noise;
+  std::string check() const {
+    if (const std::string e = noise.check(); !e.empty()) return e;
+    if (width > (std::uint64_t{1} << 32)) return "width must be at most 2^32";
+    return {};
+  }
+  static const ParamTable<RaceSketchParams>& table() {
+    static const auto t = ParamTable<RaceSketchParams>()
+                              .add(&RaceSketchParams::width, "width", ParamSpec::Kind::PositiveInt, 1000, "sketch columns W")
+                              .add(&RaceSketchParams::query, query_estimator_table())
+                              .add(&RaceSketchParams::noise, RaceNoise::table());
+    return t;
+  }
+};
 
 // Private RACE (Coleman & Shrivastava, Algorithm 1 + 2) on the task's kernel, R rows for each
 // cell given by rows_for(epsilon). The counts before noise depend only on (R, W, LSH seed), so
 // consecutive cells with the same R share one hashing pass, and every epsilon privatizes its
 // own copy with fresh, independent noise (the exact counts are never released or stored).
-void run_race_cells(const KdeContext& ctx, const CellGroup& group, const Method::Emit& emit,
+void run_race_cells(const KdeContext& ctx, const RaceSketchParams& p, const CellGroup& group, const Method::Emit& emit,
                     const std::function<std::size_t(double)>& rows_for,
                     const std::function<json(double)>& rule_details) {
-  const json& p = group.params;
   std::optional<ExactSketch> exact;
   double hash_seconds = 0;
   // The exact counts for this cell's R: hashed again only when R changes.
@@ -181,20 +182,18 @@ void run_race_cells(const KdeContext& ctx, const CellGroup& group, const Method:
     params.family.bandwidth = ctx.kernel.bandwidth;
     params.family.power = ctx.kernel.power;
     params.family.rows = rows;
-    params.width = p.at("width").get<std::size_t>();
+    params.width = p.width;
     params.threads = ctx.threads;
     exact.emplace(build_group_exact(params, group, ctx.train));
     hash_seconds = exact->report().seconds;  // the build's own time (not the family or the counts' allocation)
     return *exact;
   };
 
-  QueryOptions plain, debiased;
-  plain.estimator = debiased.estimator = parse_estimator(p.at("estimator").get<std::string>());
-  plain.mom_groups = debiased.mom_groups = p.at("mom_groups").get<std::size_t>();
+  QueryOptions plain = p.query, debiased = p.query;
   debiased.debias = true;
   sweep_epsilons(
       group, emit,
-      [&](double epsilon, const NoiseSource& noise) { return exact_for(epsilon).release(race_privacy_spec(p, epsilon), noise); },
+      [&](double epsilon, const NoiseSource& noise) { return exact_for(epsilon).release(p.noise.privacy(epsilon), noise); },
       [&](const CellRelease<Release>& c) {
         const RaceSketch& sketch = c.release.sketch();
         const auto t2 = std::chrono::steady_clock::now();
@@ -226,20 +225,26 @@ void run_race_cells(const KdeContext& ctx, const CellGroup& group, const Method:
 }
 
 // RACE with R from the config (the paper's figures sweep R and keep the best per epsilon).
-class RaceKdeMethod final : public TypedMethod<KdeContext> {
+struct RaceKdeParams {
+  std::size_t rows = 0;
+  RaceSketchParams sketch;
+  std::string check() const { return sketch.check(); }
+  static const ParamTable<RaceKdeParams>& table() {
+    static const auto t = ParamTable<RaceKdeParams>()
+                              .add(&RaceKdeParams::rows, "rows", ParamSpec::Kind::PositiveInt, nullptr, "sketch rows R")
+                              .add(&RaceKdeParams::sketch, RaceSketchParams::table());
+    return t;
+  }
+};
+
+class RaceKdeMethod final : public TypedMethod<KdeContext, RaceKdeParams> {
  public:
   std::string name() const override { return "race"; }
   std::string task() const override { return "kde"; }
-  std::vector<ParamSpec> parameters() const override {
-    std::vector<ParamSpec> params = {{"rows", ParamSpec::Kind::PositiveInt, nullptr, {}, "sketch rows R"}};
-    for (auto& s : race_sketch_parameters()) params.push_back(std::move(s));
-    return params;
-  }
-  std::string check(const json& p) const override { return check_race_sketch_parameters(p); }
 
-  void run(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const auto rows = group.params.at("rows").get<std::size_t>();
-    run_race_cells(ctx, group, emit, [rows](double) { return rows; }, nullptr);
+  void run(const KdeContext& ctx, const RaceKdeParams& p, const CellGroup& group, const Emit& emit) const override {
+    const std::size_t rows = p.rows;
+    run_race_cells(ctx, p.sketch, group, emit, [rows](double) { return rows; }, nullptr);
   }
 };
 
@@ -252,31 +257,38 @@ class RaceKdeMethod final : public TypedMethod<KdeContext> {
 // is calibrated to its own R: one record touches one cell per row, L1 sensitivity R, Laplace
 // scale R / eps (privacy/budget.hpp). Not in the rule: the noise of N-hat = total / R, whose
 // sd sqrt(2 R W) / eps grows with R (the corollary's bound takes N as known).
-class RaceCorollary1KdeMethod final : public TypedMethod<KdeContext> {
+struct RaceCorollary1Params {
+  double level = 0;
+  std::size_t max_rows = 0;
+  RaceSketchParams sketch;
+  std::string check() const {
+    if (level > 1.0) return "level must be at most 1 (k(x, q) <= 1)";
+    return sketch.check();
+  }
+  static const ParamTable<RaceCorollary1Params>& table() {
+    using K = ParamSpec::Kind;
+    static const auto t =
+        ParamTable<RaceCorollary1Params>()
+            .add(&RaceCorollary1Params::level, "level", K::PositiveNumber, 1.0,
+                 "assumed mean of sqrt(k(x, q)): f~ = level N (1 = the paper's bound f~ <= N)")
+            .add(&RaceCorollary1Params::max_rows, "max_rows", K::PositiveInt, 10000, "memory cap on R (R x W int64 counts per copy)")
+            .add(&RaceCorollary1Params::sketch, RaceSketchParams::table());
+    return t;
+  }
+};
+
+class RaceCorollary1KdeMethod final : public TypedMethod<KdeContext, RaceCorollary1Params> {
  public:
   std::string name() const override { return "race_corollary1"; }
   std::string task() const override { return "kde"; }
-  std::vector<ParamSpec> parameters() const override {
-    using K = ParamSpec::Kind;
-    std::vector<ParamSpec> params = {
-        {"level", K::PositiveNumber, 1.0, {}, "assumed mean of sqrt(k(x, q)): f~ = level N (1 = the paper's bound f~ <= N)"},
-        {"max_rows", K::PositiveInt, 10000, {}, "memory cap on R (R x W int64 counts per copy)"},
-    };
-    for (auto& s : race_sketch_parameters()) params.push_back(std::move(s));
-    return params;
-  }
-  std::string check(const json& p) const override {
-    if (p.at("level").get<double>() > 1.0) return "level must be at most 1 (k(x, q) <= 1)";
-    return check_race_sketch_parameters(p);
-  }
 
-  void run(const KdeContext& ctx, const CellGroup& group, const Emit& emit) const override {
+  void run(const KdeContext& ctx, const RaceCorollary1Params& p, const CellGroup& group, const Emit& emit) const override {
     const double n = static_cast<double>(ctx.train.rows());  // public by assumption (see above)
-    const double level = group.params.at("level").get<double>();
-    const auto max_rows = group.params.at("max_rows").get<std::size_t>();
+    const double level = p.level;
+    const auto max_rows = p.max_rows;
     const auto rule = [=](double eps) { return corollary1_rows(n, eps, level); };
     run_race_cells(
-        ctx, group, emit,
+        ctx, p.sketch, group, emit,
         [=](double eps) { return static_cast<std::size_t>(std::min(rule(eps), static_cast<double>(max_rows))); },
         [=](double eps) {
           return json{{"rows_rule", "corollary1: R = ceil(level * N * eps / sqrt(2)), capped at max_rows"},

@@ -194,38 +194,42 @@ SmoothRelease mean_mechanism_queries(const PointData& data, const TrigonometricB
   return rel;
 }
 
-std::vector<ParamSpec> smooth_population_parameters() {
-  using K = ParamSpec::Kind;
-  return {{"players", K::PositiveInt, nullptr, {}, "n, the number of simulated players"},
-          {"source", K::String, "generated", {"generated", "real"}, "generated players or rows of the data set"}};
-}
+// The population (both methods) and the trigonometric basis (ldp_trigonometric).
+struct LdpSmoothParams {
+  std::size_t players = 0;
+  std::string source;
+  int t = 0;
+  std::string protocol;
+  double max_gib = 0;
+  static ParamTable<LdpSmoothParams> table(bool trigonometric) {
+    using K = ParamSpec::Kind;
+    using P = LdpSmoothParams;
+    ParamTable<P> table;
+    table.add(&P::players, "players", K::PositiveInt, nullptr, "n, the number of simulated players")
+        .add(&P::source, "source", K::String, "generated", "generated players or rows of the data set", {"generated", "real"});
+    if (trigonometric)
+      table.add(&P::t, "t", K::PositiveInt, 8, "degree t - 1 per variable (t^d basis terms)")
+          .add(&P::protocol, "protocol", K::String, "bit",
+               "LDP-AVG: one public term and one bit a player (Lemma 2), or all terms by Algorithm 1; or the "
+               "terms through Wang et al.'s multidimensional Piecewise (pm) or Hybrid (hm) Mechanism",
+               {"bit", "laplace", "pm", "hm"})
+          .add(&P::max_gib, "max_gib", K::PositiveNumber, 2.0, "refuse bases needing more memory");
+    return table;
+  }
+};
 
-class LdpSmoothMethod final : public TypedMethod<LdpSmoothContext> {
+class LdpSmoothMethod final : public TypedMethod<LdpSmoothContext, LdpSmoothParams> {
  public:
-  explicit LdpSmoothMethod(bool trigonometric) : trig_(trigonometric) {}
+  explicit LdpSmoothMethod(bool trigonometric) : trig_(trigonometric), table_(LdpSmoothParams::table(trigonometric)) {}
   std::string name() const override { return trig_ ? "ldp_trigonometric" : "ldp_per_query_average"; }
   std::string task() const override { return "ldp_smooth"; }
-  std::vector<ParamSpec> parameters() const override {
-    auto v = smooth_population_parameters();
-    if (trig_) {
-      using K = ParamSpec::Kind;
-      v.push_back({"t", K::PositiveInt, 8, {}, "degree t - 1 per variable (t^d basis terms)"});
-      v.push_back({"protocol", K::String, "bit", {"bit", "laplace", "pm", "hm"},
-                   "LDP-AVG: one public term and one bit a player (Lemma 2), or all terms by Algorithm 1; or the "
-                   "terms through Wang et al.'s multidimensional Piecewise (pm) or Hybrid (hm) Mechanism"});
-      v.push_back({"max_gib", K::PositiveNumber, 2.0, {}, "refuse bases needing more memory"});
-    }
-    return v;
-  }
-  void run(const LdpSmoothContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const json& P = group.params;
-    const auto pop = ctx.population(P.at("source").get<std::string>(), P.at("players").get<std::size_t>());
+  void run(const LdpSmoothContext& ctx, const LdpSmoothParams& P, const CellGroup& group, const Emit& emit) const override {
+    const auto pop = ctx.population(P.source, P.players);
     std::unique_ptr<TrigonometricBasis> basis;
     std::shared_ptr<const std::vector<std::vector<double>>> coeffs;
     std::vector<double> approx;
     if (trig_) {
-      basis = std::make_unique<TrigonometricBasis>(ctx.d, P.at("t").get<int>(), ctx.queries.size(),
-                                                   P.at("max_gib").get<double>() * 1073741824.0);
+      basis = std::make_unique<TrigonometricBasis>(ctx.d, P.t, ctx.queries.size(), P.max_gib * 1073741824.0);
       coeffs = ctx.coefficients(*basis);
       std::lock_guard<std::mutex> lock(ctx.mutex);
       approx = ctx.approx_cache.at(basis->degree());
@@ -237,7 +241,7 @@ class LdpSmoothMethod final : public TypedMethod<LdpSmoothContext> {
       double reports = 1, terms = 0, worst_approx = 0;
       json details = json::object();
       if (trig_) {
-        const std::string protocol = P.at("protocol").get<std::string>();
+        const std::string& protocol = P.protocol;
         const bool mean_mechanism = protocol == "pm" || protocol == "hm";
         const SmoothRelease rel =
             mean_mechanism ? mean_mechanism_queries(pop->data, *basis, *coeffs, cell.epsilon, protocol == "hm",
@@ -292,7 +296,9 @@ class LdpSmoothMethod final : public TypedMethod<LdpSmoothContext> {
   }
 
  private:
+  const ParamTable<LdpSmoothParams>& param_table() const override { return table_; }
   bool trig_;
+  ParamTable<LdpSmoothParams> table_;
 };
 
 }  // namespace

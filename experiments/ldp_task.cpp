@@ -13,6 +13,7 @@
 #include "privrace/ldp/marginals.hpp"
 #include "privrace/ldp/mean_mechanisms.hpp"
 #include "privrace/ldp/protocols.hpp"
+#include "params.hpp"
 #include "shared_work.hpp"
 
 namespace privrace::experiments {
@@ -192,14 +193,32 @@ class LdpErmTask final : public Task {
   }
 };
 
-std::vector<ParamSpec> population_parameters() {
-  using K = ParamSpec::Kind;
-  return {
-      {"players", K::PositiveInt, nullptr, {}, "n, the number of simulated players"},
-      {"p", K::PositiveInt, 1, {}, "dimension of theta (and of x)"},
-      {"source", K::String, "generated", {"generated", "real"}, "generated players or rows of the config's data set"},
-  };
-}
+// The LDP ERM methods' parameters: the population (every method), the grid (Bernstein ones).
+struct LdpErmParams {
+  std::size_t players = 0;
+  int p = 0;
+  std::string source;
+  bool exact_grid_error = false;
+  int k = 0, h = 0;
+  double k_scale = 0, max_gib = 0;
+  static ParamTable<LdpErmParams> table(bool bernstein) {
+    using K = ParamSpec::Kind;
+    using P = LdpErmParams;
+    ParamTable<P> t;
+    t.add(&P::players, "players", K::PositiveInt, nullptr, "n, the number of simulated players")
+        .add(&P::p, "p", K::PositiveInt, 1, "dimension of theta (and of x)")
+        .add(&P::source, "source", K::String, "generated", "generated players or rows of the config's data set",
+             {"generated", "real"});
+    if (bernstein)
+      t.add(&P::exact_grid_error, "exact_grid_error", K::Bool, false,
+            "also compute the exact grid values to record max |noisy - exact| (a diagnostic; about 40% of a repetition)")
+          .add(&P::k, "k", K::NonNegativeInt, 0, "grid degree; 0 = Theorem 3's rule k = floor(k_scale (eps sqrt n)^(1/(h+p)))")
+          .add(&P::h, "h", K::NonNegativeInt, 0, "Micchelli iterate order; 0 = p (Corollary 1)")
+          .add(&P::k_scale, "k_scale", K::PositiveNumber, 1.0, "constant of Theorem 3's rule")
+          .add(&P::max_gib, "max_gib", K::PositiveNumber, 4.0, "refuse grids needing more memory");
+    return t;
+  }
+};
 
 double distance(const std::vector<double>& a, const std::vector<double>& b) {
   double s = 0;
@@ -249,10 +268,11 @@ CellResult make_result(const Instance& inst, const ErmResult& r, double epsilon,
   return out;
 }
 
-class LdpErmMethod final : public TypedMethod<LdpErmContext> {
+class LdpErmMethod final : public TypedMethod<LdpErmContext, LdpErmParams> {
  public:
   enum class Kind { Bernstein, Bernstein1Bit, InputPerturbation, Sgd, NonPrivate, SgdPiecewise, SgdHybrid, SgdPrivUnit };
-  explicit LdpErmMethod(Kind kind) : kind_(kind) {}
+  explicit LdpErmMethod(Kind kind)
+      : kind_(kind), table_(LdpErmParams::table(kind == Kind::Bernstein || kind == Kind::Bernstein1Bit)) {}
   std::string name() const override {
     switch (kind_) {
       case Kind::Bernstein: return "ldp_bernstein";
@@ -267,23 +287,8 @@ class LdpErmMethod final : public TypedMethod<LdpErmContext> {
   }
   std::string task() const override { return "ldp_erm"; }
   bool uses_epsilon() const override { return kind_ != Kind::NonPrivate; }
-  std::vector<ParamSpec> parameters() const override {
-    auto v = population_parameters();
-    if (kind_ == Kind::Bernstein || kind_ == Kind::Bernstein1Bit) {
-      using K = ParamSpec::Kind;
-      v.push_back({"exact_grid_error", K::Bool, false, {},
-                   "also compute the exact grid values to record max |noisy - exact| (a diagnostic; about 40% of a repetition)"});
-      v.push_back({"k", K::NonNegativeInt, 0, {}, "grid degree; 0 = Theorem 3's rule k = floor(k_scale (eps sqrt n)^(1/(h+p)))"});
-      v.push_back({"h", K::NonNegativeInt, 0, {}, "Micchelli iterate order; 0 = p (Corollary 1)"});
-      v.push_back({"k_scale", K::PositiveNumber, 1.0, {}, "constant of Theorem 3's rule"});
-      v.push_back({"max_gib", K::PositiveNumber, 4.0, {}, "refuse grids needing more memory"});
-    }
-    return v;
-  }
-  void run(const LdpErmContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const json& P = group.params;
-    const auto inst = ctx.instance(P.at("source").get<std::string>(), P.at("players").get<std::size_t>(),
-                                   P.at("p").get<int>(), ctx.run_threads);
+  void run(const LdpErmContext& ctx, const LdpErmParams& P, const CellGroup& group, const Emit& emit) const override {
+    const auto inst = ctx.instance(P.source, P.players, P.p, ctx.run_threads);
     for (std::size_t i = 0; i < group.cells.size(); ++i) {
       const PendingCell& cell = group.cells[i];
       ErmResult r;
@@ -291,11 +296,11 @@ class LdpErmMethod final : public TypedMethod<LdpErmContext> {
         case Kind::Bernstein:
         case Kind::Bernstein1Bit: {
           BernsteinOptions o;
-          o.k = P.at("k").get<int>();
-          o.h = P.at("h").get<int>();
-          o.k_scale = P.at("k_scale").get<double>();
-          o.max_bytes = P.at("max_gib").get<double>() * 1073741824.0;
-          o.exact_grid_error = P.at("exact_grid_error").get<bool>();
+          o.k = P.k;
+          o.h = P.h;
+          o.k_scale = P.k_scale;
+          o.max_bytes = P.max_gib * 1073741824.0;
+          o.exact_grid_error = P.exact_grid_error;
           r = kind_ == Kind::Bernstein ? ldp_bernstein(inst->problem, inst->players, cell.epsilon, o, cell.noise_seed, ctx.threads)
                                        : ldp_bernstein_1bit(inst->problem, inst->players, cell.epsilon, o, cell.noise_seed, ctx.threads);
           break;
@@ -332,7 +337,9 @@ class LdpErmMethod final : public TypedMethod<LdpErmContext> {
   }
 
  private:
+  const ParamTable<LdpErmParams>& param_table() const override { return table_; }
   Kind kind_;
+  ParamTable<LdpErmParams> table_;
 };
 
 // ------------------------------------------------------------------------------------------
@@ -418,32 +425,39 @@ class LdpMarginalsTask final : public Task {
   }
 };
 
-class LdpMarginalsMethod final : public TypedMethod<LdpMarginalsContext> {
+struct LdpMarginalsParams {
+  int d = 0, k = 0;
+  std::string source;
+  int t = 0;  // Chebyshev only (0 for the others: the check passes)
+  std::string check() const {
+    if (k > d) return "k must not exceed d";
+    if (t > k) return "t must not exceed k";
+    return {};
+  }
+  static ParamTable<LdpMarginalsParams> table(bool chebyshev) {
+    using K = ParamSpec::Kind;
+    using P = LdpMarginalsParams;
+    ParamTable<P> table;
+    table.add(&P::d, "d", K::PositiveInt, nullptr, "number of binary attributes")
+        .add(&P::k, "k", K::PositiveInt, nullptr, "marginal order")
+        .add(&P::source, "source", K::String, "generated", "generated or the data set", {"generated", "real"});
+    if (chebyshev) table.add(&P::t, "t", K::NonNegativeInt, 0, "polynomial degree; 0 = k (exact)");
+    return table;
+  }
+};
+
+class LdpMarginalsMethod final : public TypedMethod<LdpMarginalsContext, LdpMarginalsParams> {
  public:
   enum class Kind { Chebyshev, RandomizedResponse, CentralHistogram };
-  explicit LdpMarginalsMethod(Kind kind) : kind_(kind) {}
+  explicit LdpMarginalsMethod(Kind kind) : kind_(kind), table_(LdpMarginalsParams::table(kind == Kind::Chebyshev)) {}
   std::string name() const override {
     return kind_ == Kind::Chebyshev ? "ldp_chebyshev_marginals"
                                     : kind_ == Kind::RandomizedResponse ? "ldp_rr_marginals" : "central_histogram_marginals";
   }
   std::string task() const override { return "ldp_marginals"; }
-  std::vector<ParamSpec> parameters() const override {
-    using K = ParamSpec::Kind;
-    std::vector<ParamSpec> v = {{"d", K::PositiveInt, nullptr, {}, "number of binary attributes"},
-                                {"k", K::PositiveInt, nullptr, {}, "marginal order"},
-                                {"source", K::String, "generated", {"generated", "real"}, "generated or the data set"}};
-    if (kind_ == Kind::Chebyshev) v.push_back({"t", K::NonNegativeInt, 0, {}, "polynomial degree; 0 = k (exact)"});
-    return v;
-  }
-  std::string check(const json& p) const override {
-    if (p.at("k").get<int>() > p.at("d").get<int>()) return "k must not exceed d";
-    if (kind_ == Kind::Chebyshev && p.at("t").get<int>() > p.at("k").get<int>()) return "t must not exceed k";
-    return {};
-  }
-  void run(const LdpMarginalsContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const json& P = group.params;
-    const int d = P.at("d").get<int>(), k = P.at("k").get<int>();
-    const auto data = ctx.data_for(P.at("source").get<std::string>(), d);
+  void run(const LdpMarginalsContext& ctx, const LdpMarginalsParams& P, const CellGroup& group, const Emit& emit) const override {
+    const int d = P.d, k = P.k;
+    const auto data = ctx.data_for(P.source, d);
     const auto queries = subsets_of_size(d, k);
     const auto exact = exact_conjunctions(*data, queries);
     for (std::size_t i = 0; i < group.cells.size(); ++i) {
@@ -452,9 +466,9 @@ class LdpMarginalsMethod final : public TypedMethod<LdpMarginalsContext> {
       std::vector<double> est;
       json details = json::object();
       if (kind_ == Kind::Chebyshev) {
-        const ChebyshevMarginals cm(d, k, P.at("t").get<int>());
+        const ChebyshevMarginals cm(d, k, P.t);
         details = {{"monomials", cm.monomials()}, {"degree", cm.degree()}, {"approximation_error", cm.approximation_error()}};
-        est = ldp_chebyshev_marginals(*data, queries, k, P.at("t").get<int>(), cell.epsilon, cell.noise_seed, ctx.threads);
+        est = ldp_chebyshev_marginals(*data, queries, k, P.t, cell.epsilon, cell.noise_seed, ctx.threads);
       } else if (kind_ == Kind::RandomizedResponse) {
         est = ldp_rr_marginals(*data, queries, cell.epsilon, cell.noise_seed, ctx.threads);
       } else {
@@ -477,7 +491,9 @@ class LdpMarginalsMethod final : public TypedMethod<LdpMarginalsContext> {
   }
 
  private:
+  const ParamTable<LdpMarginalsParams>& param_table() const override { return table_; }
   Kind kind_;
+  ParamTable<LdpMarginalsParams> table_;
 };
 
 // ------------------------------------------------------------------------------------------
@@ -644,25 +660,33 @@ class LdpHighDimTask final : public Task {
   }
 };
 
-class LdpHighDimMethod final : public TypedMethod<LdpHighDimContext> {
+struct LdpHighDimParams {
+  std::size_t players = 0;
+  std::string set;
+  double radius = 0;
+  int m = 0;  // compressed only
+  static ParamTable<LdpHighDimParams> table(bool compressed) {
+    using K = ParamSpec::Kind;
+    using P = LdpHighDimParams;
+    ParamTable<P> t;
+    t.add(&P::players, "players", K::PositiveInt, nullptr, "n")
+        .add(&P::set, "set", K::String, "l1_ball", "the constraint set C", {"l1_ball", "simplex"})
+        .add(&P::radius, "radius", K::PositiveNumber, 1.0, "r: C = r B_1 or the simplex of sum r (Gaussian width r w(B))");
+    if (compressed) t.add(&P::m, "m", K::PositiveInt, 100, "projection dimension");
+    return t;
+  }
+};
+
+class LdpHighDimMethod final : public TypedMethod<LdpHighDimContext, LdpHighDimParams> {
  public:
-  explicit LdpHighDimMethod(bool compressed) : compressed_(compressed) {}
+  explicit LdpHighDimMethod(bool compressed) : compressed_(compressed), table_(LdpHighDimParams::table(compressed)) {}
   std::string name() const override { return compressed_ ? "ldp_compressed" : "ldp_sgd_full"; }
   std::string task() const override { return "ldp_highdim"; }
-  std::vector<ParamSpec> parameters() const override {
-    using K = ParamSpec::Kind;
-    std::vector<ParamSpec> v = {{"players", K::PositiveInt, nullptr, {}, "n"},
-                                {"set", K::String, "l1_ball", {"l1_ball", "simplex"}, "the constraint set C"},
-                                {"radius", K::PositiveNumber, 1.0, {}, "r: C = r B_1 or the simplex of sum r (Gaussian width r w(B))"}};
-    if (compressed_) v.push_back({"m", K::PositiveInt, 100, {}, "projection dimension"});
-    return v;
-  }
-  void run(const LdpHighDimContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const json& P = group.params;
-    const std::string set_name = P.at("set").get<std::string>();
+  void run(const LdpHighDimContext& ctx, const LdpHighDimParams& P, const CellGroup& group, const Emit& emit) const override {
+    const std::string set_name = P.set;
     const SparseSet set = parse_sparse_set(set_name);
-    const double r = P.at("radius").get<double>();
-    const auto pop = ctx.population(set_name, P.at("players").get<std::size_t>());
+    const double r = P.radius;
+    const auto pop = ctx.population(set_name, P.players);
     const auto opt = ctx.optimum(set_name, *pop, r);
     const double width = r * ctx.width(set_name);
     const double n = static_cast<double>(pop->y.size());
@@ -675,14 +699,14 @@ class LdpHighDimMethod final : public TypedMethod<LdpHighDimContext> {
       if (compressed_) {
         // The players' reports do not depend on the radius: their seed is that of the cell key
         // without it, and the radii of one (set, players, m, repetition, epsilon) fit one collection.
-        json collected_params = P;
+        json collected_params = group.params;  // the point the cell keys are made of
         collected_params.erase("radius");
         const std::string key = cell_key(group.method->label, collected_params, cell.epsilon, group.rep);
         const std::uint64_t collection_seed = derive_seed(ctx.config->seed, text_hash("collection|" + key));
-        const int m = P.at("m").get<int>();
+        const int m = P.m;
         const auto c0 = std::chrono::steady_clock::now();
         const auto [collection, made] =
-            ctx.collection(P.at("players").dump() + "|" + std::to_string(m), key, [&] {
+            ctx.collection(std::to_string(P.players) + "|" + std::to_string(m), key, [&] {
               return ldp_compressed_collect(pop->X, pop->y, m, cell.epsilon, collection_seed, 1.5, ctx.threads);
             });
         const double collection_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
@@ -715,7 +739,9 @@ class LdpHighDimMethod final : public TypedMethod<LdpHighDimContext> {
   }
 
  private:
+  const ParamTable<LdpHighDimParams>& param_table() const override { return table_; }
   bool compressed_;
+  ParamTable<LdpHighDimParams> table_;
 };
 
 }  // namespace

@@ -37,44 +37,53 @@ namespace {
 using K = ParamSpec::Kind;
 
 
-class SyntheticM2mMethod final : public TypedMethod<M2mContext> {
- public:
-  SyntheticM2mMethod(std::string name, std::string generator, std::vector<ParamSpec> params, bool approximate,
-                     double default_delta = 1e-5, std::string delta_help = "delta of (epsilon, delta)-DP (the paper's 1e-5)")
-      : name_(std::move(name)),
-        generator_(std::move(generator)),
-        params_(std::move(params)),
-        approximate_(approximate),
-        default_delta_(default_delta),
-        delta_help_(std::move(delta_help)) {}
-  std::string name() const override { return name_; }
-  std::string task() const override { return "m2m"; }
-  std::vector<ParamSpec> parameters() const override {
-    std::vector<ParamSpec> p = params_;
-    p.push_back({"datasets", K::PositiveInt, 10, {}, "synthetic tables sampled from each fit (the paper's 10 per epsilon)"});
-    p.push_back({"synthetic_rows", K::NonNegativeInt, 0, {}, "rows per synthetic table (0 = as many as the real table)"});
-    if (approximate_) p.push_back({"delta", K::PositiveNumber, default_delta_, {}, delta_help_});
-    return p;
-  }
-  std::string check(const json& p) const override {
-    if (approximate_ && !(p.at("delta").get<double>() < 1)) return "delta must be in (0, 1)";
-    if (p.contains("marginal_ratio") && !(p.at("marginal_ratio").get<double>() > 0)) return "marginal_ratio must be positive";
-    if (p.contains("beta") && !(p.at("beta").get<double>() < 1)) return "beta must be below 1";
+// The generator's hyperparameters, then how many tables of how many rows, then (approximate
+// DP generators) delta.
+struct SyntheticM2mParams {
+  baselines::SyntheticOptions options;
+  std::size_t datasets = 0, synthetic_rows = 0;
+  double delta = 0.0;  // pure-DP generators: no delta parameter, 0
+  // Options a generator does not take keep the library's defaults, which pass.
+  std::string check() const {
+    if (!(delta < 1)) return "delta must be in (0, 1)";
+    if (!(options.dp_copula.marginal_ratio > 0)) return "marginal_ratio must be positive";
+    if (!(options.privbayes.beta < 1)) return "beta must be below 1";
     return {};
   }
+  // The table of a method whose generator takes `hyperparameters`; `approximate`: with delta.
+  static ParamTable<SyntheticM2mParams> table(const std::string& generator, const std::vector<ParamSpec>& hyperparameters,
+                                              bool approximate, double default_delta, const std::string& delta_help) {
+    using P = SyntheticM2mParams;
+    ParamTable<P> t;
+    t.add(&P::options, synthetic_table(generator, hyperparameters))
+        .add(&P::datasets, "datasets", K::PositiveInt, 10, "synthetic tables sampled from each fit (the paper's 10 per epsilon)")
+        .add(&P::synthetic_rows, "synthetic_rows", K::NonNegativeInt, 0, "rows per synthetic table (0 = as many as the real table)");
+    if (approximate) t.add(&P::delta, "delta", K::PositiveNumber, default_delta, delta_help);
+    return t;
+  }
+};
 
-  void run(const M2mContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const json& p = group.params;
-    baselines::SyntheticOptions options = synthetic_options(generator_, params_, p);
+class SyntheticM2mMethod final : public TypedMethod<M2mContext, SyntheticM2mParams> {
+ public:
+  SyntheticM2mMethod(std::string name, std::string generator, const std::vector<ParamSpec>& hyperparameters, bool approximate,
+                     double default_delta = 1e-5, const std::string& delta_help = "delta of (epsilon, delta)-DP (the paper's 1e-5)")
+      : name_(std::move(name)),
+        generator_(std::move(generator)),
+        table_(SyntheticM2mParams::table(generator_, hyperparameters, approximate, default_delta, delta_help)) {}
+  std::string name() const override { return name_; }
+  std::string task() const override { return "m2m"; }
+
+  void run(const M2mContext& ctx, const SyntheticM2mParams& p, const CellGroup& group, const Emit& emit) const override {
+    baselines::SyntheticOptions options = p.options;
     // One torch thread whatever the run's threads: libtorch's sums depend on its thread count,
     // and one thread keeps the records the same under any --threads and --jobs; the networks are
     // small enough that a second thread saved 5% of a cell (docs/experiments.md, "Jobs").
     options.dp_wgan.threads = 1;
     const baselines::TableBox box{ctx.domain.lo, ctx.domain.hi};
-    const auto tables = p.at("datasets").get<std::size_t>();
-    const auto rows_wanted = p.at("synthetic_rows").get<std::size_t>();
+    const auto tables = p.datasets;
+    const auto rows_wanted = p.synthetic_rows;
     const std::size_t rows = rows_wanted > 0 ? rows_wanted : static_cast<std::size_t>(ctx.sketch_rows.rows());
-    const double delta = approximate_ ? p.at("delta").get<double>() : 0.0;
+    const double delta = p.delta;
     for (std::size_t i = 0; i < group.cells.size(); ++i) {
       const PendingCell& cell = group.cells[i];
       const auto gen = baselines::make_synthetic_generator(generator_, options);
@@ -141,11 +150,9 @@ class SyntheticM2mMethod final : public TypedMethod<M2mContext> {
   }
 
  private:
+  const ParamTable<SyntheticM2mParams>& param_table() const override { return table_; }
   std::string name_, generator_;
-  std::vector<ParamSpec> params_;
-  bool approximate_;
-  double default_delta_;
-  std::string delta_help_;
+  ParamTable<SyntheticM2mParams> table_;
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "privrace/baselines/objective_perturbation.hpp"
 #include "privrace/core/progress.hpp"
 #include "privrace/privacy/budget.hpp"
+#include "race_params.hpp"
 #include "release_sweep.hpp"
 
 namespace privrace::experiments {
@@ -244,36 +245,80 @@ class M2mTask final : public Task {
 // --------------------------------------------------------------------------------------
 // Sketch methods
 
-FeatureSketchSpec sketch_spec(const std::string& kind, const json& p, const M2mContext& ctx, std::uint64_t seed) {
+// The parameters of the M2M sketch methods: the feature map's (each map's own), the noise's
+// (private ones) and M2M's fit.
+struct M2mSketchParams {
+  std::string map;  // m2m_nonprivate: the map to release; the private methods' is their own
+  std::size_t features = 0;  // rff
+  double sigma = 0;
+  std::size_t rows = 0, width = 0;  // race
+  double bandwidth = 0;
+  std::size_t bins = 0;  // hist
+  double num_share = 0;
+  RaceNoise noise;
+  double regularization = 0;
+  bool intercept = false;
+  M2mLambdaRule lambda_rule = M2mLambdaRule::Eq5;
+  // (The non-private method's table has no num_share or noise: their defaults pass.)
+  std::string check() const {
+    if (!(num_share < 1)) return "num_share must be in (0, 1)";
+    return noise.check();
+  }
+  static ParamTable<M2mSketchParams> table(const std::string& kind, bool is_private);
+};
+
+// The fields of one feature map.
+void add_map_fields(ParamTable<M2mSketchParams>& t, const std::string& kind) {
+  using K = ParamSpec::Kind;
+  using P = M2mSketchParams;
+  if (kind == "rff")
+    t.add(&P::features, "features", K::PositiveInt, 200, "m = 2 m' random Fourier features (even)")
+        .add(&P::sigma, "sigma", K::PositiveNumber, 1.0, "Gaussian kernel bandwidth");
+  else if (kind == "race")
+    t.add(&P::rows, "rows", K::PositiveInt, 80, "R hash functions")
+        .add(&P::width, "width", K::PositiveInt, 80, "W buckets per hash")
+        .add(&P::bandwidth, "bandwidth", K::PositiveNumber, 0.1, "p-stable bucket width (the paper's sigma)");
+  else
+    t.add(&P::bins, "bins", K::PositiveInt, 100, "equal bins per attribute");
+}
+
+ParamTable<M2mSketchParams> M2mSketchParams::table(const std::string& kind, bool is_private) {
+  using K = ParamSpec::Kind;
+  using P = M2mSketchParams;
+  ParamTable<P> t;
+  if (!is_private) {
+    t.add(&P::map, "map", K::String, nullptr, "the feature map, released without noise", {"rff", "race", "hist"});
+    for (const auto* k : {"rff", "race", "hist"}) add_map_fields(t, k);
+  } else {
+    add_map_fields(t, kind);
+    t.add(&P::num_share, "num_share", K::PositiveNumber, 0.98, "epsilon_num / epsilon (the rest goes to the count)")
+        .add(&P::noise, RaceNoise::table());
+  }
+  t.add(&P::regularization, "regularization", K::PositiveNumber, 1.0, "R of Algorithm 1: lambda = sigma_xi^2 / (n + zeta) * R")
+      .add(&P::intercept, "intercept", K::Bool, false, "an unpenalised constant feature with sketch value 1 (post-processing)")
+      .add(&P::lambda_rule, "lambda_rule", {{"eq5", M2mLambdaRule::Eq5}, {"auto-noise", M2mLambdaRule::AutoNoise}}, "eq5",
+           "eq5: the paper's lambda; auto-noise: matched to the release's noise and signal (times R)");
+  return t;
+}
+
+FeatureSketchSpec sketch_spec(const std::string& kind, const M2mSketchParams& p, const M2mContext& ctx, std::uint64_t seed) {
   FeatureSketchSpec spec;
   spec.kind = kind;
   spec.seed = seed;
   spec.lo = ctx.domain.lo;
   spec.hi = ctx.domain.hi;
   if (kind == "rff") {
-    spec.features = p.at("features").get<std::size_t>();
-    spec.sigma = p.at("sigma").get<double>();
+    spec.features = p.features;
+    spec.sigma = p.sigma;
   } else if (kind == "race") {
     spec.lsh_kernel = Kernel::L2;
-    spec.rows = p.at("rows").get<std::size_t>();
-    spec.width = p.at("width").get<std::size_t>();
-    spec.bandwidth = p.at("bandwidth").get<double>();
+    spec.rows = p.rows;
+    spec.width = p.width;
+    spec.bandwidth = p.bandwidth;
   } else {
-    spec.bins = p.at("bins").get<std::size_t>();
+    spec.bins = p.bins;
   }
   return spec;
-}
-
-std::vector<ParamSpec> map_parameters(const std::string& kind) {
-  using K = ParamSpec::Kind;
-  if (kind == "rff")
-    return {{"features", K::PositiveInt, 200, {}, "m = 2 m' random Fourier features (even)"},
-            {"sigma", K::PositiveNumber, 1.0, {}, "Gaussian kernel bandwidth"}};
-  if (kind == "race")
-    return {{"rows", K::PositiveInt, 80, {}, "R hash functions"},
-            {"width", K::PositiveInt, 80, {}, "W buckets per hash"},
-            {"bandwidth", K::PositiveNumber, 0.1, {}, "p-stable bucket width (the paper's sigma)"}};
-  return {{"bins", K::PositiveInt, 100, {}, "equal bins per attribute"}};
 }
 
 // Every metric of one released sketch: fit M2M once, score every task with the weights.
@@ -298,38 +343,15 @@ CellResult evaluate_release(const M2mContext& ctx, const std::shared_ptr<const M
   return r;
 }
 
-class M2mSketchMethod final : public TypedMethod<M2mContext> {
+class M2mSketchMethod final : public TypedMethod<M2mContext, M2mSketchParams> {
  public:
-  M2mSketchMethod(std::string kind, bool is_private) : kind_(std::move(kind)), private_(is_private) {}
+  M2mSketchMethod(std::string kind, bool is_private)
+      : kind_(std::move(kind)), private_(is_private), table_(M2mSketchParams::table(kind_, is_private)) {}
   std::string name() const override { return private_ ? "m2m_" + kind_ : "m2m_nonprivate"; }
   std::string task() const override { return "m2m"; }
   bool uses_epsilon() const override { return private_; }
-  std::vector<ParamSpec> parameters() const override {
-    using K = ParamSpec::Kind;
-    std::vector<ParamSpec> params;
-    if (!private_) {
-      params.push_back({"map", K::String, nullptr, {"rff", "race", "hist"}, "the feature map, released without noise"});
-      for (const auto* k : {"rff", "race", "hist"})
-        for (auto& p : map_parameters(k)) params.push_back(std::move(p));
-    } else {
-      params = map_parameters(kind_);
-      params.push_back({"num_share", K::PositiveNumber, 0.98, {}, "epsilon_num / epsilon (the rest goes to the count)"});
-      for (auto& noise : race_noise_parameters()) params.push_back(std::move(noise));
-    }
-    params.push_back({"regularization", K::PositiveNumber, 1.0, {}, "R of Algorithm 1: lambda = sigma_xi^2 / (n + zeta) * R"});
-    params.push_back({"intercept", K::Bool, false, {}, "an unpenalised constant feature with sketch value 1 (post-processing)"});
-    params.push_back({"lambda_rule", K::String, "eq5", {"eq5", "auto-noise"},
-                      "eq5: the paper's lambda; auto-noise: matched to the release's noise and signal (times R)"});
-    return params;
-  }
-  std::string check(const json& p) const override {
-    if (!private_) return {};
-    if (!(p.at("num_share").get<double>() < 1)) return "num_share must be in (0, 1)";
-    return check_race_noise_parameters(p);
-  }
-  void run(const M2mContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const json& p = group.params;
-    const std::string kind = private_ ? kind_ : p.at("map").get<std::string>();
+  void run(const M2mContext& ctx, const M2mSketchParams& p, const CellGroup& group, const Emit& emit) const override {
+    const std::string kind = private_ ? kind_ : p.map;
     const FeatureSketchSpec spec = sketch_spec(kind, p, ctx, group.seed);
     const auto t0 = std::chrono::steady_clock::now();
     const auto sums = build_feature_sums(ctx.sketch_rows, spec, ctx.threads);  // exact: never released
@@ -338,18 +360,18 @@ class M2mSketchMethod final : public TypedMethod<M2mContext> {
     opt.domain = ctx.domain;
     opt.samples = ctx.samples;
     opt.seed = derive_seed(group.seed, 0x4D324D);  // public synthetic points, shared by the group
-    opt.extra_regularization = p.at("regularization").get<double>();
-    opt.intercept = p.at("intercept").get<bool>();
-    opt.lambda_rule = parse_m2m_lambda_rule(p.at("lambda_rule").get<std::string>());
+    opt.extra_regularization = p.regularization;
+    opt.intercept = p.intercept;
+    opt.lambda_rule = p.lambda_rule;
     std::shared_ptr<const M2mDesign> design;
     const auto privacy_of = [&](double epsilon) {
       FeatureSketchPrivacy privacy;
       privacy.epsilon = private_ ? epsilon : std::numeric_limits<double>::infinity();
       if (private_) {
-        privacy.num_share = p.at("num_share").get<double>();
-        privacy.mechanism = parse_mechanism(p.at("mechanism").get<std::string>());
-        privacy.delta = p.at("delta").get<double>();
-        privacy.neighbors = parse_neighbors(p.at("neighbors").get<std::string>());
+        privacy.num_share = p.num_share;
+        privacy.mechanism = p.noise.mechanism;
+        privacy.delta = p.noise.delta;
+        privacy.neighbors = p.noise.neighbors;
       }
       return privacy;
     };
@@ -373,23 +395,30 @@ class M2mSketchMethod final : public TypedMethod<M2mContext> {
   }
 
  private:
+  const ParamTable<M2mSketchParams>& param_table() const override { return table_; }
   std::string kind_;
   bool private_;
+  ParamTable<M2mSketchParams> table_;
 };
 
 // Chaudhuri, Monteleoni & Sarwate 2011 (baselines/objective_perturbation.hpp) on the training
 // rows, the whole epsilon; AUC of the margins on the test rows.
-class DpErmMethod final : public TypedMethod<M2mContext> {
+struct DpErmParams {
+  double lambda = 0;
+  static const ParamTable<DpErmParams>& table() {
+    static const auto t = ParamTable<DpErmParams>().add(&DpErmParams::lambda, "lambda", ParamSpec::Kind::PositiveNumber,
+                                                        nullptr, "L2 regulariser Lambda > 0");
+    return t;
+  }
+};
+
+class DpErmMethod final : public TypedMethod<M2mContext, DpErmParams> {
  public:
   std::string name() const override { return "dp_erm"; }
   std::string task() const override { return "m2m"; }
-  std::vector<ParamSpec> parameters() const override {
-    using K = ParamSpec::Kind;
-    return {{"lambda", K::PositiveNumber, nullptr, {}, "L2 regulariser Lambda > 0"}};
-  }
-  void run(const M2mContext& ctx, const CellGroup& group, const Emit& emit) const override {
+  void run(const M2mContext& ctx, const DpErmParams& p, const CellGroup& group, const Emit& emit) const override {
     if (ctx.analysis != "logistic") throw UsageError("dp_erm: only the logistic analysis");
-    const double lambda = group.params.at("lambda").get<double>();
+    const double lambda = p.lambda;
     for (std::size_t i = 0; i < group.cells.size(); ++i) {
       SeededRandom rng(group.cells[i].noise_seed);
       const auto t0 = std::chrono::steady_clock::now();
@@ -407,13 +436,12 @@ class DpErmMethod final : public TypedMethod<M2mContext> {
 };
 
 // Logistic regression on the exact training rows: Figure 4's non-private reference.
-class LogisticNonprivateMethod final : public TypedMethod<M2mContext> {
+class LogisticNonprivateMethod final : public TypedMethod<M2mContext, NoParams> {
  public:
   std::string name() const override { return "logistic_nonprivate"; }
   std::string task() const override { return "m2m"; }
   bool uses_epsilon() const override { return false; }
-  std::vector<ParamSpec> parameters() const override { return {}; }
-  void run(const M2mContext& ctx, const CellGroup& group, const Emit& emit) const override {
+  void run(const M2mContext& ctx, const NoParams&, const CellGroup& group, const Emit& emit) const override {
     if (ctx.analysis != "logistic") throw UsageError("logistic_nonprivate: only the logistic analysis");
     const auto t0 = std::chrono::steady_clock::now();
     CellResult r = evaluate_synthetic(ctx, ctx.sketch_rows.cast<double>());  // the real rows, weight 1/n

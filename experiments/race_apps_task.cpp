@@ -11,6 +11,7 @@
 #include "privrace/core/progress.hpp"
 #include "privrace/privacy/budget.hpp"
 #include "privrace/sketch/builder.hpp"
+#include "race_params.hpp"
 #include "release_sweep.hpp"
 #include "privrace/tasks/race_apps.hpp"
 
@@ -472,54 +473,61 @@ class NeighborsTask final : public Task {
 
 enum class DensityKind { Race, RaceNonPrivate, ExactKde, Histogram, Constant };
 
-class AppMethod final : public TypedMethod<AppContext> {
+// The parameters of every density kind; each kind's table binds those it takes (a RACE
+// sketch: rows, width and, private, the noise; a histogram: bins and neighbors; the references none).
+struct AppParams {
+  std::size_t rows = 0, width = 0;
+  RaceNoise noise;
+  int bins = 0;
+  NeighborRelation neighbors = NeighborRelation::AddRemove;
+  std::string check() const { return noise.check(); }  // the default noise of the other kinds holds
+  static ParamTable<AppParams> table(DensityKind kind) {
+    using P = AppParams;
+    ParamTable<P> t;
+    if (kind == DensityKind::Race || kind == DensityKind::RaceNonPrivate) {
+      t.add(&P::rows, "rows", K::PositiveInt, nullptr, "sketch rows R").add(&P::width, "width", K::PositiveInt, 1000, "sketch columns W");
+      if (kind == DensityKind::Race) t.add(&P::noise, RaceNoise::table());
+    } else if (kind == DensityKind::Histogram) {
+      t.add(&P::bins, "bins", K::PositiveInt, nullptr, "equal-width bins per coordinate on the public box")
+          .add(&P::neighbors, "neighbors", neighbor_choices(), "add-remove", "neighbouring relation");
+    }
+    return t;
+  }
+};
+
+class AppMethod final : public TypedMethod<AppContext, AppParams> {
  public:
-  AppMethod(std::string task, DensityKind kind, std::string name) : task_(std::move(task)), kind_(kind), name_(std::move(name)) {}
+  AppMethod(std::string task, DensityKind kind, std::string name)
+      : task_(std::move(task)), kind_(kind), name_(std::move(name)), table_(AppParams::table(kind)) {}
   std::string name() const override { return name_; }
   std::string task() const override { return task_; }
   bool uses_epsilon() const override { return kind_ == DensityKind::Race || kind_ == DensityKind::Histogram; }
-  std::vector<ParamSpec> parameters() const override {
-    std::vector<ParamSpec> p;
-    if (kind_ == DensityKind::Race || kind_ == DensityKind::RaceNonPrivate) {
-      p.push_back({"rows", K::PositiveInt, nullptr, {}, "sketch rows R"});
-      p.push_back({"width", K::PositiveInt, 1000, {}, "sketch columns W"});
-      if (kind_ == DensityKind::Race)
-        for (auto& n : race_noise_parameters()) p.push_back(std::move(n));
-    } else if (kind_ == DensityKind::Histogram) {
-      p.push_back({"bins", K::PositiveInt, nullptr, {}, "equal-width bins per coordinate on the public box"});
-      p.push_back({"neighbors", K::String, "add-remove", {"add-remove", "replace"}, "neighbouring relation"});
-    }
-    return p;
-  }
-  std::string check(const json& p) const override {
-    if (kind_ == DensityKind::Race) return check_race_noise_parameters(p);
-    return {};
-  }
 
-  void run(const AppContext& ctx, const CellGroup& group, const Emit& emit) const override {
+  void run(const AppContext& ctx, const AppParams& p, const CellGroup& group, const Emit& emit) const override {
     switch (kind_) {
       case DensityKind::Race:
       case DensityKind::RaceNonPrivate:
-        return run_race(ctx, group, emit);
+        return run_race(ctx, p, group, emit);
       case DensityKind::ExactKde:
       case DensityKind::Constant:
         return run_reference(ctx, group, emit);
       case DensityKind::Histogram:
-        return run_histogram(ctx, group, emit);
+        return run_histogram(ctx, p, group, emit);
     }
   }
 
  private:
+  const ParamTable<AppParams>& param_table() const override { return table_; }
+
   // RACE: one exact sketch a group; each epsilon releases a noisy copy (eps = inf: the counts).
-  void run_race(const AppContext& ctx, const CellGroup& group, const Emit& emit) const {
-    const json& p = group.params;
+  void run_race(const AppContext& ctx, const AppParams& p, const CellGroup& group, const Emit& emit) const {
     const auto t0 = std::chrono::steady_clock::now();
     ReleaseParams params;
     params.family.kernel = ctx.kernel.kernel;
     params.family.bandwidth = ctx.kernel.bandwidth;
     params.family.power = ctx.kernel.power;
-    params.family.rows = p.at("rows").get<std::size_t>();
-    params.width = p.at("width").get<std::size_t>();
+    params.family.rows = p.rows;
+    params.width = p.width;
     params.threads = ctx.threads;
     const ExactSketch exact = build_group_exact(params, group, ctx.train);
     const double hash_seconds = seconds_since(t0);
@@ -548,7 +556,7 @@ class AppMethod final : public TypedMethod<AppContext> {
       return;
     }
     sweep_epsilons(
-        exact, group, emit, [&](double epsilon) { return race_privacy_spec(p, epsilon); },
+        exact, group, emit, [&](double epsilon) { return p.noise.privacy(epsilon); },
         [&](const CellRelease<Release>& c) { return score(c.release.sketch(), c.cell, c.noise_seconds); });
   }
 
@@ -575,14 +583,13 @@ class AppMethod final : public TypedMethod<AppContext> {
   // Private histogram density: bins^d equal cells on the public box (one [lower, upper]
   // for every coordinate), counts + discrete Laplace of scale sensitivity / eps
   // (sensitivity 1 add/remove, 2 replace: a record is in one cell; baselines/histogram.hpp).
-  void run_histogram(const AppContext& ctx, const CellGroup& group, const Emit& emit) const {
-    const json& p = group.params;
+  void run_histogram(const AppContext& ctx, const AppParams& p, const CellGroup& group, const Emit& emit) const {
     const double lo = *std::min_element(ctx.box.lower.begin(), ctx.box.lower.end());
     const double hi = *std::max_element(ctx.box.upper.begin(), ctx.box.upper.end());
     const auto t0 = std::chrono::steady_clock::now();
-    const baselines::HistogramRelease hist(ctx.train, baselines::Domain{lo, hi}, p.at("bins").get<int>());
+    const baselines::HistogramRelease hist(ctx.train, baselines::Domain{lo, hi}, p.bins);
     const double build = seconds_since(t0);
-    const double sens = p.at("neighbors") == "replace" ? 2.0 : 1.0;
+    const double sens = p.neighbors == NeighborRelation::Replace ? 2.0 : 1.0;
     for (std::size_t i = 0; i < group.cells.size(); ++i) {
       const PendingCell& cell = group.cells[i];
       SeededRandom rng(cell.noise_seed);
@@ -613,6 +620,7 @@ class AppMethod final : public TypedMethod<AppContext> {
   std::string task_;
   DensityKind kind_;
   std::string name_;
+  ParamTable<AppParams> table_;
 };
 
 }  // namespace

@@ -50,27 +50,39 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 // PrivBayes::network_work; k = 4: 1.9e8), for refusing settings that would run for hours.
 constexpr double kScoreUnitsPerSecond = 2.0e8;
 
-class PrivBayesRegressionMethod final : public TypedMethod<RegressContext> {
+struct PrivBayesRegressionParams {
+  baselines::PrivBayesOptions model;  // degree, bins, beta
+  std::size_t samples = 0;
+  double max_seconds = 0;
+  std::string check() const {
+    if (const std::string e = check_privbayes_beta(model); !e.empty()) return e;
+    if (model.bins < 2) return "bins must be at least 2";
+    return "";
+  }
+  static const ParamTable<PrivBayesRegressionParams>& table() {
+    using K = ParamSpec::Kind;
+    using P = PrivBayesRegressionParams;
+    static const auto t = [] {
+      ParamTable<P> t;
+      add_privbayes_degree_bins(t, &P::model, "equal-width bins per attribute over [-1, 1]")
+          .add(&P::samples, "samples", K::PositiveInt, 10000, "M synthetic rows");
+      add_privbayes_beta(t, &P::model, "share of epsilon for the network (PrivBayes' split)")
+          .add(&P::max_seconds, "max_seconds", K::PositiveNumber, 900.0,
+               "refuse (record the estimate) when scoring would take longer");
+      return t;
+    }();
+    return t;
+  }
+};
+
+class PrivBayesRegressionMethod final : public TypedMethod<RegressContext, PrivBayesRegressionParams> {
  public:
   std::string name() const override { return "privbayes_regression"; }
   std::string task() const override { return "regression"; }
-  std::vector<ParamSpec> parameters() const override {
-    using K = ParamSpec::Kind;
-    return {{"degree", K::PositiveInt, 2, {}, "network degree k (the paper's D)"},
-            {"bins", K::PositiveInt, 16, {}, "equal-width bins per attribute over [-1, 1]"},
-            {"samples", K::PositiveInt, 10000, {}, "M synthetic rows"},
-            {"beta", K::PositiveNumber, 0.3, {}, "share of epsilon for the network (PrivBayes' split)"},
-            {"max_seconds", K::PositiveNumber, 900.0, {}, "refuse (record the estimate) when scoring would take longer"}};
-  }
-  std::string check(const json& p) const override {
-    if (!(p.at("beta").get<double>() < 1)) return "beta must be below 1";
-    if (p.at("bins").get<int>() < 2) return "bins must be at least 2";
-    return "";
-  }
 
-  void run(const RegressContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const json& p = group.params;
-    const baselines::PrivBayesOptions o = privbayes_options(p);
+  void run(const RegressContext& ctx, const PrivBayesRegressionParams& p, const CellGroup& group,
+           const Emit& emit) const override {
+    const baselines::PrivBayesOptions& o = p.model;
     const std::size_t n = static_cast<std::size_t>(ctx.train_x.rows());
     const std::size_t d = static_cast<std::size_t>(ctx.train_x.cols()) + 1;  // features + label
     const double work = baselines::PrivBayes::network_work(n, d, o.degree, o.bins);
@@ -90,13 +102,13 @@ class PrivBayesRegressionMethod final : public TypedMethod<RegressContext> {
     try {
       // Refused before any work: gas (d' = 129, n = 5.4k) at k = 3 is estimated at 3e12 units
       // (~4 hours); at k = 2 (1e10 units) it runs, in 25 s per release here.
-      baselines::refuse_if_infeasible(work, kScoreUnitsPerSecond, p.at("max_seconds").get<double>(),
+      baselines::refuse_if_infeasible(work, kScoreUnitsPerSecond, p.max_seconds,
                                       "privbayes_regression: scoring the Bayesian network");
     } catch (const UsageError& e) {
       refuse(e.what());
       return;
     }
-    const auto samples = p.at("samples").get<std::size_t>();
+    const auto samples = p.samples;
     // The binned table and its mutual-information scores (no randomness) serve every epsilon,
     // repetition and sample size of one (degree, bins, beta): a cell's release_seconds count
     // only the scores it was first to need (scores_computed), so the first cell of a setting
@@ -104,7 +116,7 @@ class PrivBayesRegressionMethod final : public TypedMethod<RegressContext> {
     std::shared_ptr<const baselines::PrivBayes> pb;
     double bin_seconds = 0;
     try {
-      std::tie(pb, bin_seconds) = cache_.get(ctx, json{p.at("degree"), p.at("bins"), p.at("beta")}, [&] {
+      std::tie(pb, bin_seconds) = cache_.get(ctx, json{o.degree, o.bins, o.beta}, [&] {
         // Features and label side by side, the label attribute d' - 1 (float storage, as
         // PrivBayes takes it: only the bin index of each value is used).
         DenseMatrix joint(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(d));

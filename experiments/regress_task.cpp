@@ -8,6 +8,7 @@
 #include "privrace/core/clock.hpp"
 #include "privrace/baselines/linear_regression.hpp"
 #include "privrace/privacy/budget.hpp"
+#include "race_params.hpp"
 #include "release_sweep.hpp"
 #include "privrace/tasks/regress.hpp"
 
@@ -103,35 +104,45 @@ double test_mse(const RegressContext& ctx, const Eigen::VectorXd& theta) {
 // RACE surrogate-loss regression (tasks/regress.hpp). The exact sketch depends only on
 // (R, p, W, pair_mode, seed): built once per group; each epsilon privatizes a copy and
 // minimises its sketched loss.
-class RaceRegressionMethod final : public TypedMethod<RegressContext> {
+struct RaceRegressionParams {
+  std::size_t rows = 0, power = 0, width = 0;
+  PairMode pair_mode = PairMode::Query;
+  std::string optimizer;
+  int max_evaluations = 0;
+  double initial_step = 0, target_scale = 0;
+  RaceNoise noise;
+  std::string check() const { return noise.check(); }
+  static const ParamTable<RaceRegressionParams>& table() {
+    using K = ParamSpec::Kind;
+    using P = RaceRegressionParams;
+    static const auto t =
+        ParamTable<P>()
+            .add(&P::rows, "rows", K::PositiveInt, 1000, "sketch rows R")
+            .add(&P::power, "power", K::PositiveInt, 4, "SRP bits p (W = 2^p)")
+            .add(&P::width, "width", K::PositiveInt, 16, "sketch columns W")
+            .add(&P::pair_mode, "pair_mode", {{"query", PairMode::Query}, {"insert", PairMode::Insert}}, "query",
+                 "insert z and -z (sensitivity 2R) or read q and -q (sensitivity R)")
+            .add(&P::optimizer, "optimizer", K::String, "sbplx", "NLopt derivative-free algorithm",
+                 {"sbplx", "neldermead", "cobyla", "bobyqa"})
+            .add(&P::max_evaluations, "max_evaluations", K::PositiveInt, 3000, "loss evaluations per fit")
+            .add(&P::initial_step, "initial_step", K::PositiveNumber, 0.25, "optimiser's initial step")
+            .add(&P::target_scale, "target_scale", K::PositiveNumber, 1.0,
+                 "sketch z = [x, 1, c y] and divide the fitted model by c (1 = the paper)")
+            .add(&P::noise, RaceNoise::table());
+    return t;
+  }
+};
+
+class RaceRegressionMethod final : public TypedMethod<RegressContext, RaceRegressionParams> {
  public:
   std::string name() const override { return "race_regression"; }
   std::string task() const override { return "regression"; }
-  std::vector<ParamSpec> parameters() const override {
-    using K = ParamSpec::Kind;
-    std::vector<ParamSpec> params = {
-        {"rows", K::PositiveInt, 1000, {}, "sketch rows R"},
-        {"power", K::PositiveInt, 4, {}, "SRP bits p (W = 2^p)"},
-        {"width", K::PositiveInt, 16, {}, "sketch columns W"},
-        {"pair_mode", K::String, "query", {"query", "insert"}, "insert z and -z (sensitivity 2R) or read q and -q (sensitivity R)"},
-        {"optimizer", K::String, "sbplx", {"sbplx", "neldermead", "cobyla", "bobyqa"}, "NLopt derivative-free algorithm"},
-        {"max_evaluations", K::PositiveInt, 3000, {}, "loss evaluations per fit"},
-        {"initial_step", K::PositiveNumber, 0.25, {}, "optimiser's initial step"},
-        {"target_scale", K::PositiveNumber, 1.0, {}, "sketch z = [x, 1, c y] and divide the fitted model by c (1 = the paper)"},
-    };
-    for (auto& noise : race_noise_parameters()) params.push_back(std::move(noise));
-    return params;
-  }
-  std::string check(const json& p) const override {
-    return check_race_noise_parameters(p);
-  }
-  void run(const RegressContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const json& p = group.params;
+  void run(const RegressContext& ctx, const RaceRegressionParams& p, const CellGroup& group, const Emit& emit) const override {
     SurrogateSpec spec;
-    spec.rows = p.at("rows").get<std::size_t>();
-    spec.power = p.at("power").get<std::size_t>();
-    spec.width = p.at("width").get<std::size_t>();
-    spec.pair_mode = parse_pair_mode(p.at("pair_mode").get<std::string>());
+    spec.rows = p.rows;
+    spec.power = p.power;
+    spec.width = p.width;
+    spec.pair_mode = p.pair_mode;
     spec.seed = group_hash_seed(group);
     spec.threads = ctx.threads;
     const auto t0 = std::chrono::steady_clock::now();
@@ -139,21 +150,21 @@ class RaceRegressionMethod final : public TypedMethod<RegressContext> {
     // 1 + |theta|^2 + b^2 pulls the minimiser towards total least squares when the coefficients
     // are large; a public factor c < 1 on y shrinks them (theta' = c theta) at the price of a
     // flatter loss (differences scale with c^2). c = 1 is the paper's construction.
-    const double c = p.at("target_scale").get<double>();
+    const double c = p.target_scale;
     const DenseMatrix z = surrogate_inputs(ctx.train_x, c * ctx.train_y);
     const ExactSketch exact = build_surrogate_exact(z, spec);
     const double sketch_seconds = seconds_since(t0);
     SurrogateFitOptions fo;
-    fo.algorithm = p.at("optimizer").get<std::string>();
-    fo.max_evaluations = p.at("max_evaluations").get<int>();
-    fo.initial_step = p.at("initial_step").get<double>();
-    const auto spec_of = [&](double epsilon) { return race_privacy_spec(p, epsilon); };
+    fo.algorithm = p.optimizer;
+    fo.max_evaluations = p.max_evaluations;
+    fo.initial_step = p.initial_step;
+    const auto spec_of = [&](double epsilon) { return p.noise.privacy(epsilon); };
     sweep_epsilons(exact, group, emit, spec_of, [&](const CellRelease<Release>& cell) {
       const RaceSketch& sketch = cell.release.sketch();
       const auto t2 = std::chrono::steady_clock::now();
       const SurrogateFit fit = fit_surrogate(sketch, fo);
       const double fit_seconds = seconds_since(t2);
-      const NeighborRelation neighbors = parse_neighbors(p.at("neighbors").get<std::string>());
+      const NeighborRelation neighbors = p.noise.neighbors;
       CellResult r;
       r.metrics = {{"mse", test_mse(ctx, fit.theta / c)}};
       r.build_seconds = sketch_seconds + cell.noise_seconds + fit_seconds;
@@ -174,16 +185,22 @@ class RaceRegressionMethod final : public TypedMethod<RegressContext> {
 using BaselineFn = std::function<LinearModel(const DoubleMatrix&, const Eigen::VectorXd&, double, double, RandomSource&)>;
 
 // Wang 2018's private baselines (baselines/linear_regression.hpp), delta = 1e-6 by default.
-class WangBaselineMethod final : public TypedMethod<RegressContext> {
+struct WangBaselineParams {
+  double delta = 0;
+  static const ParamTable<WangBaselineParams>& table() {
+    static const auto t = ParamTable<WangBaselineParams>().add(&WangBaselineParams::delta, "delta", ParamSpec::Kind::PositiveNumber,
+                                                               1e-6, "delta of (eps, delta)-DP");
+    return t;
+  }
+};
+
+class WangBaselineMethod final : public TypedMethod<RegressContext, WangBaselineParams> {
  public:
   WangBaselineMethod(std::string name, BaselineFn fn) : name_(std::move(name)), fn_(std::move(fn)) {}
   std::string name() const override { return name_; }
   std::string task() const override { return "regression"; }
-  std::vector<ParamSpec> parameters() const override {
-    return {{"delta", ParamSpec::Kind::PositiveNumber, 1e-6, {}, "delta of (eps, delta)-DP"}};
-  }
-  void run(const RegressContext& ctx, const CellGroup& group, const Emit& emit) const override {
-    const double delta = group.params.at("delta").get<double>();
+  void run(const RegressContext& ctx, const WangBaselineParams& p, const CellGroup& group, const Emit& emit) const override {
+    const double delta = p.delta;
     for (std::size_t i = 0; i < group.cells.size(); ++i) {
       const PendingCell& cell = group.cells[i];
       SeededRandom rng(cell.noise_seed);
@@ -203,14 +220,13 @@ class WangBaselineMethod final : public TypedMethod<RegressContext> {
 };
 
 // Non-private references: least squares and the trivial predictor (0 = the training mean).
-class ReferenceMethod final : public TypedMethod<RegressContext> {
+class ReferenceMethod final : public TypedMethod<RegressContext, NoParams> {
  public:
   explicit ReferenceMethod(bool trivial) : trivial_(trivial) {}
   std::string name() const override { return trivial_ ? "trivial" : "least_squares"; }
   std::string task() const override { return "regression"; }
-  std::vector<ParamSpec> parameters() const override { return {}; }
   bool uses_epsilon() const override { return false; }
-  void run(const RegressContext& ctx, const CellGroup& group, const Emit& emit) const override {
+  void run(const RegressContext& ctx, const NoParams&, const CellGroup& group, const Emit& emit) const override {
     const auto t0 = std::chrono::steady_clock::now();
     const LinearModel m = trivial_ ? trivial_predictor(ctx.train_x) : least_squares(ctx.train_x, ctx.train_y);
     const double build = seconds_since(t0);

@@ -35,9 +35,6 @@ ExactSketch build_group_exact(ReleaseParams params, const CellGroup& group, cons
   return build_exact(params, MasterSeed::of(group.seed, true), records);
 }
 
-// The privacy spec of a method with race_noise_parameters() (mechanism, delta, neighbors).
-PrivacySpec race_privacy_spec(const json& params, double epsilon);
-
 // What a method scores: the cell, its release and the seconds its noise took.
 template <class Released>
 struct CellRelease {

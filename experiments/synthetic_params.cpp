@@ -1,22 +1,21 @@
 #include "synthetic_params.hpp"
 
+#include <type_traits>
+
 #include "privrace/core/error.hpp"
 
 namespace privrace::experiments {
 namespace {
 
-// Assigns `value` to `field` when `key` is `name`.
-template <class T>
-bool read_synthetic_option(const std::string& key, const json& value, const char* name, T& field) {
-  if (key != name) return false;
-  field = value.get<T>();
-  return true;
-}
-
-// Whether `key` is an option of `generator`, assigned from `v` when it is.
-bool assign_synthetic_option(const std::string& generator, const std::string& key, const json& v,
-                             baselines::SyntheticOptions& o) {
-  const auto r = [&](const char* name, auto& field) { return read_synthetic_option(key, v, name, field); };
+// Calls f(field) on the option `key` of `generator` and returns true, or returns false when
+// the generator has no such option.
+template <class F>
+bool visit_synthetic_option(const std::string& generator, const std::string& key, baselines::SyntheticOptions& o, F&& f) {
+  const auto r = [&](const char* name, auto& field) {
+    if (key != name) return false;
+    f(field);
+    return true;
+  };
   if (generator == "dp_copula") {
     auto& d = o.dp_copula;
     return r("bins", d.bins) || r("marginal_ratio", d.marginal_ratio) || r("min_eigenvalue", d.min_eigenvalue);
@@ -47,13 +46,30 @@ bool assign_synthetic_option(const std::string& generator, const std::string& ke
 
 }  // namespace
 
+ParamTable<baselines::SyntheticOptions> synthetic_table(const std::string& generator,
+                                                        const std::vector<ParamSpec>& hyperparameters) {
+  using O = baselines::SyntheticOptions;
+  ParamTable<O> table;
+  for (const auto& spec : hyperparameters) {
+    O probe;
+    if (!visit_synthetic_option(generator, spec.name, probe, [](auto&) {}))
+      throw Error("synthetic data: parameter '" + spec.name + "' is no option of the " + generator + " generator");
+    table.add(
+        spec,
+        [generator, name = spec.name](O& o, const json& v) {
+          visit_synthetic_option(generator, name, o, [&](auto& field) { field = v.get<std::decay_t<decltype(field)>>(); });
+        },
+        [generator, name = spec.name](const O& o, json& v) {
+          O copy = o;
+          visit_synthetic_option(generator, name, copy, [&](auto& field) { v = field; });
+        });
+  }
+  return table;
+}
+
 baselines::SyntheticOptions synthetic_options(const std::string& generator, const std::vector<ParamSpec>& hyperparameters,
                                               const json& params) {
-  baselines::SyntheticOptions o;
-  for (const auto& spec : hyperparameters)
-    if (!assign_synthetic_option(generator, spec.name, params.at(spec.name), o))
-      throw Error("synthetic data: parameter '" + spec.name + "' is no option of the " + generator + " generator");
-  return o;
+  return synthetic_table(generator, hyperparameters).decode(params);
 }
 
 }  // namespace privrace::experiments
