@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "privrace/core/error.hpp"
+#include "privrace/core/random.hpp"
 #include "privrace/lsh/family.hpp"
 #include "privrace/lsh/families.hpp"
 #include "test_util.hpp"
@@ -138,6 +139,50 @@ TEST(Families, BatchHashingEqualsOneByOneAndRowRanges) {
     }
     f->hash_dense(x, part, 10, 30);
     EXPECT_EQ(part, all.middleRows(10, 20));
+  }
+}
+
+// A signed bucket index's column from its 32-bit form equals the column of its 64-bit code,
+// for random hash constants and widths, at the edges of the int32 range and around 0.
+TEST(ColumnHash, OfIndexEqualsTheHashOfTheSignExtendedCode) {
+  SeededRandom rng(17);
+  std::vector<std::int32_t> indices = {0, 1, -1, 2, -2, INT32_MAX, INT32_MIN, INT32_MAX - 1, INT32_MIN + 1, 1 << 30, -(1 << 30)};
+  for (int i = 0; i < 2000; ++i) indices.push_back(static_cast<std::int32_t>(static_cast<std::uint32_t>(rng.next())));
+  for (int t = 0; t < 500; ++t) {
+    const ColumnHash h{.a0 = rng.next(), .a1 = rng.next(), .b = rng.next(), .width = 1 + rng.below(1u << 20)};
+    for (const std::int32_t v : indices)
+      ASSERT_EQ(h.of_index(v), h(static_cast<std::uint64_t>(static_cast<std::int64_t>(v)))) << "index " << v << " trial " << t;
+  }
+}
+
+// The fused columns of a dense batch (PStableL2's one pass from its projections; the default
+// through hash_dense for the others) equal hash_dense's codes through the column hashes: every
+// kernel and power, batch sizes around the tile, row ranges, and points far enough out that
+// their bucket indices saturate at +-2^30.
+TEST(Families, DenseColumnsEqualCodesThroughTheColumnHashes) {
+  DenseMatrix x = privrace::testing::clustered_points(1100, 3, 4);
+  x(3, 0) = 3e9f;  // saturates: +2^30 widths
+  x(4, 1) = -3e9f;
+  x(5, 2) = -0.0f;
+  SeededRandom rng(3);
+  std::vector<ColumnHash> hashes(64);
+  for (auto& h : hashes) h = {.a0 = rng.next(), .a1 = rng.next(), .b = rng.next(), .width = 1 + rng.below(5000)};
+  for (const std::string kernel : {"l2", "angular"}) {
+    for (const std::size_t power : {1u, 3u}) {
+      const auto f = make_family(FamilySpec{.kernel = parse_kernel(kernel), .bandwidth = 0.7, .power = power, .rows = 64, .dim = 3, .seed = 9});
+      for (const Eigen::Index n : {Eigen::Index{1}, Eigen::Index{511}, Eigen::Index{512}, Eigen::Index{1100}}) {
+        for (const auto& [r0, r1] : {std::pair<std::size_t, std::size_t>{0, 64}, {13, 30}}) {
+          CodeMatrix codes, scratch;
+          f->hash_dense(x.topRows(n), codes, r0, r1);
+          std::vector<std::uint32_t> cols((r1 - r0) * static_cast<std::size_t>(n));
+          f->dense_columns(x.topRows(n), hashes.data() + r0, cols.data(), r0, r1, scratch);
+          for (std::size_t r = 0; r < r1 - r0; ++r)
+            for (Eigen::Index i = 0; i < n; ++i)
+              ASSERT_EQ(cols[r * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)], hashes[r0 + r](codes(static_cast<Eigen::Index>(r), i)))
+                  << kernel << " power " << power << " n " << n << " row " << r0 + r << " point " << i;
+        }
+      }
+    }
   }
 }
 

@@ -14,10 +14,14 @@ class PStableL2 final : public LshFamily {
   std::size_t dim() const override { return dim_; }
   void hash_dense(const DenseRef& batch, CodeMatrix& codes, std::size_t row_begin, std::size_t row_end) const override;
   using LshFamily::hash_dense;
+  void dense_columns(const DenseRef& batch, const ColumnHash* hashes, std::uint32_t* cols, std::size_t row_begin,
+                     std::size_t row_end, CodeMatrix& codes) const override;
   double kernel_dense(std::span<const double> x, std::span<const double> q) const override;
   nlohmann::json params() const override;
 
  private:
+  // (row_end - row_begin) p x n projections of the batch in units of w (a thread-local buffer).
+  const DenseMatrix& project(const DenseRef& batch, std::size_t row_begin, std::size_t row_end) const;
   std::size_t dim_, power_;
   double width_;
   DenseMatrix projections_;    // (R p) x d, pre-divided by w

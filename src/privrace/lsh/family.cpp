@@ -12,6 +12,17 @@ namespace privrace {
 void LshFamily::hash_dense(const DenseRef&, CodeMatrix&, std::size_t, std::size_t) const {
   throw UsageError("kernel '" + kernel_name() + "' hashes sets, not dense rows");
 }
+void LshFamily::dense_columns(const DenseRef& batch, const ColumnHash* hashes, std::uint32_t* cols, std::size_t row_begin,
+                              std::size_t row_end, CodeMatrix& codes) const {
+  hash_dense(batch, codes, row_begin, row_end);
+  const Eigen::Index n = codes.cols();
+  for (std::size_t r = 0; r < row_end - row_begin; ++r) {
+    const std::uint64_t* in = codes.row(static_cast<Eigen::Index>(r)).data();
+    std::uint32_t* out = cols + r * static_cast<std::size_t>(n);
+    const ColumnHash h = hashes[r];
+    for (Eigen::Index i = 0; i < n; ++i) out[i] = h(in[i]);
+  }
+}
 void LshFamily::hash_sets(const SetBatch&, CodeMatrix&, std::size_t, std::size_t) const {
   throw UsageError("kernel '" + kernel_name() + "' hashes dense rows, not sets");
 }

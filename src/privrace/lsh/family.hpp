@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "privrace/core/types.hpp"
+#include "privrace/lsh/column_hash.hpp"
 
 namespace privrace {
 
@@ -64,6 +65,12 @@ class LshFamily {
   virtual void hash_dense(const DenseRef& batch, CodeMatrix& codes, std::size_t row_begin, std::size_t row_end) const;
   virtual void hash_sets(const SetBatch& batch, CodeMatrix& codes, std::size_t row_begin, std::size_t row_end) const;
   void hash_dense(const DenseRef& batch, CodeMatrix& codes) const { hash_dense(batch, codes, 0, rows_); }
+  // A RACE sketch's columns of a dense batch for rows [row_begin, row_end): point i's code in
+  // row r through hashes[r - row_begin], stored at cols[(r - row_begin) n + i]. Exactly
+  // hash_dense followed by the column hashes (the default, with `codes` as scratch); a family
+  // may fuse the two passes (PStableL2: one pass from its projections, no 64-bit code matrix).
+  virtual void dense_columns(const DenseRef& batch, const ColumnHash* hashes, std::uint32_t* cols, std::size_t row_begin,
+                             std::size_t row_end, CodeMatrix& codes) const;
   void hash_sets(const SetBatch& batch, CodeMatrix& codes) const { hash_sets(batch, codes, 0, rows_); }
 
   // Exact collision probability of one row's hash.

@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "privrace/lsh/families.hpp"
@@ -17,7 +19,19 @@ PStableL2::PStableL2(std::size_t rows, std::size_t dim, double width, std::size_
   projections_t_ = projections_.transpose();
 }
 
-void PStableL2::hash_dense(const DenseRef& batch, CodeMatrix& codes, std::size_t row_begin, std::size_t row_end) const {
+namespace {
+// Bucket indices saturate at +-2^30 widths from the origin (float -> int32 conversion); data
+// that far out along a projection shares the extreme bucket.
+constexpr float kLimit = 1073741824.0f;
+inline std::int32_t bucket(float projection, float offset) {
+  return static_cast<std::int32_t>(std::clamp(std::floor(projection + offset), -kLimit, kLimit));
+}
+inline std::uint64_t code_of(std::int32_t index) {
+  return static_cast<std::uint64_t>(static_cast<std::int64_t>(index));
+}
+}  // namespace
+
+const DenseMatrix& PStableL2::project(const DenseRef& batch, std::size_t row_begin, std::size_t row_end) const {
   const Eigen::Index n = batch.rows();
   const auto p = static_cast<Eigen::Index>(power_);
   const auto nrows = static_cast<Eigen::Index>(row_end - row_begin);
@@ -31,19 +45,22 @@ void PStableL2::hash_dense(const DenseRef& batch, CodeMatrix& codes, std::size_t
   } else {
     proj.noalias() = projections_.middleRows(first, nrows * p) * batch.transpose();
   }
+  return proj;
+}
+
+void PStableL2::hash_dense(const DenseRef& batch, CodeMatrix& codes, std::size_t row_begin, std::size_t row_end) const {
+  const Eigen::Index n = batch.rows();
+  const auto p = static_cast<Eigen::Index>(power_);
+  const auto nrows = static_cast<Eigen::Index>(row_end - row_begin);
+  const auto first = static_cast<Eigen::Index>(row_begin) * p;
+  const DenseMatrix& proj = project(batch, row_begin, row_end);
   codes.resize(nrows, n);
-  // Bucket indices saturate at +-2^30 widths from the origin (float -> int32 conversion);
-  // data that far out along a projection shares the extreme bucket.
-  constexpr float kLimit = 1073741824.0f;
   if (n == 1 && power_ == 1) {
     // A single query: one vector loop over the rows instead of R one-element loops.
     std::uint64_t* out = codes.data();
     const float* pr = proj.data();
     const float* b = offsets_.data() + first;
-    for (Eigen::Index r = 0; r < nrows; ++r) {
-      const float v = std::clamp(std::floor(pr[r] + b[r]), -kLimit, kLimit);  // NOLINT: vector loop
-      out[r] = static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<std::int32_t>(v)));
-    }
+    for (Eigen::Index r = 0; r < nrows; ++r) out[r] = code_of(bucket(pr[r], b[r]));  // NOLINT: vector loop
     return;
   }
   for (Eigen::Index r = 0; r < nrows; ++r) {
@@ -53,16 +70,46 @@ void PStableL2::hash_dense(const DenseRef& batch, CodeMatrix& codes, std::size_t
       const float* proj_row = proj.row(k).data();
       const float b = offsets_[first + k];
       if (j == 0) {
-        for (Eigen::Index i = 0; i < n; ++i) {
-          const float v = std::clamp(std::floor(proj_row[i] + b), -kLimit, kLimit);
-          out[i] = static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<std::int32_t>(v)));
-        }
+        for (Eigen::Index i = 0; i < n; ++i) out[i] = code_of(bucket(proj_row[i], b));
       } else {
-        for (Eigen::Index i = 0; i < n; ++i) {
-          const float v = std::clamp(std::floor(proj_row[i] + b), -kLimit, kLimit);
-          out[i] = combine_code(out[i], static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<std::int32_t>(v))));
-        }
+        for (Eigen::Index i = 0; i < n; ++i) out[i] = combine_code(out[i], code_of(bucket(proj_row[i], b)));
       }
+    }
+  }
+}
+
+void PStableL2::dense_columns(const DenseRef& batch, const ColumnHash* hashes, std::uint32_t* cols, std::size_t row_begin,
+                              std::size_t row_end, CodeMatrix& codes) const {
+  const Eigen::Index n = batch.rows();
+  if (power_ != 1 || n == 1) {  // concatenated codes, or a single point: through the codes
+    LshFamily::dense_columns(batch, hashes, cols, row_begin, row_end, codes);
+    return;
+  }
+  // The same projections as hash_dense (the same GEMM call); then, a tile of points at a time
+  // in L1-resident buffers, bucket(x) in two vector loops and the column in a third. No 64-bit
+  // code is stored and read back. GCC vectorises neither std::floor (under its default
+  // -ftrapping-math) nor a clamp followed by conversions in one loop, hence the split:
+  //   v = clamp(x + b, -2^30, 2^30); t = (int32) v (truncation); floor = t - 1 if v < t else t.
+  // Equal to bucket(): for |v| < 2^24 the float t is exact; above, v is an integer (t = v). The
+  // sign of v - t (exact or not, a non-zero difference never rounds to 0) is its top bit.
+  const DenseMatrix& proj = project(batch, row_begin, row_end);
+  const auto un = static_cast<std::size_t>(n);
+  constexpr std::size_t kTile = 512;
+  alignas(64) float clamped[kTile];
+  alignas(64) std::int32_t index[kTile];
+  for (std::size_t r = 0; r < row_end - row_begin; ++r) {
+    const float* proj_row = proj.row(static_cast<Eigen::Index>(r)).data();
+    const float b = offsets_[static_cast<Eigen::Index>(row_begin + r)];
+    const ColumnHash h = hashes[r];
+    std::uint32_t* out = cols + r * un;
+    for (std::size_t start = 0; start < un; start += kTile) {
+      const std::size_t len = std::min(kTile, un - start);
+      for (std::size_t i = 0; i < len; ++i) clamped[i] = std::min(std::max(proj_row[start + i] + b, -kLimit), kLimit);
+      for (std::size_t i = 0; i < len; ++i) {
+        const auto t = static_cast<std::int32_t>(clamped[i]);
+        index[i] = t + (std::bit_cast<std::int32_t>(clamped[i] - static_cast<float>(t)) >> 31);
+      }
+      for (std::size_t i = 0; i < len; ++i) out[start + i] = h.of_index(index[i]);
     }
   }
 }

@@ -59,23 +59,16 @@ void RaceSketch::columns_of(const ColumnHash& h, const std::uint64_t* codes, std
   }
 }
 
-void RaceSketch::add_codes(const CodeMatrix& codes, std::size_t row_begin, std::size_t row_end) {
-  const Eigen::Index n = codes.cols();
-  const bool mirrored = family_->mirrored_inserts();
+void RaceSketch::count_columns(const std::uint32_t* cols, std::size_t n, std::size_t row_begin, std::size_t row_end) {
   // Row-outer loop: one count row (W int64) stays in L1 while a whole batch lands in it.
   // Four rows are incremented together: clustered data sends consecutive points to the same
   // counter, and four independent load-add-store chains hide that store-forwarding latency.
   constexpr std::size_t kGroup = 4;
-  thread_local std::vector<std::uint32_t> cols;
-  thread_local std::vector<std::uint64_t> mirror_codes;
-  cols.resize(kGroup * static_cast<std::size_t>(n));
   std::size_t r = row_begin;
   for (; r + kGroup <= row_end; r += kGroup) {
-    for (std::size_t j = 0; j < kGroup; ++j)
-      columns_of(columns_[r + j], codes.row(static_cast<Eigen::Index>(r + j - row_begin)).data(), cols.data() + j * n, n);
     std::int64_t *c0 = row(r), *c1 = row(r + 1), *c2 = row(r + 2), *c3 = row(r + 3);
-    const std::uint32_t *k0 = cols.data(), *k1 = k0 + n, *k2 = k1 + n, *k3 = k2 + n;
-    for (Eigen::Index i = 0; i < n; ++i) {
+    const std::uint32_t *k0 = cols + (r - row_begin) * n, *k1 = k0 + n, *k2 = k1 + n, *k3 = k2 + n;
+    for (std::size_t i = 0; i < n; ++i) {
       ++c0[k0[i]];
       ++c1[k1[i]];
       ++c2[k2[i]];
@@ -84,18 +77,34 @@ void RaceSketch::add_codes(const CodeMatrix& codes, std::size_t row_begin, std::
   }
   for (; r < row_end; ++r) {
     std::int64_t* counts = row(r);
-    columns_of(columns_[r], codes.row(static_cast<Eigen::Index>(r - row_begin)).data(), cols.data(), n);
-    for (Eigen::Index i = 0; i < n; ++i) ++counts[cols[static_cast<std::size_t>(i)]];
+    const std::uint32_t* k = cols + (r - row_begin) * n;
+    for (std::size_t i = 0; i < n; ++i) ++counts[k[i]];
+  }
+}
+
+void RaceSketch::add_codes(const CodeMatrix& codes, std::size_t row_begin, std::size_t row_end) {
+  const Eigen::Index n = codes.cols();
+  const auto un = static_cast<std::size_t>(n);
+  const bool mirrored = family_->mirrored_inserts();
+  // Columns of four rows at a time (they stay in cache), then counted together.
+  constexpr std::size_t kGroup = 4;
+  thread_local std::vector<std::uint32_t> cols;
+  thread_local std::vector<std::uint64_t> mirror_codes;
+  cols.resize(kGroup * un);
+  for (std::size_t r = row_begin; r < row_end; r += kGroup) {
+    const std::size_t end = std::min(row_end, r + kGroup);
+    for (std::size_t j = r; j < end; ++j)
+      columns_of(columns_[j], codes.row(static_cast<Eigen::Index>(j - row_begin)).data(), cols.data() + (j - r) * un, n);
+    count_columns(cols.data(), un, r, end);
   }
   if (mirrored) {
     // The regression sketch also inserts -x: its code is the mirror of x's code.
-    mirror_codes.resize(static_cast<std::size_t>(n));
+    mirror_codes.resize(un);
     for (std::size_t rr = row_begin; rr < row_end; ++rr) {
       const std::uint64_t* c = codes.row(static_cast<Eigen::Index>(rr - row_begin)).data();
       for (Eigen::Index i = 0; i < n; ++i) mirror_codes[static_cast<std::size_t>(i)] = family_->mirror(c[i]);
       columns_of(columns_[rr], mirror_codes.data(), cols.data(), n);
-      std::int64_t* counts = row(rr);
-      for (Eigen::Index i = 0; i < n; ++i) ++counts[cols[static_cast<std::size_t>(i)]];
+      count_columns(cols.data(), un, rr, rr + 1);
     }
   }
 }
@@ -105,8 +114,17 @@ void RaceSketch::add_dense_rows(const DenseRef& batch, std::size_t row_begin, st
     family_->accumulate_dense(batch, row(row_begin), width_, row_begin, row_end);
     return;
   }
-  family_->hash_dense(batch, codes, row_begin, row_end);
-  add_codes(codes, row_begin, row_end);
+  if (direct_columns_ || family_->mirrored_inserts()) {
+    family_->hash_dense(batch, codes, row_begin, row_end);
+    add_codes(codes, row_begin, row_end);
+    return;
+  }
+  // Columns straight from the family (PStableL2 fuses bucket and column hash), then counted.
+  const auto n = static_cast<std::size_t>(batch.rows());
+  thread_local std::vector<std::uint32_t> cols;
+  cols.resize((row_end - row_begin) * n);
+  family_->dense_columns(batch, columns_.data() + row_begin, cols.data(), row_begin, row_end, codes);
+  count_columns(cols.data(), n, row_begin, row_end);
 }
 
 void RaceSketch::insert_dense(const DenseRef& batch) {

@@ -53,6 +53,8 @@ class RaceSketch {
   void insert_sets(const SetBatch& batch);
   // Increment rows [row_begin, row_end) with codes (rows x batch, row 0 of `codes` = row_begin).
   void add_codes(const CodeMatrix& codes, std::size_t row_begin, std::size_t row_end);
+  // counts(r, cols[(r - row_begin) n + i]) += 1 for every row r in [row_begin, row_end), i < n.
+  void count_columns(const std::uint32_t* cols, std::size_t n, std::size_t row_begin, std::size_t row_end);
 
   // Adds other's counts. Throws InputError naming the first differing field (kernel, seed, ...).
   void merge(const RaceSketch& other);
