@@ -2,11 +2,13 @@
 // latency, merge, privatization, thread scaling, and large zeroed arrays made, written and
 // released again as an experiment does per cell (kept blocks reused or not, one run). Report medians:
 //   build/bench/bench_engine --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+#include <array>
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
 #include "privrace/core/random.hpp"
 #include "privrace/core/zeroed_pages.hpp"
+#include "privrace/io/sketch_file.hpp"
 #include "privrace/lsh/family.hpp"
 #include "privrace/lsh/gaussian.hpp"
 #include "privrace/privacy/mechanisms.hpp"
@@ -137,21 +139,61 @@ BENCHMARK_CAPTURE(BM_Privatize, discrete_laplace, NoiseMechanism::DiscreteLaplac
 BENCHMARK_CAPTURE(BM_Privatize, floored_laplace, NoiseMechanism::FlooredLaplace)->Unit(benchmark::kMillisecond);
 
 // One exact discrete Laplace draw at scale 2000 (R = 2000, eps = 1): the Bernoulli(exp)
-// construction (baseline) against table inversion, from the CSPRNG and from the seeded stream.
+// construction (range(0) = 0), table inversion as add_to draws it (1: the compact levels of
+// 2^8, 32-bit first reads) and the former bulk form (2: one level of 2^15 entries, 64-bit
+// reads, ExactGeometric::sample, its loop as add_to had it), from the CSPRNG and from the
+// seeded stream (range(1)).
 static void BM_DiscreteLaplaceDraw(benchmark::State& state) {
   const DiscreteLaplace noise(2000.0);
   const auto table = noise.bulk_sampler();
-  const bool use_table = state.range(0) == 1;
+  const int form = static_cast<int>(state.range(0));
   std::unique_ptr<RandomSource> rng = make_noise_source(state.range(1) == 1, 7);
   std::vector<std::int64_t> counts(4096, 0);
+  struct Batch {  // the former add_to's batch
+    RandomSource& rng;
+    std::array<std::uint64_t, 256> words;
+    std::size_t pos = 256;
+    std::uint64_t signs = 0;
+    int signs_left = 0;
+    std::uint64_t next() {
+      if (pos == words.size()) {
+        rng.take(words.data(), words.size());
+        pos = 0;
+      }
+      return words[pos++];
+    }
+    std::uint64_t bit() {
+      if (signs_left == 0) {
+        signs = next();
+        signs_left = 64;
+      }
+      const std::uint64_t b = signs & 1;
+      signs >>= 1;
+      --signs_left;
+      return b;
+    }
+  };
   for (auto _ : state) {
-    noise.add_to(counts, *rng, use_table ? table.get() : nullptr);
+    if (form == 2) {
+      Batch batch{*rng, {}};
+      for (auto& c : counts)
+        for (;;) {
+          const std::uint64_t m = table->sample(batch, *rng);
+          const std::uint64_t negative = batch.bit();
+          if (negative && m == 0) continue;
+          c += static_cast<std::int64_t>((m ^ (0 - negative)) + negative);
+          break;
+        }
+    } else {
+      noise.add_to(counts, *rng, form == 1 ? table.get() : nullptr);
+    }
     benchmark::DoNotOptimize(counts.data());
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * 4096);
-  state.SetLabel(std::string(use_table ? "table" : "bernoulli_exp") + (state.range(1) == 1 ? ", seeded" : ", csprng"));
+  state.SetLabel(std::string(form == 1 ? "table" : form == 2 ? "table_2^16_levels_64bit" : "bernoulli_exp") +
+                 (state.range(1) == 1 ? ", seeded" : ", csprng"));
 }
-BENCHMARK(BM_DiscreteLaplaceDraw)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DiscreteLaplaceDraw)->ArgsProduct({{0, 1, 2}, {0, 1}})->Unit(benchmark::kMicrosecond);
 
 // range(0): MiB of int64 counts (128: a PrivBayes table of 16^6 cells; 1536: a graph sketch of
 // R = 2000, W = 100k); range(1): 0 = every block fresh (page cache limit 0), 1 = kept blocks
@@ -170,5 +212,70 @@ static void BM_LargeZeroedArray(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * 8));
 }
 BENCHMARK(BM_LargeZeroedArray)->ArgsProduct({{128, 1536}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The noise of a wide sketch at the scale of Slashdot's (R = 2000, eps = 1: scale 2000), per
+// count, on 2000 x 10,000 counts (160 MB: out of cache, as in `privrace sketch`), through the
+// release path's privatize on range(0) threads. Items: counts.
+static void BM_PrivatizeWide(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  const auto family = family_for("l2", 2000, 3);
+  RaceSketch s(family, 10000);
+  for (auto _ : state) {
+    state.PauseTiming();
+    RaceSketch copy(family, 10000);
+    state.ResumeTiming();
+    privatize(copy, {.epsilon = 1.0}, {});
+    benchmark::DoNotOptimize(copy.counts().data());
+  }
+  omp_set_num_threads(saved);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * 2000 * 10000);
+}
+BENCHMARK(BM_PrivatizeWide)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Encoding of noisy counts (scale 2000, as Slashdot's) for the sketch file, on range(0)
+// threads: 2^24 counts (128 MiB of int64). Bytes: the int64 counts in; the label says the
+// encoded size per count.
+static void BM_EncodeCounts(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  const std::size_t n = std::size_t{1} << 24;
+  std::vector<std::int64_t> counts(n, 40);
+  const DiscreteLaplace noise(2000.0);
+  SeededRandom rng(3);
+  noise.add_to(counts, rng, noise.bulk_sampler().get());
+  std::uint64_t bytes = 0;
+  for (auto _ : state) {
+    const EncodedCountBlocks blocks = encode_count_blocks(counts);
+    bytes = blocks.frame_bytes();
+    benchmark::DoNotOptimize(bytes);
+  }
+  omp_set_num_threads(saved);
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * 8));
+  state.counters["encoded_bytes_per_s"] =
+      benchmark::Counter(static_cast<double>(bytes) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.SetLabel(std::to_string(static_cast<double>(bytes) / static_cast<double>(n)) + " bytes/count");
+}
+BENCHMARK(BM_EncodeCounts)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Decoding the same (a reader's cost).
+static void BM_DecodeCounts(benchmark::State& state) {
+  const std::size_t n = std::size_t{1} << 24;
+  std::vector<std::int64_t> counts(n, 40);
+  const DiscreteLaplace noise(2000.0);
+  SeededRandom rng(3);
+  noise.add_to(counts, rng, noise.bulk_sampler().get());
+  const EncodedCountBlocks blocks = encode_count_blocks(counts);
+  std::vector<std::int64_t> out(n);
+  for (auto _ : state) {
+    decode_count_blocks(blocks, out, "bench");
+    benchmark::DoNotOptimize(out.data());
+  }
+  if (out != counts) state.SkipWithError("decoded counts differ");
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * 8));
+}
+BENCHMARK(BM_DecodeCounts)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -233,3 +233,177 @@ TEST(ExactGeometric, DigitsAndRestartsComposeTheSample) {
   ScriptedRandom digits({lv[0].hi[7] + 1, lv[1].hi[3] + 1, lv[2].hi[2] + 1});
   EXPECT_EQ(three.sample(digits), 7u + (3ull << 16) + (2ull << 32));
 }
+
+// The bulk form (levels of 2^8, U read 32 bits first) that DiscreteLaplace::add_to draws from.
+namespace {
+// Words for sample_compact: 32-bit halves of the source's words, low half first.
+struct HalfWords {
+  RandomSource& rng;
+  std::uint32_t half = 0;
+  bool ready = false;
+  std::uint64_t next() { return rng.next(); }
+  std::uint32_t next32() {
+    if (ready) {
+      ready = false;
+      return half;
+    }
+    const std::uint64_t w = rng.next();
+    half = static_cast<std::uint32_t>(w >> 32);
+    ready = true;
+    return static_cast<std::uint32_t>(w);
+  }
+};
+}  // namespace
+
+TEST(ExactGeometric, CompactFormMatchesThePmfInEveryRegime) {
+  // rate = s / t: one full level (t / s = 2 and 30), two (2000), three (10^5), seven (2^50).
+  const std::vector<std::pair<std::uint64_t, std::uint64_t>> cases = {
+      {2, 1}, {30, 1}, {8000, 4}, {100000, 1}, {std::uint64_t{1} << 50, 1}};
+  for (const auto& [t, s] : cases) {
+    const ExactGeometric g(t, s);
+    const double rate = static_cast<double>(s) / static_cast<double>(t);
+    const int bins = 40, n = 200000;
+    std::vector<double> edge(bins + 1);
+    edge[0] = 0;
+    for (int i = 1; i < bins; ++i) edge[i] = std::ceil(-std::log1p(-static_cast<double>(i) / bins) / rate);
+    edge[bins] = INFINITY;
+    auto tail = [&](double x) { return std::isinf(x) ? 0.0 : std::exp(-rate * x); };
+    SeededRandom rng(t + 17);
+    HalfWords words{rng};
+    std::map<long long, long long> hist;
+    for (int i = 0; i < n; ++i) {
+      const auto m = static_cast<double>(g.sample_compact(words, rng));
+      ++hist[static_cast<int>(std::upper_bound(edge.begin(), edge.end(), m) - edge.begin()) - 1];
+    }
+    const auto [stat, df] = chi_square(hist, [&](long long i) { return tail(edge[i]) - tail(edge[i + 1]); }, 0, bins - 1, n);
+    EXPECT_LT(stat, chi_square_critical(df)) << "t " << t << " s " << s;
+  }
+  EXPECT_EQ(ExactGeometric(8000, 4).compact_levels().size(), 2u);  // scale 2000: D0 + 2^8 T
+  EXPECT_EQ(ExactGeometric(std::uint64_t{1} << 50, 1).compact_levels().size(), 7u);
+}
+
+TEST(ExactGeometric, CompactTablesAndGuidesAreConsistent) {
+  for (const auto& [t, s] : std::vector<std::pair<std::uint64_t, std::uint64_t>>{{8000, 4}, {3, 1}, {100000, 1}}) {
+    const ExactGeometric g(t, s);
+    for (const auto& level : g.compact_levels()) {
+      ASSERT_EQ(level.hi32.size(), level.exact.hi.size());
+      EXPECT_LE(level.exact.size, 256u);
+      for (std::size_t r = 0; r < level.hi32.size(); ++r) ASSERT_EQ(level.hi32[r], level.exact.hi[r] >> 32);
+      const auto last = static_cast<std::uint32_t>(level.hi32.size() - 1);
+      std::size_t scanned = 0;
+      for (std::size_t j = 0; j < level.guide.size(); ++j) {
+        const std::uint64_t start = static_cast<std::uint64_t>(j) << (32 - level.guide_bits);
+        const std::uint64_t end = start + (std::uint64_t{1} << (32 - level.guide_bits)) - 1;
+        const auto& e = level.guide[j];
+        ASSERT_TRUE(e.r == 0 || level.hi32[e.r] < start) << j;
+        if (e.r < last) {
+          ASSERT_GE(level.hi32[e.r + 1], start) << j;
+          ASSERT_EQ(e.next, level.hi32[e.r + 1]) << j;
+        } else {
+          ASSERT_EQ(e.next, 0xFFFFFFFFu);
+        }
+        // Not scanned: no second boundary in the bucket.
+        if (!e.scan && e.r + 2u <= last) {
+          ASSERT_GT(level.hi32[e.r + 2], end) << j;
+        }
+        scanned += e.scan;
+      }
+      EXPECT_LE(scanned * 64, level.guide.size() + 64 * (level.guide_bits == 12));
+    }
+  }
+}
+
+TEST(ExactGeometric, CompactTiesAreDecidedByLaterBitsExactly) {
+  const ExactGeometric g(8000, 4);
+  const auto& top = g.compact_levels().back();
+  const std::uint32_t r = 9;
+  const std::uint64_t hi = top.exact.hi[r], lo = top.exact.lo[r];
+  const auto v32 = static_cast<std::uint32_t>(hi >> 32);
+  // U = 0.v32 w x ...: its second 64-bit word is (low half of hi) followed by w's... arranged
+  // from the words after the first: w = (hi low 32 bits, lo's high 32 bits), x = (lo's low 32, ...).
+  auto draw = [&](std::deque<std::uint64_t> after) {
+    ScriptedRandom rng(std::move(after));
+    struct One {
+      std::uint32_t v;
+      RandomSource& rng;
+      std::uint64_t next() { return rng.next(); }
+      std::uint32_t next32() { return v; }
+    } words{v32, rng};
+    return g.sample_compact_level(top, words, rng);
+  };
+  const std::uint64_t w = (hi << 32) | (lo >> 32);
+  EXPECT_EQ(draw({w, (lo << 32) | 0xFFFFFFFFu}), r);          // U's bits 65..128 = lo, then more ones: U > C(r)
+  EXPECT_EQ(draw({w, ((lo - 1) << 32) | 0xFFFFFFFFu}), r - 1);  // one below on bits 65..128
+  EXPECT_EQ(draw({w + 1}), r);                                 // bits 33..64 above hi's: U > C(r)
+  EXPECT_EQ(draw({w - (std::uint64_t{1} << 32)}), r - 1);      // below hi's low half: U < C(r)
+  // Exact agreement on 128 bits: the MPFR words decide.
+  const auto words = g.precise_words(top.exact, r);
+  const std::uint64_t x = (lo << 32) | (words[0] >> 32);
+  EXPECT_EQ(draw({w, x, (words[0] << 32) | (words[1] >> 32), ((words[1] + 1) << 32)}), r);
+  EXPECT_EQ(draw({w, x, (words[0] << 32) | (words[1] >> 32) , ((words[1] - 1) << 32) | 0xFFFFFFFFu}), r - 1);
+  // The fast path agrees with the slow one away from ties.
+  SeededRandom rng(5);
+  for (int i = 0; i < 20000; ++i) {
+    const auto v = static_cast<std::uint32_t>(rng.next());
+    ScriptedRandom a({}), b({});
+    struct One {
+      std::uint32_t v;
+      RandomSource& rng;
+      std::uint64_t next() { return rng.next(); }
+      std::uint32_t next32() { return v; }
+    } words{v, a};
+    ASSERT_EQ(g.sample_compact_level(top, words, a), g.sample_compact_slow(top, v, b)) << v;
+  }
+}
+
+TEST(DiscreteLaplace, BulkDrawsAreTheCompactSamplerWithASignBit) {
+  // add_to's inlined kernel consumes words as sample_compact (halves, low first) with the sign
+  // bits from whole words of the same stream: replayed here draw by draw.
+  for (const double scale : {0.5, 3.0, 2000.0, 1e6}) {
+    const DiscreteLaplace noise(scale);
+    const auto bulk = noise.bulk_sampler();
+    std::vector<std::int64_t> got(5000, 0);
+    SeededRandom a(42);
+    noise.add_to(got, a, bulk.get());
+    SeededRandom b(42);
+    struct Replay {
+      RandomSource& rng;
+      std::uint32_t half = 0;
+      bool ready = false;
+      std::uint64_t signs = 0;
+      int left = 0;
+      std::uint64_t next() { return rng.next(); }
+      std::uint32_t next32() {
+        if (ready) {
+          ready = false;
+          return half;
+        }
+        const std::uint64_t w = rng.next();
+        half = static_cast<std::uint32_t>(w >> 32);
+        ready = true;
+        return static_cast<std::uint32_t>(w);
+      }
+      std::uint64_t bit() {
+        if (left == 0) {
+          signs = rng.next();
+          left = 64;
+        }
+        const std::uint64_t v = signs & 1;
+        signs >>= 1;
+        --left;
+        return v;
+      }
+    } words{b};
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      std::int64_t y = 0;
+      for (;;) {
+        const auto m = static_cast<std::int64_t>(bulk->sample_compact(words, b));
+        const bool negative = words.bit() != 0;
+        if (negative && m == 0) continue;
+        y = negative ? -m : m;
+        break;
+      }
+      ASSERT_EQ(got[i], y) << "scale " << scale << " draw " << i;
+    }
+  }
+}

@@ -77,17 +77,24 @@ SeededRandom::SeededRandom(std::uint64_t seed) {
 }
 
 void SeededRandom::fill(std::uint64_t* out, std::size_t words) {
+  // The state in locals: `out` may alias the members as far as the compiler knows, which made
+  // every step store and reload all four words.
   auto rotl = [](std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); };
+  std::uint64_t s0 = s_[0], s1 = s_[1], s2 = s_[2], s3 = s_[3];
   for (std::size_t i = 0; i < words; ++i) {
-    out[i] = rotl(s_[1] * 5, 7) * 9;
-    const std::uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = rotl(s_[3], 45);
+    out[i] = rotl(s1 * 5, 7) * 9;
+    const std::uint64_t t = s1 << 17;
+    s2 ^= s0;
+    s3 ^= s1;
+    s1 ^= s2;
+    s0 ^= s3;
+    s2 ^= t;
+    s3 = rotl(s3, 45);
   }
+  s_[0] = s0;
+  s_[1] = s1;
+  s_[2] = s2;
+  s_[3] = s3;
 }
 
 static void fill_os_random(void* out, std::size_t bytes) {

@@ -22,6 +22,7 @@ namespace {
 constexpr mpfr_prec_t kTablePrecision = 384;    // table entries: error < 2^-300, need 2^-192
 constexpr mpfr_prec_t kPrecisePrecision = 1152;  // ties: 1024 bits checked, error < 2^-1100
 constexpr unsigned kLevelBits = 16;              // m = 2^16 on truncated levels
+constexpr unsigned kCompactLevelBits = 8;        // m = 2^8 in the bulk form
 constexpr int kPreciseWords = 14;                // words 2 .. 15: bits 128 .. 1023
 
 class Mpfr {
@@ -139,6 +140,56 @@ ExactGeometric::Level build_level(std::uint64_t t, std::uint64_t s, unsigned shi
   return level;
 }
 
+
+// M = D_0 + m D_1 + ... + m^k T (m = 2^bits): truncated levels while a level's parameter keeps
+// a^m above 2^-10, then the full geometric.
+std::vector<ExactGeometric::Level> build_levels(std::uint64_t t, std::uint64_t s, unsigned bits) {
+  constexpr double kLn2 = std::numbers::ln2;
+  std::vector<ExactGeometric::Level> levels;
+  for (unsigned shift = 0;; shift += bits) {
+    const double rate = std::ldexp(static_cast<double>(s), static_cast<int>(shift)) / static_cast<double>(t);
+    if (rate * std::ldexp(1.0, static_cast<int>(bits)) >= 10 * kLn2) {
+      // Last level: the full geometric over [0, m), m the smallest power of two with
+      // a^m <= 2^-20 (restart probability), at most 2^bits (then a^m <= 2^-10).
+      std::uint32_t m = 2;
+      while (m < (1u << bits) && rate * m < 20 * kLn2) m *= 2;
+      levels.push_back(build_level(t, s, shift, m, false));
+      break;
+    }
+    if (shift > 128) throw UsageError("exact geometric sampler: scale too large");
+    levels.push_back(build_level(t, s, shift, 1u << bits, true));
+  }
+  return levels;
+}
+
+// The 32-bit guide of a level: the fewest buckets (at most 2^12) that leave at most 1/64 of the
+// probability in buckets holding a second boundary.
+ExactGeometric::CompactLevel compact_level(ExactGeometric::Level level) {
+  ExactGeometric::CompactLevel out;
+  const auto last = static_cast<std::uint32_t>(level.hi.size() - 1);
+  if (last >= 0xFFFFu) throw Error("exact geometric sampler: a compact level is too large");
+  out.hi32.resize(level.hi.size());
+  for (std::size_t r = 0; r < level.hi.size(); ++r) out.hi32[r] = static_cast<std::uint32_t>(level.hi[r] >> 32);
+  const std::uint32_t* hi = out.hi32.data();
+  for (unsigned bits = 1;; ++bits) {
+    out.guide_bits = bits;
+    out.guide.assign(std::size_t{1} << bits, {});
+    std::size_t scanned = 0;
+    std::uint32_t r = 0;
+    for (std::size_t j = 0; j < out.guide.size(); ++j) {
+      const std::uint64_t start = static_cast<std::uint64_t>(j) << (32 - bits);
+      const std::uint64_t end = start + (std::uint64_t{1} << (32 - bits)) - 1;  // inclusive
+      while (r < last && hi[r + 1] < start) ++r;  // r = max{r : r == 0 or hi32[r] < start}
+      const std::uint32_t next = r < last ? hi[r + 1] : 0xFFFFFFFFu;
+      const bool scan = r + 1 < last && hi[r + 2] <= end;
+      out.guide[j] = {next, static_cast<std::uint16_t>(r), static_cast<std::uint16_t>(scan ? 1 : 0)};
+      scanned += scan;
+    }
+    if (scanned * 64 <= out.guide.size() || bits == 12) break;
+  }
+  out.exact = std::move(level);
+  return out;
+}
 }  // namespace
 
 ExactGeometric::ExactGeometric(std::uint64_t t, std::uint64_t s) : t_(t), s_(s) {
@@ -154,23 +205,16 @@ ExactGeometric::ExactGeometric(std::uint64_t t, std::uint64_t s) : t_(t), s_(s) 
       throw UsageError("exact geometric sampler: scale t / s too small");
     t_ = t * divisor_;
   }
-  constexpr double kLn2 = std::numbers::ln2;
-  for (unsigned shift = 0;; shift += kLevelBits) {
-    const double rate = std::ldexp(static_cast<double>(s_), static_cast<int>(shift)) / static_cast<double>(t_);
-    if (rate * std::ldexp(1.0, kLevelBits) >= 10 * kLn2) {
-      // Last level: the full geometric over [0, m), m the smallest power of two with
-      // a^m <= 2^-20 (restart probability), at most 2^16 (then a^m <= 2^-10).
-      std::uint32_t m = 2;
-      while (m < (1u << kLevelBits) && rate * m < 20 * kLn2) m *= 2;
-      levels_.push_back(build_level(t_, s_, shift, m, false));
-      break;
-    }
-    if (shift > 128) throw UsageError("exact geometric sampler: scale too large");
-    levels_.push_back(build_level(t_, s_, shift, 1u << kLevelBits, true));
-  }
+  levels_ = build_levels(t_, s_, kLevelBits);
+  for (Level& level : build_levels(t_, s_, kCompactLevelBits)) compact_.push_back(compact_level(std::move(level)));
 }
 
 std::uint32_t ExactGeometric::sample_level_slow(const Level& level, std::uint64_t v, RandomSource& rng) const {
+  return resolve_slow(level, v, rng);
+}
+
+template <typename More>
+std::uint32_t ExactGeometric::resolve_slow(const Level& level, std::uint64_t v, More& more) const {
   const std::uint32_t last = static_cast<std::uint32_t>(level.hi.size() - 1);
   std::uint32_t r = level.guide[v >> (64 - level.guide_bits)].r;
   while (r < last && level.hi[r + 1] <= v) ++r;
@@ -178,13 +222,30 @@ std::uint32_t ExactGeometric::sample_level_slow(const Level& level, std::uint64_
   // C(r + 1) >= hi[r + 1] 2^-64 > U: r is the answer. C(0) = 0 <= U always.
   if (level.hi[r] != v || r == 0) return r;
   // Tie on the first word: U >= C(r) decides between r and r - 1 (hi[r - 1] < v).
-  const std::uint64_t w = rng.next();
+  const std::uint64_t w = more.next();
   if (w != level.lo[r]) return w > level.lo[r] ? r : r - 1;
   for (const std::uint64_t word : precise_words(level, r)) {
-    const std::uint64_t x = rng.next();
+    const std::uint64_t x = more.next();
     if (x != word) return x > word ? r : r - 1;
   }
   throw Error("exact geometric sampler: a uniform agreed with a CDF value on 1024 bits (probability 2^-960)");
+}
+
+std::uint32_t ExactGeometric::sample_compact_slow(const CompactLevel& level, std::uint32_t v32, RandomSource& rng) const {
+  // U = 0.v32 w x ... with w, x, ... fresh words: its 64-bit words are (v32, high half of w),
+  // (low half of w, high half of x), ...
+  struct Shifted {
+    RandomSource& rng;
+    std::uint64_t carry;  // the low 32 bits of the last word drawn
+    std::uint64_t next() {
+      const std::uint64_t x = rng.next();
+      const std::uint64_t out = (carry << 32) | (x >> 32);
+      carry = x & 0xFFFFFFFFu;
+      return out;
+    }
+  } more{rng, v32};
+  const std::uint64_t v = more.next();
+  return resolve_slow(level.exact, v, more);
 }
 
 std::vector<std::uint64_t> ExactGeometric::precise_words(const Level& level, std::uint32_t r) const {

@@ -77,12 +77,89 @@ class ExactGeometric {
   // Words 2 .. 15 of C(r)'s binary expansion (bits 128 .. 1023), computed on demand.
   std::vector<std::uint64_t> precise_words(const Level& level, std::uint32_t r) const;
 
+  // The bulk form (DiscreteLaplace::add_to): the same M, split into levels of m = 2^8 instead
+  // of 2^16, each level's uniform U read 32 bits first. Its tables are small enough to stay in
+  // L1 (a few KiB per level, against 256 KiB of guide and 512 KiB of entries for one level of
+  // 2^15 entries at scale 2000), and one 64-bit CSPRNG word serves two levels. Exact for the
+  // same reason as above: U's first 32 bits decide unless they equal a table entry's first 32
+  // bits; then U's next bits are drawn (fresh words) and the 128-bit entries and the MPFR
+  // expansion decide, as in sample_level_slow. A different use of the words than sample():
+  // seeded bulk outputs differ from the 2^16-level form's, the distribution is the same.
+  struct Guide32 {
+    std::uint32_t next;  // first 32 bits of C(r + 1) (all ones past the end: a tie, slow path)
+    std::uint16_t r;     // r = max{r : r == 0 or hi32[r] < bucket start}
+    std::uint16_t scan;  // 1: a second boundary inside the bucket
+  };
+  struct CompactLevel {
+    Level exact;                     // shift, size, truncated, the 128-bit entries (slow path)
+    std::vector<std::uint32_t> hi32;  // exact.hi[r] >> 32
+    std::vector<Guide32> guide;
+    unsigned guide_bits = 0;
+  };
+  const std::vector<CompactLevel>& compact_levels() const { return compact_; }
+  // Draws from `words` (next32(): 32-bit halves of fresh words, next(): whole words) and, for
+  // ties only, from `rng`.
+  template <typename Words>
+  std::uint64_t sample_compact(Words& words, RandomSource& rng) const;
+  template <typename Words>
+  std::uint32_t sample_compact_level(const CompactLevel& level, Words& words, RandomSource& rng) const;
+  // U's first 32 bits are v32 and tie with an entry (or fall in a scanned bucket): U's next
+  // bits from fresh words of `rng`, then the 64-bit logic of sample_level_slow.
+  std::uint32_t sample_compact_slow(const CompactLevel& level, std::uint32_t v32, RandomSource& rng) const;
+
  private:
+  template <typename More>
+  std::uint32_t resolve_slow(const Level& level, std::uint64_t v, More& more) const;
   std::uint64_t sample_tail(std::uint64_t tail, unsigned shift) const;
   std::uint64_t t_, s_;        // the tables' parameter: t_ = c t for a scale below 1
   std::uint64_t divisor_ = 1;  // c
   std::vector<Level> levels_;
+  std::vector<CompactLevel> compact_;
 };
+
+template <typename Words>
+[[gnu::always_inline]] inline std::uint32_t ExactGeometric::sample_compact_level(const CompactLevel& level, Words& words,
+                                                                                 RandomSource& rng) const {
+  const std::uint32_t v = words.next32();  // U's first 32 bits
+  const Guide32& e = level.guide[v >> (32 - level.guide_bits)];
+  if (e.scan) [[unlikely]] {
+    const std::uint32_t* hi = level.hi32.data();
+    const auto last = static_cast<std::uint32_t>(level.hi32.size() - 1);
+    std::uint32_t r = e.r;
+    while (r < last && hi[r + 1] < v) ++r;  // hi32[r] < v (or r = 0)
+    if (r < last && hi[r + 1] == v) [[unlikely]]
+      return sample_compact_slow(level, v, rng);
+    return r;  // C(r) <= U < C(r + 1): hi32[r] < v < hi32[r + 1]
+  }
+  // The bucket's only boundary is next: v > next decides C(r + 1) <= U exactly, v < next the
+  // opposite; v == next (probability 2^-32 a level) takes the slow path.
+  if (v == e.next) [[unlikely]]
+    return sample_compact_slow(level, v, rng);
+  return e.r + static_cast<std::uint32_t>(v > e.next);
+}
+
+template <typename Words>
+std::uint64_t ExactGeometric::sample_compact(Words& words, RandomSource& rng) const {
+  std::uint64_t total = 0;
+  unsigned shift = 0;
+  const std::size_t n = compact_.size();
+  for (std::size_t i = 0; i + 1 < n; ++i) {
+    total += static_cast<std::uint64_t>(sample_compact_level(compact_[i], words, rng)) << shift;
+    shift += 8;
+  }
+  const CompactLevel& top = compact_[n - 1];
+  std::uint64_t tail = 0;
+  for (;;) {
+    const std::uint32_t r = sample_compact_level(top, words, rng);
+    if (r < top.exact.size) [[likely]] {
+      tail += r;
+      break;
+    }
+    tail += top.exact.size;
+  }
+  const std::uint64_t y = total + sample_tail(tail, shift);
+  return divisor_ == 1 ? y : y / divisor_;
+}
 
 template <typename Words>
 std::uint32_t ExactGeometric::sample_level(const Level& level, Words& words, RandomSource& rng) const {

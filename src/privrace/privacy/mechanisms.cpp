@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <stdexcept>
 
 #include "privrace/core/error.hpp"
 
@@ -75,49 +76,129 @@ std::int64_t DiscreteLaplace::sample(RandomSource& rng) const {
 
 std::shared_ptr<const ExactGeometric> DiscreteLaplace::bulk_sampler() const { return ExactGeometric::shared(t_, s_); }
 
+namespace {
+
+// The table words and sign bits come from a local batch, so the loop keeps its stream position
+// in registers instead of the generator's members (a store-to-load chain per word). The compact
+// levels read 32-bit halves: the low half of a word first, then its high half.
+struct WordBatch {
+  RandomSource& rng;
+  std::array<std::uint64_t, 256> words;
+  std::uint32_t pos = 256;  // 32-bit members: an int64 store to the counts cannot alias them
+  std::uint32_t half = 0;
+  std::uint32_t half_ready = 0;
+  std::uint32_t signs_left = 0;
+  std::uint64_t signs = 0;
+  std::uint64_t next() {
+    if (pos == words.size()) [[unlikely]] {
+      rng.take(words.data(), words.size());
+      pos = 0;
+    }
+    return words[pos++];
+  }
+  std::uint32_t next32() {
+    if (half_ready) {
+      half_ready = 0;
+      return half;
+    }
+    const std::uint64_t w = next();
+    half = static_cast<std::uint32_t>(w >> 32);
+    half_ready = 1;
+    return static_cast<std::uint32_t>(w);
+  }
+  std::uint64_t bit() {
+    if (signs_left == 0) [[unlikely]] {
+      signs = next();
+      signs_left = 64;
+    }
+    const std::uint64_t b = signs & 1;
+    signs >>= 1;
+    --signs_left;
+    return b;
+  }
+};
+
+// A level's tables in locals (ExactGeometric::sample_compact_level, with the same word order).
+struct LevelView {
+  const ExactGeometric::Guide32* guide;
+  const std::uint32_t* hi32;
+  std::uint32_t last;
+  unsigned drop;  // 32 - guide bits
+  const ExactGeometric::CompactLevel* level;
+};
+
+[[gnu::always_inline]] inline std::uint32_t draw_level(const LevelView& l, WordBatch& batch, RandomSource& rng,
+                                                       const ExactGeometric& g) {
+  const std::uint32_t v = batch.next32();
+  const ExactGeometric::Guide32 e = l.guide[v >> l.drop];
+  if (e.scan) [[unlikely]] {
+    std::uint32_t r = e.r;
+    while (r < l.last && l.hi32[r + 1] < v) ++r;
+    if (r < l.last && l.hi32[r + 1] == v) [[unlikely]]
+      return g.sample_compact_slow(*l.level, v, rng);
+    return r;
+  }
+  if (v == e.next) [[unlikely]]
+    return g.sample_compact_slow(*l.level, v, rng);
+  return e.r + static_cast<std::uint32_t>(v > e.next);
+}
+
+// counts[i] += +-M with M = ExactGeometric::sample_compact's draw (its word order), a sign bit
+// per draw and "-0" rejected. `counts` is restrict: its stores do not alias the batch.
+template <bool Divide>
+void add_two_sided(std::int64_t* __restrict counts, std::size_t size, WordBatch& batch, RandomSource& rng, const ExactGeometric& g) {
+  const auto& levels = g.compact_levels();
+  const std::size_t n = levels.size();
+  std::array<LevelView, 32> views{};
+  if (n == 0 || n > views.size()) throw Error("discrete Laplace: unexpected bulk sampler levels");
+  for (std::size_t i = 0; i < n; ++i)
+    views[i] = {levels[i].guide.data(), levels[i].hi32.data(), static_cast<std::uint32_t>(levels[i].hi32.size() - 1),
+                32 - levels[i].guide_bits, &levels[i]};
+  const LevelView top = views[n - 1];
+  const std::uint32_t top_size = levels[n - 1].exact.size;
+  const unsigned top_shift = static_cast<unsigned>(8 * (n - 1));
+  const std::uint64_t divisor = g.divisor();
+  for (std::size_t k = 0; k < size; ++k) {
+    for (;;) {
+      std::uint64_t m = 0;
+      for (std::size_t i = 0; i + 1 < n; ++i) m += static_cast<std::uint64_t>(draw_level(views[i], batch, rng, g)) << (8 * i);
+      std::uint64_t tail = draw_level(top, batch, rng, g);
+      if (tail >= top_size) [[unlikely]] {  // M >= m: restart with m added (memorylessness)
+        tail = top_size;
+        for (;;) {
+          const std::uint32_t r = draw_level(top, batch, rng, g);
+          if (r < top_size) {
+            tail += r;
+            break;
+          }
+          tail += top_size;
+        }
+        if ((tail >> (63 - top_shift)) != 0)
+          throw std::overflow_error("exact geometric sampler: sample beyond 2^63 (probability below 2^-10000)");
+      }
+      m += tail << top_shift;
+      if constexpr (Divide) m /= divisor;
+      const std::uint64_t negative = batch.bit();
+      if (negative && m == 0) [[unlikely]]
+        continue;
+      counts[k] += static_cast<std::int64_t>((m ^ (0 - negative)) + negative);  // branch-free +-m
+      break;
+    }
+  }
+}
+
+}  // namespace
+
 void DiscreteLaplace::add_to(std::span<std::int64_t> counts, RandomSource& rng, const ExactGeometric* magnitude) const {
   if (!magnitude) {
     for (auto& c : counts) c += sample(rng);
     return;
   }
-  // The table words and sign bits come from a local batch, so the loop keeps its stream
-  // position in registers instead of the generator's members (a store-to-load chain per word).
-  struct Batch {
-    RandomSource& rng;
-    std::array<std::uint64_t, 256> words;
-    std::size_t pos = 256;
-    std::uint64_t signs = 0;
-    int signs_left = 0;
-    std::uint64_t next() {
-      if (pos == words.size()) {
-        rng.take(words.data(), words.size());
-        pos = 0;
-      }
-      return words[pos++];
-    }
-    std::uint64_t bit() {
-      if (signs_left == 0) {
-        signs = next();
-        signs_left = 64;
-      }
-      const std::uint64_t b = signs & 1;
-      signs >>= 1;
-      --signs_left;
-      return b;
-    }
-  } batch{rng, {}};
-  for (auto& c : counts) {
-    // |Y| geometric with parameter a = exp(-s / t) (P(M = k) = (1 - a) a^k), a fair sign, and
-    // "-0" rejected: P(Y = y) is then proportional to a^|y|, as in the construction above.
-    for (;;) {
-      const std::uint64_t m = magnitude->sample(batch, rng);  // < 2^63: the sampler checks
-      const std::uint64_t negative = batch.bit();
-      if (negative && m == 0) [[unlikely]]
-        continue;
-      c += static_cast<std::int64_t>((m ^ (0 - negative)) + negative);  // branch-free +-m
-      break;
-    }
-  }
+  // |Y| geometric with parameter a = exp(-s / t) (P(M = k) = (1 - a) a^k), a fair sign, and
+  // "-0" rejected: P(Y = y) is then proportional to a^|y|, as in the construction above.
+  WordBatch batch{rng, {}};
+  if (magnitude->divisor() == 1) add_two_sided<false>(counts.data(), counts.size(), batch, rng, *magnitude);
+  else add_two_sided<true>(counts.data(), counts.size(), batch, rng, *magnitude);
 }
 
 std::int64_t DiscreteLaplace::sample_sum(std::uint64_t n, RandomSource& rng) const {
