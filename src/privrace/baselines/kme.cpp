@@ -64,111 +64,155 @@ constexpr std::size_t kDotWidth = 16;
 // Sums: in a panel in `Stored`, across panels and over the batch's columns in double, the same
 // on any number of threads. With `pivot_rows`, each pivot's row of L (as stored) is appended.
 template <typename Stored>
-PivotedCholesky select_pivots(const DoubleMatrix& points, const KernelSpec& spec, double tol, std::size_t cap,
-                              std::size_t lookahead, std::vector<std::vector<double>>* pivot_rows) {
-  constexpr std::size_t P = PanelRows<Stored>::kPanel;
-  constexpr std::size_t kBlock = 256;  // rows a thread takes at once: 32 KB of a float panel
-  const auto M = static_cast<std::size_t>(points.rows());
-  const auto d = static_cast<std::size_t>(points.cols());
-  const std::size_t b = std::max<std::size_t>(lookahead, 1);
-  PanelRows<Stored> rows(M);
-  std::vector<std::size_t> point_of(M);  // slot -> point
-  std::vector<double> resid(M);          // by slot
-  for (std::size_t i = 0; i < M; ++i) {
-    point_of[i] = i;
-    const double* z = points.row(static_cast<Eigen::Index>(i)).data();
-    resid[i] = kernel_value(spec, z, z, d);
+class PivotSelection {
+ public:
+  static constexpr std::size_t P = PanelRows<Stored>::kPanel;
+  static constexpr std::size_t kBlock = 256;  // rows a thread takes at once: 32 KB of a float panel
+
+  PivotSelection(const DoubleMatrix& points, const KernelSpec& spec, std::size_t lookahead)
+      : points_(points), spec_(spec), d_(static_cast<std::size_t>(points.cols())), b_(std::max<std::size_t>(lookahead, 1)),
+        active_(static_cast<std::size_t>(points.rows())), rows_(active_), point_of_(active_), resid_(active_),
+        candidate_of_(active_, -1), batch_dots_(active_ * b_, 0.0) {
+    for (std::size_t i = 0; i < active_; ++i) {
+      point_of_[i] = i;
+      const double* z = points_.row(static_cast<Eigen::Index>(i)).data();
+      resid_[i] = kernel_value(spec_, z, z, d_);
+    }
   }
-  // The batch: candidate of each point (-1: none), every active slot's dot products with the
-  // candidates' rows over columns 0..t0 (slot-major, b per slot), and the batch's start t0.
-  std::vector<int> candidate_of(M, -1);
-  std::vector<std::size_t> candidates;
-  std::vector<double> batch_dots(M * b, 0.0);
-  std::size_t t0 = 0;
-  const auto start_batch = [&](std::size_t t, std::size_t active) {
-    for (const std::size_t p : candidates) candidate_of[p] = -1;
-    std::vector<std::size_t> order(active);
-    for (std::size_t i = 0; i < active; ++i) order[i] = i;
-    const std::size_t count = std::min(b, active);
+  std::size_t active() const { return active_; }
+
+  // The active slot with the largest residual; a tie goes to the lower point index.
+  std::size_t argmax() const {
+    std::size_t s = 0;
+    for (std::size_t j = 1; j < active_; ++j)
+      if (resid_[j] > resid_[s] || (resid_[j] == resid_[s] && point_of_[j] < point_of_[s])) s = j;
+    return s;
+  }
+  double residual(std::size_t slot) const { return resid_[slot]; }
+
+  // Step t with pivot slot s: L(p, t) = piv; every other active row gains column t and loses
+  // v^2 of its residual. Returns the pivot's point; with `pivot_rows`, appends its row of L.
+  std::size_t step(std::size_t t, std::size_t s, std::vector<std::vector<double>>* pivot_rows) {
+    const std::size_t p = point_of_[s];
+    if (candidate_of_[p] < 0) start_batch(t);  // p has the largest residual: a candidate now
+    const auto c = static_cast<std::size_t>(candidate_of_[p]);
+    const double piv = std::sqrt(resid_[s]);
+    lp_.resize(t);
+    for (std::size_t col = 0; col < t; ++col) lp_[col] = static_cast<double>(rows_.at(s, col));
+    if (pivot_rows) {
+      pivot_rows->emplace_back(lp_.begin(), lp_.end());
+      pivot_rows->back().push_back(piv);  // L(p, t) = (k(p, p) - |L(p, 0..t)|^2) / piv = piv
+    }
+    retire(s);
+    rows_.make_room_for(t);
+    update_rows(t, p, c, piv);
+    return p;
+  }
+
+  double max_residual() const {
+    return active_ == 0 ? 0.0 : *std::max_element(resid_.begin(), resid_.begin() + static_cast<std::ptrdiff_t>(active_));
+  }
+
+ private:
+  // The batch: the `b_` active points with the largest residuals become candidates, and every
+  // active slot's dot products with their rows over columns 0..t are summed (slot-major).
+  void start_batch(std::size_t t) {
+    for (const std::size_t p : candidates_) candidate_of_[p] = -1;
+    std::vector<std::size_t> order(active_);
+    for (std::size_t i = 0; i < active_; ++i) order[i] = i;
+    const std::size_t count = std::min(b_, active_);
     const auto larger = [&](std::size_t x, std::size_t y) {  // the argmax's order: ties to the lower point
-      return resid[x] > resid[y] || (resid[x] == resid[y] && point_of[x] < point_of[y]);
+      return resid_[x] > resid_[y] || (resid_[x] == resid_[y] && point_of_[x] < point_of_[y]);
     };
     std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(count - 1), order.end(), larger);
     std::sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(count), larger);
-    candidates.assign(count, 0);
+    candidates_.assign(count, 0);
     // cand[col * count + c] = L(candidate c, col): per column, the candidates side by side.
     std::vector<Stored> cand(t * count);
     for (std::size_t c = 0; c < count; ++c) {
-      candidates[c] = point_of[order[c]];
-      candidate_of[candidates[c]] = static_cast<int>(c);
-      for (std::size_t col = 0; col < t; ++col) cand[col * count + c] = rows.at(order[c], col);
+      candidates_[c] = point_of_[order[c]];
+      candidate_of_[candidates_[c]] = static_cast<int>(c);
+      for (std::size_t col = 0; col < t; ++col) cand[col * count + c] = rows_.at(order[c], col);
     }
-    t0 = t;
+    t0_ = t;
+    batch_dot_products(cand, t, count);
+  }
+
+  void batch_dot_products(const std::vector<Stored>& cand, std::size_t t, std::size_t count) {
     const std::size_t panels = (t + P - 1) / P;
-    const auto blocks = static_cast<std::ptrdiff_t>((active + kBlock - 1) / kBlock);
+    const auto blocks = static_cast<std::ptrdiff_t>((active_ + kBlock - 1) / kBlock);
 #pragma omp parallel for schedule(static)
     for (std::ptrdiff_t blk = 0; blk < blocks; ++blk) {
-      const std::size_t i0 = static_cast<std::size_t>(blk) * kBlock, i1 = std::min(active, i0 + kBlock);
-      std::fill(batch_dots.begin() + static_cast<std::ptrdiff_t>(i0 * b), batch_dots.begin() + static_cast<std::ptrdiff_t>(i1 * b), 0.0);
+      const std::size_t i0 = static_cast<std::size_t>(blk) * kBlock, i1 = std::min(active_, i0 + kBlock);
+      std::fill(batch_dots_.begin() + static_cast<std::ptrdiff_t>(i0 * b_), batch_dots_.begin() + static_cast<std::ptrdiff_t>(i1 * b_), 0.0);
       for (std::size_t k = 0; k < panels; ++k) {  // one contiguous stretch of each panel
         const std::size_t len = std::min(P, t - k * P);
         const Stored* ck = cand.data() + k * P * count;
         for (std::size_t i = i0; i < i1; ++i) {
           // The same arithmetic for every row, so equal rows get equal sums (ties stay ties).
-          const Stored* x = rows.row_in(k, i);
-          double* dots = batch_dots.data() + i * b;
+          const Stored* x = rows_.row_in(k, i);
+          double* dots = batch_dots_.data() + i * b_;
           std::size_t c = 0;
           for (; c + kDotWidth <= count; c += kDotWidth) add_dots<Stored, kDotWidth>(x, ck + c, len, count, dots + c);
           for (; c < count; ++c) add_dots<Stored, 1>(x, ck + c, len, count, dots + c);
         }
       }
     }
-  };
-  std::size_t active = M;
-  PivotedCholesky out;
-  std::vector<double> lp;
-  for (std::size_t t = 0; t < cap && active > 0; ++t) {
-    std::size_t s = 0;  // the largest residual; a tie goes to the lower point index
-    for (std::size_t j = 1; j < active; ++j)
-      if (resid[j] > resid[s] || (resid[j] == resid[s] && point_of[j] < point_of[s])) s = j;
-    if (resid[s] <= tol) break;
-    const std::size_t p = point_of[s];
-    if (candidate_of[p] < 0) start_batch(t, active);  // p has the largest residual: a candidate now
-    const auto c = static_cast<std::size_t>(candidate_of[p]);
-    const double piv = std::sqrt(resid[s]);
-    out.pivots.push_back(p);
-    lp.resize(t);
-    for (std::size_t col = 0; col < t; ++col) lp[col] = static_cast<double>(rows.at(s, col));
-    if (pivot_rows) {
-      pivot_rows->emplace_back(lp.begin(), lp.end());
-      pivot_rows->back().push_back(piv);  // L(p, t) = (k(p, p) - |L(p, 0..t)|^2) / piv = piv
-    }
-    --active;
-    rows.swap_slots(s, active);
-    std::swap(point_of[s], point_of[active]);
-    std::swap(resid[s], resid[active]);
-    std::swap_ranges(batch_dots.begin() + static_cast<std::ptrdiff_t>(s * b), batch_dots.begin() + static_cast<std::ptrdiff_t>((s + 1) * b),
-                     batch_dots.begin() + static_cast<std::ptrdiff_t>(active * b));
-    resid[active] = 0.0;
-    rows.make_room_for(t);
-    const double* zp = points.row(static_cast<Eigen::Index>(p)).data();
-    const auto blocks = static_cast<std::ptrdiff_t>((active + kBlock - 1) / kBlock);
+  }
+
+  // Moves slot s past the active ones (its residual becomes 0).
+  void retire(std::size_t s) {
+    --active_;
+    rows_.swap_slots(s, active_);
+    std::swap(point_of_[s], point_of_[active_]);
+    std::swap(resid_[s], resid_[active_]);
+    std::swap_ranges(batch_dots_.begin() + static_cast<std::ptrdiff_t>(s * b_), batch_dots_.begin() + static_cast<std::ptrdiff_t>((s + 1) * b_),
+                     batch_dots_.begin() + static_cast<std::ptrdiff_t>(active_ * b_));
+    resid_[active_] = 0.0;
+  }
+
+  // Column t of every active row: (k(z_i, z_p) - <L_i, L_p>) / piv, the dot product from the
+  // batch's sums over columns 0..t0 plus the columns t0..t-1 added since.
+  void update_rows(std::size_t t, std::size_t p, std::size_t c, double piv) {
+    const double* zp = points_.row(static_cast<Eigen::Index>(p)).data();
+    const auto blocks = static_cast<std::ptrdiff_t>((active_ + kBlock - 1) / kBlock);
 #pragma omp parallel for schedule(static)
     for (std::ptrdiff_t blk = 0; blk < blocks; ++blk) {
-      const std::size_t i0 = static_cast<std::size_t>(blk) * kBlock, i1 = std::min(active, i0 + kBlock);
+      const std::size_t i0 = static_cast<std::size_t>(blk) * kBlock, i1 = std::min(active_, i0 + kBlock);
       for (std::size_t i = i0; i < i1; ++i) {
-        double dot = batch_dots[i * b + c];
-        for (std::size_t col = t0; col < t; ++col) dot += static_cast<double>(rows.at(i, col)) * lp[col];
-        const double* zi = points.row(static_cast<Eigen::Index>(point_of[i])).data();
-        const double v = (kernel_value(spec, zi, zp, d) - dot) / piv;
-        rows.at(i, t) = static_cast<Stored>(v);
-        resid[i] = std::max(0.0, resid[i] - v * v);
+        double dot = batch_dots_[i * b_ + c];
+        for (std::size_t col = t0_; col < t; ++col) dot += static_cast<double>(rows_.at(i, col)) * lp_[col];
+        const double* zi = points_.row(static_cast<Eigen::Index>(point_of_[i])).data();
+        const double v = (kernel_value(spec_, zi, zp, d_) - dot) / piv;
+        rows_.at(i, t) = static_cast<Stored>(v);
+        resid_[i] = std::max(0.0, resid_[i] - v * v);
       }
     }
   }
-  out.max_residual = out.pivots.empty() ? 1.0
-                     : active == 0      ? 0.0
-                                        : *std::max_element(resid.begin(), resid.begin() + static_cast<std::ptrdiff_t>(active));
+
+  const DoubleMatrix& points_;
+  const KernelSpec& spec_;
+  std::size_t d_, b_, active_, t0_ = 0;
+  PanelRows<Stored> rows_;
+  std::vector<std::size_t> point_of_;  // slot -> point
+  std::vector<double> resid_;          // by slot
+  std::vector<int> candidate_of_;      // candidate index of each point, -1: none
+  std::vector<std::size_t> candidates_;
+  std::vector<double> batch_dots_;     // every active slot's dots with the candidates over 0..t0
+  std::vector<double> lp_;             // the pivot's row of L, columns 0..t-1
+};
+
+template <typename Stored>
+PivotedCholesky select_pivots(const DoubleMatrix& points, const KernelSpec& spec, double tol, std::size_t cap,
+                              std::size_t lookahead, std::vector<std::vector<double>>* pivot_rows) {
+  PivotSelection<Stored> selection(points, spec, lookahead);
+  PivotedCholesky out;
+  for (std::size_t t = 0; t < cap && selection.active() > 0; ++t) {
+    const std::size_t s = selection.argmax();
+    if (selection.residual(s) <= tol) break;
+    out.pivots.push_back(selection.step(t, s, pivot_rows));
+  }
+  out.max_residual = out.pivots.empty() ? 1.0 : selection.max_residual();
   return out;
 }
 

@@ -169,6 +169,80 @@ Eigen::VectorXd constrained_regression(const SparseRows& X, const Eigen::VectorX
   return constrained_quadratic(apply, c, operator_norm(apply, Q.cols()), set, r, iterations);
 }
 
+namespace {
+// The lattice and noise of the compressed reports. Lattice and noise (discrete Laplace on
+// integers, no floating-point Laplace; the simulation draws it by inversion to double precision,
+// lattice_laplace in simulation.hpp).
+// z: stochastic rounding of z / Delta to k in Z^m, |k_j - z_j / Delta| < 1. For any two
+// records (clipped to ||z||_2 <= z_max) and any roundings k, k' of them,
+//   ||k - k'||_1 < ||z - z'||_1 / Delta + 2m <= sqrt(m) ||z - z'||_2 / Delta + 2m
+//                <= 2 sqrt(m) z_max / Delta + 2m,
+// so Lambda_z = ceil(2 sqrt(m) z_max / Delta) + 2m bounds the L1 sensitivity after rounding;
+// noise DiscreteLaplace(Lambda_z / (eps/2)) gives P(o | k) <= e^(eps/2) P(o | k') for every
+// pair of roundings, hence for the mixtures over the rounding: (eps/2)-LDP for z.
+// y (|y| <= 1): the same with Lambda_y = ceil(2 / Delta_y) + 2 and eps/2. Composition: eps.
+struct CompressedLattice {
+  double delta = 0, delta_y = 1.0 / 16384.0;
+  double scale_z = 0, scale_y = 0;  // noise scales in lattice units (0: no noise)
+  double var_z = 0;                 // z's noise variance in lattice units
+};
+
+CompressedLattice compressed_lattice(int m, double eps, double z_max, CompressedCollection& out) {
+  CompressedLattice lattice;
+  lattice.delta = z_max / 16384.0;
+  const double lambda_z = std::ceil(2 * std::sqrt(static_cast<double>(m)) * z_max / lattice.delta) + 2.0 * m;
+  const double lambda_y = std::ceil(2 / lattice.delta_y) + 2;
+  if (std::isfinite(eps)) {
+    const DiscreteLaplace noise_z(lambda_z / (eps / 2)), noise_y(lambda_y / (eps / 2));
+    lattice.var_z = noise_z.variance();
+    lattice.scale_z = noise_z.scale();
+    lattice.scale_y = noise_y.scale();
+    out.noise_scale = noise_z.scale() * lattice.delta;
+    out.noise_scale_y = noise_y.scale() * lattice.delta_y;
+  }
+  out.lattice_step = lattice.delta;
+  return lattice;
+}
+
+// One chunk's partial moments: the lower triangle of sum z~ z~^T and sum z~ y~ over players
+// [begin, end), in lattice units, a block of players at a time. Player i's report comes from
+// her counter-based words (lattice_laplace: the same distribution as stochastic rounding plus
+// the exact discrete Laplace sampler). Returns the number of records clipped to z_max.
+constexpr Eigen::Index kPlayerBlock = 1024;
+std::size_t collect_chunk(const SparseRows& X, const Eigen::VectorXd& y, const Eigen::MatrixXd& Phi, double z_max,
+                          const CompressedLattice& lattice, std::uint64_t player_seed, Eigen::Index begin, Eigen::Index end,
+                          Eigen::MatrixXd& S_c, Eigen::VectorXd& g_c) {
+  const Eigen::Index m = Phi.rows();
+  Eigen::MatrixXd Zt(m, kPlayerBlock);  // one player a column: her m reports, contiguous
+  Eigen::VectorXd Yb(kPlayerBlock), z(m);
+  std::size_t clipped = 0;
+  S_c = Eigen::MatrixXd::Zero(m, m);
+  g_c = Eigen::VectorXd::Zero(m);
+  for (Eigen::Index b = begin; b < end; b += kPlayerBlock) {
+    const Eigen::Index rows = std::min(kPlayerBlock, end - b);
+    for (Eigen::Index q = 0; q < rows; ++q) {
+      const Eigen::Index i = b + q;
+      z.setZero();
+      for (SparseRows::InnerIterator it(X, i); it; ++it) z += it.value() * Phi.col(it.col());
+      const double nz = z.norm();
+      if (nz > z_max) {
+        z *= z_max / nz;
+        ++clipped;
+      }
+      z /= lattice.delta;  // lattice units
+      const double yl = std::clamp(y(i), -1.0, 1.0) / lattice.delta_y;
+      const PlayerStream words(player_seed, static_cast<std::uint64_t>(i));  // player i's words
+      lattice_laplace(z.data(), static_cast<std::size_t>(m), lattice.scale_z, words, 0, Zt.col(q).data());
+      lattice_laplace(&yl, 1, lattice.scale_y, words, static_cast<std::uint64_t>(m), &Yb(q));
+    }
+    // Lattice units here; scaled by Delta at the end. Lower triangle only (SYRK).
+    S_c.selfadjointView<Eigen::Lower>().rankUpdate(Zt.leftCols(rows));
+    g_c.noalias() += Zt.leftCols(rows) * Yb.head(rows);
+  }
+  return clipped;
+}
+}  // namespace
+
 CompressedCollection ldp_compressed_collect(const SparseRows& X, const Eigen::VectorXd& y, int m, double eps,
                                             std::uint64_t seed, double z_max, int threads) {
   check_epsilon(eps);
@@ -177,77 +251,20 @@ CompressedCollection ldp_compressed_collect(const SparseRows& X, const Eigen::Ve
   const Eigen::Index n = X.rows(), d = X.cols();
   CompressedCollection out;
   out.Phi = gaussian_projection(m, static_cast<int>(d), derive_seed(seed, 1));  // public
-  const Eigen::MatrixXd& Phi = out.Phi;
-  const bool noisy = std::isfinite(eps);
-  // Lattice and noise (discrete Laplace on integers, no floating-point Laplace; the simulation
-  // draws it by inversion to double precision, lattice_laplace in simulation.hpp).
-  // z: stochastic rounding of z / Delta to k in Z^m, |k_j - z_j / Delta| < 1. For any two
-  // records (clipped to ||z||_2 <= z_max) and any roundings k, k' of them,
-  //   ||k - k'||_1 < ||z - z'||_1 / Delta + 2m <= sqrt(m) ||z - z'||_2 / Delta + 2m
-  //                <= 2 sqrt(m) z_max / Delta + 2m,
-  // so Lambda_z = ceil(2 sqrt(m) z_max / Delta) + 2m bounds the L1 sensitivity after rounding;
-  // noise DiscreteLaplace(Lambda_z / (eps/2)) gives P(o | k) <= e^(eps/2) P(o | k') for every
-  // pair of roundings, hence for the mixtures over the rounding: (eps/2)-LDP for z.
-  // y (|y| <= 1): the same with Lambda_y = ceil(2 / Delta_y) + 2 and eps/2. Composition: eps.
-  const double delta = z_max / 16384.0, delta_y = 1.0 / 16384.0;
-  const double lambda_z = std::ceil(2 * std::sqrt(static_cast<double>(m)) * z_max / delta) + 2.0 * m;
-  const double lambda_y = std::ceil(2 / delta_y) + 2;
-  std::unique_ptr<DiscreteLaplace> noise_z, noise_y;
-  double var_z = 0, var_y = 0;  // noise variance in lattice units
-  if (noisy) {
-    noise_z = std::make_unique<DiscreteLaplace>(lambda_z / (eps / 2));
-    noise_y = std::make_unique<DiscreteLaplace>(lambda_y / (eps / 2));
-    var_z = noise_z->variance();
-    var_y = noise_y->variance();
-    out.noise_scale = noise_z->scale() * delta;
-    out.noise_scale_y = noise_y->scale() * delta_y;
-  }
-  out.lattice_step = delta;
-  // Fixed chunks of players (independent of the thread count); each chunk's partial moments
-  // (lower triangle of sum z~ z~^T, in lattice units), summed in chunk order: thread-invariant.
-  // Player i's report comes from her counter-based words (lattice_laplace: the same
-  // distribution as stochastic rounding plus the exact discrete Laplace sampler).
-  constexpr Eigen::Index kBlock = 1024;
-  const Eigen::Index chunks = std::min<Eigen::Index>(64, std::max<Eigen::Index>(1, (n + kBlock - 1) / kBlock));
+  const CompressedLattice lattice = compressed_lattice(m, eps, z_max, out);
+  // Fixed chunks of players (independent of the thread count); each chunk's partial moments,
+  // summed in chunk order: thread-invariant.
+  const Eigen::Index chunks = std::min<Eigen::Index>(64, std::max<Eigen::Index>(1, (n + kPlayerBlock - 1) / kPlayerBlock));
   const Eigen::Index per_chunk = (n + chunks - 1) / chunks;
   std::vector<Eigen::MatrixXd> S_part(static_cast<std::size_t>(chunks));
   std::vector<Eigen::VectorXd> g_part(static_cast<std::size_t>(chunks));
   std::vector<std::size_t> clipped(static_cast<std::size_t>(chunks), 0);
   const std::uint64_t player_seed = derive_seed(seed, 2);
-  const double scale_z = noisy ? noise_z->scale() : 0.0, scale_y = noisy ? noise_y->scale() : 0.0;
-#pragma omp parallel num_threads(threads)
-  {
-    Eigen::MatrixXd Zt(m, kBlock);  // one player a column: her m reports, contiguous
-    Eigen::VectorXd Yb(kBlock), z(m);
-#pragma omp for schedule(dynamic, 1)
-    for (Eigen::Index c = 0; c < chunks; ++c) {
-      const Eigen::Index begin = c * per_chunk, end = std::min(n, begin + per_chunk);
-      Eigen::MatrixXd& S_c = S_part[static_cast<std::size_t>(c)];
-      Eigen::VectorXd& g_c = g_part[static_cast<std::size_t>(c)];
-      S_c = Eigen::MatrixXd::Zero(m, m);
-      g_c = Eigen::VectorXd::Zero(m);
-      for (Eigen::Index b = begin; b < end; b += kBlock) {
-        const Eigen::Index rows = std::min(kBlock, end - b);
-        for (Eigen::Index q = 0; q < rows; ++q) {
-          const Eigen::Index i = b + q;
-          z.setZero();
-          for (SparseRows::InnerIterator it(X, i); it; ++it) z += it.value() * Phi.col(it.col());
-          const double nz = z.norm();
-          if (nz > z_max) {
-            z *= z_max / nz;
-            ++clipped[static_cast<std::size_t>(c)];
-          }
-          z /= delta;  // lattice units
-          const double yl = std::clamp(y(i), -1.0, 1.0) / delta_y;
-          const PlayerStream words(player_seed, static_cast<std::uint64_t>(i));  // player i's words
-          lattice_laplace(z.data(), static_cast<std::size_t>(m), scale_z, words, 0, Zt.col(q).data());
-          lattice_laplace(&yl, 1, scale_y, words, static_cast<std::uint64_t>(m), &Yb(q));
-        }
-        // Lattice units here; scaled by Delta at the end. Lower triangle only (SYRK).
-        S_c.selfadjointView<Eigen::Lower>().rankUpdate(Zt.leftCols(rows));
-        g_c.noalias() += Zt.leftCols(rows) * Yb.head(rows);
-      }
-    }
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (Eigen::Index c = 0; c < chunks; ++c) {
+    const auto k = static_cast<std::size_t>(c);
+    const Eigen::Index begin = c * per_chunk, end = std::min(n, begin + per_chunk);
+    clipped[k] = collect_chunk(X, y, out.Phi, z_max, lattice, player_seed, begin, end, S_part[k], g_part[k]);
   }
   Eigen::MatrixXd S = Eigen::MatrixXd::Zero(m, m);
   Eigen::VectorXd g = Eigen::VectorXd::Zero(m);
@@ -258,14 +275,13 @@ CompressedCollection ldp_compressed_collect(const SparseRows& X, const Eigen::Ve
   }
   S.triangularView<Eigen::StrictlyUpper>() = S.transpose();
   const double nn = static_cast<double>(std::max<Eigen::Index>(n, 1));
-  S *= delta * delta / nn;
-  g *= delta * delta_y / nn;
+  S *= lattice.delta * lattice.delta / nn;
+  g *= lattice.delta * lattice.delta_y / nn;
   // Unbiased second moment: E[z~ z~^T] = z z^T + Delta^2 (Var(noise) + rounding variance) I.
   // The noise variance is known and removed; the rounding variance p(1 - p) <= 1/4 of a step^2
   // depends on the data and is left in (a bias below Delta^2 / 4 = z_max^2 2^-30, negligible).
   // The noise on y is independent of z, so g is unbiased as it is.
-  (void)var_y;
-  S.diagonal().array() -= delta * delta * var_z;
+  S.diagonal().array() -= lattice.delta * lattice.delta * lattice.var_z;
   out.S = std::move(S);
   out.g = std::move(g);
   return out;
