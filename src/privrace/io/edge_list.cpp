@@ -80,17 +80,16 @@ SetCollection transpose_sets(const SetCollection& sets, std::uint64_t nodes) {
   return t;
 }
 
-SetCollection edges_to_sets(std::vector<std::uint64_t>& edges, std::uint64_t nodes, bool symmetrise, bool keep_self_loops,
-                            EdgeListReport& report, std::uint64_t memory_limit) {
-  const std::uint64_t limit = graph_memory_limit(memory_limit);
+namespace {
+// Adjacency lists by source: counting sort (degrees by relaxed atomic increments: contention is
+// rare; prefix sums; scatter). Order inside a list is fixed later by sorting, so threads do not
+// matter. Self-loops are counted, and dropped unless kept.
+SetCollection bucket_by_source(const std::vector<std::uint64_t>& edges, std::uint64_t nodes, bool keep_self_loops,
+                               std::uint64_t& self_loops) {
   const std::size_t m = edges.size();
-  check_budget(csr_bytes(static_cast<double>(nodes), static_cast<double>(m), symmetrise) + 8.0 * static_cast<double>(m), limit,
-               "a graph of " + std::to_string(nodes) + " nodes and " + std::to_string(m) + " edges");
   SetCollection d;
   d.offsets.assign(nodes + 1, 0);
   std::uint64_t loops = 0;
-  // Counting sort by source: degrees (relaxed atomic increments: contention is rare), prefix
-  // sums, scatter. Order inside a list is then fixed by sorting, so threads do not matter.
 #pragma omp parallel for reduction(+ : loops) schedule(static)
   for (std::size_t i = 0; i < m; ++i) {
     const auto u = static_cast<std::uint32_t>(edges[i] >> 32), v = static_cast<std::uint32_t>(edges[i]);
@@ -100,21 +99,23 @@ SetCollection edges_to_sets(std::vector<std::uint64_t>& edges, std::uint64_t nod
     }
     std::atomic_ref<std::uint64_t>(d.offsets[u + 1]).fetch_add(1, std::memory_order_relaxed);
   }
-  report.self_loops += loops;
+  self_loops += loops;
   for (std::uint64_t i = 0; i < nodes; ++i) d.offsets[i + 1] += d.offsets[i];
   d.ids.resize(d.offsets[nodes]);
-  {
-    std::vector<std::uint64_t> cursor(d.offsets.begin(), d.offsets.end() - 1);
+  std::vector<std::uint64_t> cursor(d.offsets.begin(), d.offsets.end() - 1);
 #pragma omp parallel for schedule(static)
-    for (std::size_t i = 0; i < m; ++i) {
-      const auto u = static_cast<std::uint32_t>(edges[i] >> 32), v = static_cast<std::uint32_t>(edges[i]);
-      if (u == v && !keep_self_loops) continue;
-      d.ids[std::atomic_ref<std::uint64_t>(cursor[u]).fetch_add(1, std::memory_order_relaxed)] = v;
-    }
+  for (std::size_t i = 0; i < m; ++i) {
+    const auto u = static_cast<std::uint32_t>(edges[i] >> 32), v = static_cast<std::uint32_t>(edges[i]);
+    if (u == v && !keep_self_loops) continue;
+    d.ids[std::atomic_ref<std::uint64_t>(cursor[u]).fetch_add(1, std::memory_order_relaxed)] = v;
   }
-  std::vector<std::uint64_t>().swap(edges);
-  // Sort and de-duplicate each list in place; then compact in order (serial: in-place moves
-  // only go left, so a node's new range never overlaps a later node's unread data).
+  return d;
+}
+
+// Sorts and de-duplicates each list in place; then compacts in order (serial: in-place moves
+// only go left, so a node's new range never overlaps a later node's unread data). Returns the
+// number of duplicate edges removed.
+std::uint64_t sort_and_deduplicate(SetCollection& d, std::uint64_t nodes) {
   std::vector<std::uint64_t> kept(nodes);
   std::uint64_t dups = 0;
 #pragma omp parallel for schedule(dynamic, 1024) reduction(+ : dups)
@@ -126,7 +127,6 @@ SetCollection edges_to_sets(std::vector<std::uint64_t>& edges, std::uint64_t nod
     kept[u] = static_cast<std::uint64_t>(ue - b);
     dups += static_cast<std::uint64_t>(e - ue);
   }
-  report.duplicates += dups;
   std::uint64_t pos = 0;
   for (std::uint64_t u = 0; u < nodes; ++u) {
     const std::uint64_t from = d.offsets[u];
@@ -137,34 +137,47 @@ SetCollection edges_to_sets(std::vector<std::uint64_t>& edges, std::uint64_t nod
   d.offsets[nodes] = pos;
   d.ids.resize(pos);
   d.ids.shrink_to_fit();
-  std::vector<std::uint64_t>().swap(kept);
+  return dups;
+}
+
+// Out(u) u In(u): each sorted list merged with its transpose's.
+SetCollection symmetrised(const SetCollection& d, std::uint64_t nodes) {
+  const SetCollection t = transpose_sets(d, nodes);
   SetCollection out;
-  if (!symmetrise) {
-    out = std::move(d);
-  } else {
-    // Out(u) u In(u): merge each list with its transpose.
-    const SetCollection t = transpose_sets(d, nodes);
-    out.offsets.assign(nodes + 1, 0);
+  out.offsets.assign(nodes + 1, 0);
 #pragma omp parallel for schedule(dynamic, 1024)
-    for (std::uint64_t u = 0; u < nodes; ++u) {
-      const auto a = d.set(u), b = t.set(u);
-      std::size_t i = 0, j = 0, k = 0;
-      while (i < a.size() && j < b.size()) {
-        if (a[i] < b[j]) ++i;
-        else if (b[j] < a[i]) ++j;
-        else ++i, ++j;
-        ++k;
-      }
-      out.offsets[u + 1] = k + (a.size() - i) + (b.size() - j);
+  for (std::uint64_t u = 0; u < nodes; ++u) {
+    const auto a = d.set(u), b = t.set(u);
+    std::size_t i = 0, j = 0, k = 0;
+    while (i < a.size() && j < b.size()) {
+      if (a[i] < b[j]) ++i;
+      else if (b[j] < a[i]) ++j;
+      else ++i, ++j;
+      ++k;
     }
-    for (std::uint64_t i = 0; i < nodes; ++i) out.offsets[i + 1] += out.offsets[i];
-    out.ids.resize(out.offsets[nodes]);
-#pragma omp parallel for schedule(dynamic, 1024)
-    for (std::uint64_t u = 0; u < nodes; ++u) {
-      const auto a = d.set(u), b = t.set(u);
-      std::set_union(a.begin(), a.end(), b.begin(), b.end(), out.ids.begin() + static_cast<std::ptrdiff_t>(out.offsets[u]));
-    }
+    out.offsets[u + 1] = k + (a.size() - i) + (b.size() - j);
   }
+  for (std::uint64_t i = 0; i < nodes; ++i) out.offsets[i + 1] += out.offsets[i];
+  out.ids.resize(out.offsets[nodes]);
+#pragma omp parallel for schedule(dynamic, 1024)
+  for (std::uint64_t u = 0; u < nodes; ++u) {
+    const auto a = d.set(u), b = t.set(u);
+    std::set_union(a.begin(), a.end(), b.begin(), b.end(), out.ids.begin() + static_cast<std::ptrdiff_t>(out.offsets[u]));
+  }
+  return out;
+}
+}  // namespace
+
+SetCollection edges_to_sets(std::vector<std::uint64_t>& edges, std::uint64_t nodes, bool symmetrise, bool keep_self_loops,
+                            EdgeListReport& report, std::uint64_t memory_limit) {
+  const std::uint64_t limit = graph_memory_limit(memory_limit);
+  const std::size_t m = edges.size();
+  check_budget(csr_bytes(static_cast<double>(nodes), static_cast<double>(m), symmetrise) + 8.0 * static_cast<double>(m), limit,
+               "a graph of " + std::to_string(nodes) + " nodes and " + std::to_string(m) + " edges");
+  SetCollection d = bucket_by_source(edges, nodes, keep_self_loops, report.self_loops);
+  std::vector<std::uint64_t>().swap(edges);
+  report.duplicates += sort_and_deduplicate(d, nodes);
+  SetCollection out = symmetrise ? symmetrised(d, nodes) : std::move(d);
   report.nodes = nodes;
   report.edges = out.ids.size();
   report.symmetrised = symmetrise;

@@ -222,15 +222,11 @@ void record_exact_count(RaceSketch& sketch) {
   sketch.set_privacy(std::move(p));
 }
 
-}  // namespace privrace
-
-namespace privrace {
-PrivacyRecord merged_privacy(const std::vector<PrivacyRecord>& parts) {
-  std::size_t n_private = 0;
-  for (const auto& p : parts) n_private += p.is_private ? 1 : 0;
-  // Parts that share their noise (a file and itself, two files of one noise seed) do not add
-  // independent noise: their sum would carry less noise than the record states (twice the
-  // same draw has variance 4 sigma^2, not 2 sigma^2), and a file with itself doubles N-hat.
+namespace {
+// Parts that share their noise (a file and itself, two files of one noise seed) do not add
+// independent noise: their sum would carry less noise than the record states (twice the
+// same draw has variance 4 sigma^2, not 2 sigma^2), and a file with itself doubles N-hat.
+void check_independent_noise(const std::vector<PrivacyRecord>& parts) {
   std::set<std::string> seen;
   for (const auto& p : parts)
     for (const std::string& id : noise_ids(p))
@@ -238,41 +234,42 @@ PrivacyRecord merged_privacy(const std::vector<PrivacyRecord>& parts) {
         throw UsageError("cannot merge sketches that share their noise (noise_id " + id +
                          "): a sketch merged with itself, or two sketches of one --seed; build each part with its own noise "
                          "(--hash-seed S shares the hash functions without sharing the noise)");
-  // Released counts and noise variances of parts with independent noise add up (a part without
-  // them leaves the merged record without them). The count stays an integer when every part's is.
-  auto add_sums = [&](PrivacyRecord record) {
-    using Field = std::optional<double> PrivacyRecord::*;
-    for (const Field field : {&PrivacyRecord::noise_variance, &PrivacyRecord::noise_variance_feature_units,
-                              &PrivacyRecord::count_noise_variance}) {
-      const bool all = std::all_of(parts.begin(), parts.end(), [&](const PrivacyRecord& p) { return (p.*field).has_value(); });
-      if (!all) continue;
-      double total = 0.0;
-      for (const auto& p : parts) total += *(p.*field);
-      record.*field = total;
-    }
-    if (std::all_of(parts.begin(), parts.end(), [](const PrivacyRecord& p) { return p.count.has_value(); })) {
-      const bool integral = std::all_of(parts.begin(), parts.end(), [](const PrivacyRecord& p) {
-        return std::holds_alternative<std::int64_t>(*p.count);
-      });
-      if (integral) {
-        std::int64_t t = 0;
-        for (const auto& p : parts) t += std::get<std::int64_t>(*p.count);
-        record.count = t;
-      } else {
-        double t = 0.0;
-        for (const auto& p : parts) t += *p.count_value();
-        record.count = t;
-      }
-    }
-    return record;
-  };
-  if (n_private == 0) {
-    PrivacyRecord record = exact_record();
-    record.merged_parts = parts.size();
-    return add_sums(std::move(record));
+}
+
+// Released counts and noise variances of parts with independent noise add up (a part without
+// them leaves the merged record without them). The count stays an integer when every part's is.
+PrivacyRecord add_sums(PrivacyRecord record, const std::vector<PrivacyRecord>& parts) {
+  using Field = std::optional<double> PrivacyRecord::*;
+  for (const Field field : {&PrivacyRecord::noise_variance, &PrivacyRecord::noise_variance_feature_units,
+                            &PrivacyRecord::count_noise_variance}) {
+    const bool all = std::all_of(parts.begin(), parts.end(), [&](const PrivacyRecord& p) { return (p.*field).has_value(); });
+    if (!all) continue;
+    double total = 0.0;
+    for (const auto& p : parts) total += *(p.*field);
+    record.*field = total;
   }
-  if (n_private != parts.size())
-    throw UsageError("cannot merge a private sketch with a non-private one: the sum would expose exact counts");
+  if (std::all_of(parts.begin(), parts.end(), [](const PrivacyRecord& p) { return p.count.has_value(); })) {
+    const bool integral = std::all_of(parts.begin(), parts.end(), [](const PrivacyRecord& p) {
+      return std::holds_alternative<std::int64_t>(*p.count);
+    });
+    if (integral) {
+      std::int64_t t = 0;
+      for (const auto& p : parts) t += std::get<std::int64_t>(*p.count);
+      record.count = t;
+    } else {
+      double t = 0.0;
+      for (const auto& p : parts) t += *p.count_value();
+      record.count = t;
+    }
+  }
+  return record;
+}
+
+// The record of a sum of private parts (all of them private, one neighbouring relation).
+// Epsilon under the assumption that the parts hold disjoint records (parallel composition:
+// each record is in one part, so the sum is max-epsilon DP), and without it (a record in
+// every part: basic sequential composition, the sum of the epsilons and of the deltas).
+PrivacyRecord merged_private_record(const std::vector<PrivacyRecord>& parts) {
   double eps = 0.0, delta = 0.0, realised = 0.0, eps_sum = 0.0, delta_sum = 0.0;
   bool fit = true;
   const PrivacyRecord& front = parts.front();
@@ -291,9 +288,6 @@ PrivacyRecord merged_privacy(const std::vector<PrivacyRecord>& parts) {
       throw UsageError("cannot merge sketches released under different neighbouring relations (" + neighbors_name(front) + " and " +
                        neighbors_name(p) + "): their sum has no single privacy guarantee");
   }
-  // Epsilon under the assumption that the parts hold disjoint records (parallel composition:
-  // each record is in one part, so the sum is max-epsilon DP), and without it (a record in
-  // every part: basic sequential composition, the sum of the epsilons and of the deltas).
   PrivacyRecord record;
   record.is_private = true;
   record.epsilon = eps;
@@ -317,6 +311,21 @@ PrivacyRecord merged_privacy(const std::vector<PrivacyRecord>& parts) {
     record.*field = m;
   }
   if (front.quantum) record.quantum = front.quantum;
-  return add_sums(std::move(record));
+  return record;
+}
+}  // namespace
+
+PrivacyRecord merged_privacy(const std::vector<PrivacyRecord>& parts) {
+  std::size_t n_private = 0;
+  for (const auto& p : parts) n_private += p.is_private ? 1 : 0;
+  check_independent_noise(parts);
+  if (n_private == 0) {
+    PrivacyRecord record = exact_record();
+    record.merged_parts = parts.size();
+    return add_sums(std::move(record), parts);
+  }
+  if (n_private != parts.size())
+    throw UsageError("cannot merge a private sketch with a non-private one: the sum would expose exact counts");
+  return add_sums(merged_private_record(parts), parts);
 }
 }  // namespace privrace
