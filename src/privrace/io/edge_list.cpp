@@ -112,34 +112,6 @@ SetCollection bucket_by_source(const std::vector<std::uint64_t>& edges, std::uin
   return d;
 }
 
-// Sorts and de-duplicates each list in place; then compacts in order (serial: in-place moves
-// only go left, so a node's new range never overlaps a later node's unread data). Returns the
-// number of duplicate edges removed.
-std::uint64_t sort_and_deduplicate(SetCollection& d, std::uint64_t nodes) {
-  std::vector<std::uint64_t> kept(nodes);
-  std::uint64_t dups = 0;
-#pragma omp parallel for schedule(dynamic, 1024) reduction(+ : dups)
-  for (std::uint64_t u = 0; u < nodes; ++u) {
-    auto* b = d.ids.data() + d.offsets[u];
-    auto* e = d.ids.data() + d.offsets[u + 1];
-    std::sort(b, e);
-    auto* ue = std::unique(b, e);
-    kept[u] = static_cast<std::uint64_t>(ue - b);
-    dups += static_cast<std::uint64_t>(e - ue);
-  }
-  std::uint64_t pos = 0;
-  for (std::uint64_t u = 0; u < nodes; ++u) {
-    const std::uint64_t from = d.offsets[u];
-    if (from != pos) std::memmove(d.ids.data() + pos, d.ids.data() + from, kept[u] * sizeof(std::uint32_t));
-    d.offsets[u] = pos;
-    pos += kept[u];
-  }
-  d.offsets[nodes] = pos;
-  d.ids.resize(pos);
-  d.ids.shrink_to_fit();
-  return dups;
-}
-
 // Out(u) u In(u): each sorted list merged with its transpose's.
 SetCollection symmetrised(const SetCollection& d, std::uint64_t nodes) {
   const SetCollection t = transpose_sets(d, nodes);
@@ -167,6 +139,33 @@ SetCollection symmetrised(const SetCollection& d, std::uint64_t nodes) {
   return out;
 }
 }  // namespace
+
+// Each list sorted and de-duplicated in place; then compacted in order (serial: in-place moves
+// only go left, so a node's new range never overlaps a later node's unread data).
+std::uint64_t sort_and_deduplicate(SetCollection& d, std::uint64_t nodes, int threads) {
+  std::vector<std::uint64_t> kept(nodes);
+  std::uint64_t dups = 0;
+#pragma omp parallel for num_threads(threads > 0 ? threads : omp_get_max_threads()) schedule(dynamic, 1024) reduction(+ : dups)
+  for (std::uint64_t u = 0; u < nodes; ++u) {
+    auto* b = d.ids.data() + d.offsets[u];
+    auto* e = d.ids.data() + d.offsets[u + 1];
+    std::sort(b, e);
+    auto* ue = std::unique(b, e);
+    kept[u] = static_cast<std::uint64_t>(ue - b);
+    dups += static_cast<std::uint64_t>(e - ue);
+  }
+  std::uint64_t pos = 0;
+  for (std::uint64_t u = 0; u < nodes; ++u) {
+    const std::uint64_t from = d.offsets[u];
+    if (from != pos) std::memmove(d.ids.data() + pos, d.ids.data() + from, kept[u] * sizeof(std::uint32_t));
+    d.offsets[u] = pos;
+    pos += kept[u];
+  }
+  d.offsets[nodes] = pos;
+  d.ids.resize(pos);
+  d.ids.shrink_to_fit();
+  return dups;
+}
 
 SetCollection edges_to_sets(std::vector<std::uint64_t>& edges, std::uint64_t nodes, bool symmetrise, bool keep_self_loops,
                             EdgeListReport& report, std::uint64_t memory_limit) {

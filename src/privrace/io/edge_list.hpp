@@ -103,6 +103,10 @@ inline std::uint64_t pack_edge(std::uint32_t u, std::uint32_t v) { return (std::
 // Byte budget for graph structures: `limit` if non-zero, else 80% of physical memory.
 std::uint64_t graph_memory_limit(std::uint64_t limit);
 
+// Sorts and de-duplicates every set of a CSR whose sets may hold repeats, in place, and compacts
+// the ids (the reader's and the R-MAT generator's last pass). Returns the repeats removed.
+std::uint64_t sort_and_deduplicate(SetCollection& sets, std::uint64_t nodes, int threads = 0);
+
 // Transpose (in-neighbour sets) of a set collection over nodes [0, nodes): node v's set = {u : v in set(u)}.
 SetCollection transpose_sets(const SetCollection& sets, std::uint64_t nodes);
 

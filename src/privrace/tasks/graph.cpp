@@ -156,7 +156,8 @@ double rmat_bytes(const RmatOptions& o) {
   return 4.0 * m + 8.0 * (n + 1) * 2.0 + 8.0 * n;  // ids + offsets + cursors + kept counts
 }
 
-SetCollection generate_rmat(const RmatOptions& o, EdgeListReport* report) {
+namespace {
+void check_rmat_options(const RmatOptions& o) {
   if (o.scale == 0 || o.scale > 31) throw UsageError("R-MAT scale must be in 1..31");
   if (!(o.edge_factor > 0) || o.a < 0 || o.b < 0 || o.c < 0 || o.a + o.b + o.c > 1.0)
     throw UsageError("R-MAT needs edge_factor > 0 and a, b, c >= 0 with a + b + c <= 1");
@@ -171,81 +172,75 @@ SetCollection generate_rmat(const RmatOptions& o, EdgeListReport* report) {
   if (o.nodes != 0 && (o.nodes > ids || 2 * o.nodes <= ids))
     throw UsageError("R-MAT nodes = " + std::to_string(o.nodes) + " with scale " + std::to_string(o.scale) +
                      ": expected 2^(scale-1) < nodes <= 2^scale");
-  const std::uint64_t n = o.nodes != 0 ? o.nodes : ids;
+}
+
+// The m edges of the generator's blocks (ids above n folded onto [0, n)), as adjacency lists
+// with repeats: one pass counts the degrees, a second draws the same edges again and scatters
+// them (order inside a set is fixed by the sort that follows). Self-loops are counted.
+SetCollection rmat_edges(const RmatOptions& o, std::uint64_t n, std::uint64_t m, int threads, std::uint64_t& loops) {
+  const std::uint64_t ids = std::uint64_t{1} << o.scale;
   const auto fold = [n](std::uint32_t x) { return x >= n ? static_cast<std::uint32_t>(x - n) : x; };
-  const auto m = static_cast<std::uint64_t>(std::llround(o.edge_factor * static_cast<double>(ids)));
   const Quadrants q{static_cast<std::uint32_t>(std::lround((o.a + o.b) * 65536.0)),
                     static_cast<std::uint32_t>(std::lround((o.a + o.b + o.c) * 65536.0)),
                     static_cast<std::uint32_t>(std::lround(o.a * 65536.0))};
   std::uint64_t st = derive_seed(o.seed, 0x5C7A);
   const Scrambler scr{ids - 1, splitmix64(st) | 1, splitmix64(st) | 1, splitmix64(st) & (ids - 1), (o.scale + 1) / 2};
   const std::uint64_t blocks = (m + kRmatBlock - 1) / kRmatBlock;
-  const int threads = resolve_threads(o.threads);
   SetCollection g;
   g.offsets.assign(n + 1, 0);
-  std::uint64_t loops = 0;
-  // Pass 1: degrees.
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) reduction(+ : loops)
+  std::uint64_t self_loops = 0;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) reduction(+ : self_loops)
   for (std::uint64_t b = 0; b < blocks; ++b) {
     rmat_block(o, q, scr, b, m, [&](std::uint32_t u, std::uint32_t v) {
       u = fold(u);
       v = fold(v);
       if (u == v) {
-        ++loops;
+        ++self_loops;
         if (!o.keep_self_loops) return;
       }
       std::atomic_ref<std::uint64_t>(g.offsets[u + 1]).fetch_add(1, std::memory_order_relaxed);
       if (o.undirected && u != v) std::atomic_ref<std::uint64_t>(g.offsets[v + 1]).fetch_add(1, std::memory_order_relaxed);
     });
   }
+  loops = self_loops;
   for (std::uint64_t i = 0; i < n; ++i) g.offsets[i + 1] += g.offsets[i];
   g.ids.resize(g.offsets[n]);
-  {
-    // Pass 2: the same edges again, scattered. Order inside a set is fixed by the sort below.
-    std::vector<std::uint64_t> cursor(g.offsets.begin(), g.offsets.end() - 1);
+  std::vector<std::uint64_t> cursor(g.offsets.begin(), g.offsets.end() - 1);
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-    for (std::uint64_t b = 0; b < blocks; ++b) {
-      rmat_block(o, q, scr, b, m, [&](std::uint32_t u, std::uint32_t v) {
-        u = fold(u);
-        v = fold(v);
-        if (u == v && !o.keep_self_loops) return;
-        g.ids[std::atomic_ref<std::uint64_t>(cursor[u]).fetch_add(1, std::memory_order_relaxed)] = v;
-        if (o.undirected && u != v) g.ids[std::atomic_ref<std::uint64_t>(cursor[v]).fetch_add(1, std::memory_order_relaxed)] = u;
-      });
-    }
+  for (std::uint64_t b = 0; b < blocks; ++b) {
+    rmat_block(o, q, scr, b, m, [&](std::uint32_t u, std::uint32_t v) {
+      u = fold(u);
+      v = fold(v);
+      if (u == v && !o.keep_self_loops) return;
+      g.ids[std::atomic_ref<std::uint64_t>(cursor[u]).fetch_add(1, std::memory_order_relaxed)] = v;
+      if (o.undirected && u != v) g.ids[std::atomic_ref<std::uint64_t>(cursor[v]).fetch_add(1, std::memory_order_relaxed)] = u;
+    });
   }
-  std::vector<std::uint64_t> kept(n);
-  std::uint64_t dups = 0;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 256) reduction(+ : dups)
-  for (std::uint64_t u = 0; u < n; ++u) {
-    auto* b = g.ids.data() + g.offsets[u];
-    auto* e = g.ids.data() + g.offsets[u + 1];
-    std::sort(b, e);
-    auto* ue = std::unique(b, e);
-    kept[u] = static_cast<std::uint64_t>(ue - b);
-    dups += static_cast<std::uint64_t>(e - ue);
-  }
-  std::uint64_t pos = 0, max_deg = 0, empty = 0;
-  for (std::uint64_t u = 0; u < n; ++u) {
-    const std::uint64_t from = g.offsets[u];
-    if (from != pos) std::memmove(g.ids.data() + pos, g.ids.data() + from, kept[u] * sizeof(std::uint32_t));
-    g.offsets[u] = pos;
-    pos += kept[u];
-    max_deg = std::max(max_deg, kept[u]);
-    empty += kept[u] == 0;
-  }
-  g.offsets[n] = pos;
-  g.ids.resize(pos);
-  g.ids.shrink_to_fit();
+  return g;
+}
+}  // namespace
+
+SetCollection generate_rmat(const RmatOptions& o, EdgeListReport* report) {
+  check_rmat_options(o);
+  const std::uint64_t ids = std::uint64_t{1} << o.scale;
+  const std::uint64_t n = o.nodes != 0 ? o.nodes : ids;
+  const auto m = static_cast<std::uint64_t>(std::llround(o.edge_factor * static_cast<double>(ids)));
+  const int threads = resolve_threads(o.threads);
+  std::uint64_t loops = 0;
+  SetCollection g = rmat_edges(o, n, m, threads, loops);
+  const std::uint64_t dups = sort_and_deduplicate(g, n, threads);
   if (report) {
     *report = EdgeListReport{};
     report->nodes = n;
     report->lines = m;
-    report->edges = pos;
+    report->edges = g.ids.size();
     report->self_loops = loops;
     report->duplicates = dups;
-    report->max_degree = max_deg;
-    report->empty_sets = empty;
+    for (std::uint64_t u = 0; u < n; ++u) {
+      const std::uint64_t deg = g.offsets[u + 1] - g.offsets[u];
+      report->max_degree = std::max(report->max_degree, deg);
+      report->empty_sets += deg == 0;
+    }
     report->symmetrised = o.undirected;
   }
   return g;
