@@ -37,6 +37,62 @@ std::vector<T> pick(const std::vector<T>& v, const std::vector<std::size_t>& idx
   return out;
 }
 
+// Class indices in increasing label order; fills the context's class values and count.
+std::vector<int> class_labels(const ExperimentConfig& cfg, ClassifyContext& ctx) {
+  std::map<double, int> index;
+  for (const double v : ctx.data.y) index.emplace(v, 0);
+  int k = 0;
+  for (auto& [v, i] : index) {
+    i = k++;
+    ctx.class_values.push_back(v);
+  }
+  ctx.classes = index.size();
+  if (ctx.classes < 2) throw ConfigError(cfg.file + ": $.dataset.name: the label has fewer than 2 classes");
+  std::vector<int> labels;
+  for (const double v : ctx.data.y) labels.push_back(index.at(v));
+  return labels;
+}
+
+// Bandwidth: given, or a binary search scored on a validation part of the TRAINING rows
+// (the test rows never influence it). It uses exact counts, i.e. it is NOT private; the
+// paper tunes its hyperparameters the same way and says so (CCS'21 section 5).
+void choose_bandwidth(const ExperimentConfig& cfg, const RunEnvironment& env, ClassifyContext& ctx) {
+  const json& o = cfg.task_options;
+  const double given = o.at("bandwidth").get<double>();
+  if (given > 0) {
+    ctx.bandwidth = given;
+    ctx.bandwidth_selection = {{"method", "given"}, {"bandwidth", given}};
+    return;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::size_t nt = ctx.train_x.rows();
+  const auto n_val = static_cast<std::size_t>(std::llround(o.at("validation_fraction").get<double>() * static_cast<double>(nt)));
+  const Split vs = seeded_split(nt, n_val, o.at("split_seed").get<std::uint64_t>() + 1);
+  const DenseMatrix fx = select_rows(ctx.train_x, vs.kept), vx = select_rows(ctx.train_x, vs.held_out);
+  const auto fy = pick(ctx.train_y, vs.kept), vy = pick(ctx.train_y, vs.held_out);
+  RaceClassifierSpec spec;
+  spec.rows = o.at("search_rows").get<std::size_t>();
+  spec.width = o.at("search_width").get<std::size_t>();
+  spec.seed = derive_seed(cfg.seed, 0xB4D);
+  spec.threads = env.threads;
+  const auto res = search_bandwidth(fx, fy, vx, vy, ctx.classes, spec, o.at("search_iterations").get<int>());
+  ctx.bandwidth = res.bandwidth;
+  json trace = json::array();
+  for (const auto& [w, acc] : res.trace) trace.push_back({w, acc});
+  ctx.bandwidth_selection = {{"method", "binary search on [0, 1], max-likelihood accuracy on a validation split of the training data"},
+                             {"private", false},
+                             {"note", "exact (non-private) counts: the choice spends no budget only because it is not private"},
+                             {"bandwidth", res.bandwidth},
+                             {"validation_accuracy", res.validation_accuracy},
+                             {"validation_rows", vy.size()},
+                             {"search_rows", spec.rows},
+                             {"search_width", spec.width},
+                             {"trace", trace},
+                             {"seconds", seconds_since(t0)}};
+  if (Progress::enabled())
+    std::cerr << "bandwidth search: w = " << res.bandwidth << " (validation accuracy " << res.validation_accuracy << ")\n";
+}
+
 class ClassificationTask final : public Task {
  public:
   std::string name() const override { return "classification"; }
@@ -67,19 +123,7 @@ class ClassificationTask final : public Task {
     if (data.y.size() != static_cast<std::size_t>(data.x.rows()))
       throw ConfigError(cfg.file + ": $.dataset.name: data set '" + cfg.dataset + "' has no class label");
 
-    // Class indices in increasing label order.
-    std::map<double, int> index;
-    for (const double v : data.y) index.emplace(v, 0);
-    int k = 0;
-    for (auto& [v, i] : index) {
-      i = k++;
-      ctx->class_values.push_back(v);
-    }
-    ctx->classes = index.size();
-    if (ctx->classes < 2) throw ConfigError(cfg.file + ": $.dataset.name: the label has fewer than 2 classes");
-    std::vector<int> labels;
-    for (const double v : data.y) labels.push_back(index.at(v));
-
+    const std::vector<int> labels = class_labels(cfg, *ctx);
     const std::size_t n = static_cast<std::size_t>(data.x.rows());
     const double tf = o.at("test_fraction").get<double>();
     if (!(tf < 1)) throw ConfigError(cfg.file + ": $.task.test_fraction: expected a number in (0, 1)");
@@ -89,43 +133,7 @@ class ClassificationTask final : public Task {
     ctx->train_x = select_rows(data.x, split.kept);
     ctx->test_y = pick(labels, split.held_out);
     ctx->train_y = pick(labels, split.kept);
-
-    // Bandwidth: given, or a binary search scored on a validation part of the TRAINING rows
-    // (the test rows never influence it). It uses exact counts, i.e. it is NOT private; the
-    // paper tunes its hyperparameters the same way and says so (CCS'21 section 5).
-    const double given = o.at("bandwidth").get<double>();
-    if (given > 0) {
-      ctx->bandwidth = given;
-      ctx->bandwidth_selection = {{"method", "given"}, {"bandwidth", given}};
-    } else {
-      const auto t0 = std::chrono::steady_clock::now();
-      const std::size_t nt = ctx->train_x.rows();
-      const auto n_val = static_cast<std::size_t>(std::llround(o.at("validation_fraction").get<double>() * static_cast<double>(nt)));
-      const Split vs = seeded_split(nt, n_val, o.at("split_seed").get<std::uint64_t>() + 1);
-      const DenseMatrix fx = select_rows(ctx->train_x, vs.kept), vx = select_rows(ctx->train_x, vs.held_out);
-      const auto fy = pick(ctx->train_y, vs.kept), vy = pick(ctx->train_y, vs.held_out);
-      RaceClassifierSpec spec;
-      spec.rows = o.at("search_rows").get<std::size_t>();
-      spec.width = o.at("search_width").get<std::size_t>();
-      spec.seed = derive_seed(cfg.seed, 0xB4D);
-      spec.threads = env.threads;
-      const auto res = search_bandwidth(fx, fy, vx, vy, ctx->classes, spec, o.at("search_iterations").get<int>());
-      ctx->bandwidth = res.bandwidth;
-      json trace = json::array();
-      for (const auto& [w, acc] : res.trace) trace.push_back({w, acc});
-      ctx->bandwidth_selection = {{"method", "binary search on [0, 1], max-likelihood accuracy on a validation split of the training data"},
-                                  {"private", false},
-                                  {"note", "exact (non-private) counts: the choice spends no budget only because it is not private"},
-                                  {"bandwidth", res.bandwidth},
-                                  {"validation_accuracy", res.validation_accuracy},
-                                  {"validation_rows", vy.size()},
-                                  {"search_rows", spec.rows},
-                                  {"search_width", spec.width},
-                                  {"trace", trace},
-                                  {"seconds", seconds_since(t0)}};
-      if (Progress::enabled())
-        std::cerr << "bandwidth search: w = " << res.bandwidth << " (validation accuracy " << res.validation_accuracy << ")\n";
-    }
+    choose_bandwidth(cfg, env, *ctx);
     ctx->train_lr = logistic_inputs(ctx->train_x);  // also the inputs of one-vs-rest (classify_ovr.cpp)
     ctx->test_lr = logistic_inputs(ctx->test_x);
     if (ctx->classes == 2) {

@@ -17,23 +17,61 @@
 namespace po = boost::program_options;
 using namespace privrace;
 
+namespace {
+po::options_description audit_options() {
+  po::options_description opts("privrace-audit options");
+  const std::string threads_help = "threads (0 = all cores, at most " + std::to_string(kMaxThreads) + ")";
+  opts.add_options()("help,h", "this help")("version", "print the version and exit")("list", "list the release paths")(
+      "path", po::value<std::vector<std::string>>(), "a release path to audit (repeatable)")(
+      "all", "audit every path")(
+      "thorough", "release check: every path at epsilon 0.25, 1 and 4 with more runs and a higher confidence "
+      "(overrides --all, --path, --epsilon, --runs and --confidence)")("epsilon", po::value<double>()->default_value(1.0), "claimed epsilon")(
+      "delta", po::value<double>()->default_value(1e-5), "claimed delta (Gaussian paths)")(
+      "runs", po::value<std::string>()->default_value("1000000"), "releases on each of D and D'")(
+      "confidence", po::value<double>()->default_value(0.99), "probability that a correct release passes")(
+      "seed", po::value<std::uint64_t>()->default_value(1), "base seed of the noise streams")(
+      "fresh-noise", "draw the noise from the release CSPRNG (not reproducible) instead of seeded streams")(
+      "rows", po::value<std::string>()->default_value("4"), "sketch rows R")(
+      "width", po::value<std::string>()->default_value("8"), "sketch width W")(
+      "threads", po::value<std::string>()->default_value("0"), threads_help.c_str());
+  return opts;
+}
+
+// Every named path at each epsilon, one summary line an audit; 0 when all pass, else 1. The
+// thorough run: three epsilons, and runs enough for bounds within a few percent of the claim
+// on the Laplace paths; the mechanism paths cost nanoseconds a release and get ten times more.
+int run_audits(const std::vector<std::string>& names, audit::PathOptions path, const audit::AuditOptions& options, bool thorough) {
+  std::vector<double> epsilons = {path.epsilon};
+  audit::AuditOptions base = options;
+  if (thorough) {
+    epsilons = {0.25, 1.0, 4.0};
+    base.confidence = 0.999;
+  }
+  bool all_pass = true;
+  std::size_t failures = 0, audits = 0;
+  for (const double eps : epsilons) {
+    path.epsilon = eps;
+    for (const auto& name : names) {
+      audit::AuditOptions run = base;
+      if (thorough) run.runs = name.rfind("mechanism_", 0) == 0 ? 40000000 : 4000000;
+      const auto result = audit::run_audit(audit::make_path(name, path), run);
+      std::cout << result.summary() << std::endl;
+      all_pass = all_pass && result.pass();
+      failures += result.pass() ? 0 : 1;
+      ++audits;
+    }
+  }
+  if (audits > 1)
+    std::cout << (all_pass ? "all " + std::to_string(audits) + " audits pass"
+                           : std::to_string(failures) + " of " + std::to_string(audits) + " audits FAIL")
+              << std::endl;
+  return all_pass ? 0 : 1;
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   try {
-    po::options_description opts("privrace-audit options");
-    const std::string threads_help = "threads (0 = all cores, at most " + std::to_string(kMaxThreads) + ")";
-    opts.add_options()("help,h", "this help")("version", "print the version and exit")("list", "list the release paths")(
-        "path", po::value<std::vector<std::string>>(), "a release path to audit (repeatable)")(
-        "all", "audit every path")(
-        "thorough", "release check: every path at epsilon 0.25, 1 and 4 with more runs and a higher confidence "
-        "(overrides --all, --path, --epsilon, --runs and --confidence)")("epsilon", po::value<double>()->default_value(1.0), "claimed epsilon")(
-        "delta", po::value<double>()->default_value(1e-5), "claimed delta (Gaussian paths)")(
-        "runs", po::value<std::string>()->default_value("1000000"), "releases on each of D and D'")(
-        "confidence", po::value<double>()->default_value(0.99), "probability that a correct release passes")(
-        "seed", po::value<std::uint64_t>()->default_value(1), "base seed of the noise streams")(
-        "fresh-noise", "draw the noise from the release CSPRNG (not reproducible) instead of seeded streams")(
-        "rows", po::value<std::string>()->default_value("4"), "sketch rows R")(
-        "width", po::value<std::string>()->default_value("8"), "sketch width W")(
-        "threads", po::value<std::string>()->default_value("0"), threads_help.c_str());
+    const po::options_description opts = audit_options();
     po::variables_map vm;
     po::store(po::parse_command_line(argc, argv, opts), vm);
     po::notify(vm);
@@ -72,33 +110,7 @@ int main(int argc, char** argv) {
     ao.seed = vm["seed"].as<std::uint64_t>();
     ao.fresh_noise = vm.count("fresh-noise") > 0;
     ao.threads = parse_threads("--threads", vm["threads"].as<std::string>());
-    // The default run: the named paths at --epsilon. The thorough run: three epsilons, and runs
-    // enough for bounds within a few percent of the claim on the Laplace paths; the mechanism
-    // paths cost nanoseconds a release and get ten times more.
-    std::vector<double> epsilons = {po_.epsilon};
-    if (thorough) {
-      epsilons = {0.25, 1.0, 4.0};
-      ao.confidence = 0.999;
-    }
-    bool all_pass = true;
-    std::size_t failures = 0, audits = 0;
-    for (const double eps : epsilons) {
-      po_.epsilon = eps;
-      for (const auto& name : names) {
-        audit::AuditOptions run = ao;
-        if (thorough) run.runs = name.rfind("mechanism_", 0) == 0 ? 40000000 : 4000000;
-        const auto result = audit::run_audit(audit::make_path(name, po_), run);
-        std::cout << result.summary() << std::endl;
-        all_pass = all_pass && result.pass();
-        failures += result.pass() ? 0 : 1;
-        ++audits;
-      }
-    }
-    if (audits > 1)
-      std::cout << (all_pass ? "all " + std::to_string(audits) + " audits pass"
-                             : std::to_string(failures) + " of " + std::to_string(audits) + " audits FAIL")
-                << std::endl;
-    return all_pass ? 0 : 1;
+    return run_audits(names, po_, ao, thorough);
   } catch (const po::error& e) {
     std::cerr << "privrace-audit: " << e.what() << "\n";
     return 2;
