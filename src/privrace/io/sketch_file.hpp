@@ -54,7 +54,7 @@ struct EncodedCountBlocks {
   std::vector<std::uint8_t> planes;       // per block: its byte planes
   std::vector<std::uint32_t> crcs;        // per block: CRC-32 of its frame
   std::vector<std::string_view> frames;   // per block: its zstd frame, in `storage`
-  std::vector<std::shared_ptr<const std::string>> storage;
+  std::vector<std::shared_ptr<const void>> storage;  // owners of the frames' bytes
   std::uint64_t frame_bytes() const;
   // Joins the next part's blocks (this part must end on a block boundary).
   void append(EncodedCountBlocks&& next);
