@@ -340,54 +340,6 @@ void ReleaseMerge::add(const RaceSketch& part, const std::string& name) {
 
 void ReleaseMerge::finish() { target_.set_privacy(merged_privacy(parts_)); }
 
-}  // namespace privrace
-
-namespace privrace {
-
-// ---------------------------------------------------------------------------------------------
-// Public parameters of an existing sketch
-
-ReleaseParams like_params(const nlohmann::json& header, ReleaseParams base) {
-  if (!header.is_object() || !header.contains("family") || !header.at("family").is_object())
-    throw InputError("parameters: field 'family' is missing (expected a sketch header or a parameters file with 'family' and 'width')");
-  const nlohmann::json& f = header.at("family");
-  auto need = [&](const char* key) -> const nlohmann::json& {
-    if (!f.contains(key)) throw InputError(std::string("parameters: field 'family.") + key + "' is missing");
-    return f.at(key);
-  };
-  try {
-    FamilySpec& fam = base.family;
-    fam.kernel = parse_kernel(need("kernel").get<std::string>());
-    // A header names the classic MinHash "jaccard" without a scheme (lsh/family.cpp).
-    if (fam.kernel == Kernel::Jaccard && f.value("scheme", std::string("classic")) == "classic") fam.kernel = Kernel::JaccardClassic;
-    if (!f.contains("seed") || !f.at("seed").is_number_unsigned())
-      throw InputError("parameters: field 'family.seed' (the public hash seed) must be an unsigned integer");
-    base.hash_seed = f.at("seed").get<std::uint64_t>();
-    // The fields the kernel's registry entry says it reads.
-    const KernelFields fields = kernel_info(fam.kernel).fields;
-    if (fields.features_sigma) {
-      fam.features = need("features").get<std::size_t>();
-      fam.sigma = need("sigma").get<double>();
-    }
-    if (fields.bins_domain) {
-      fam.bins = need("bins").get<std::size_t>();
-      fam.lo = need("lo").get<std::vector<double>>();
-      fam.hi = need("hi").get<std::vector<double>>();
-    }
-    if (fields.rows_power) {
-      fam.rows = need("rows").get<std::size_t>();
-      if (f.contains("power")) fam.power = f.at("power").get<std::size_t>();
-      if (fields.bandwidth) fam.bandwidth = need("bandwidth").get<double>();
-      if (fields.pair_mode) fam.pair_mode = parse_pair_mode(need("pair_mode").get<std::string>());
-      if (!header.contains("width")) throw InputError("parameters: field 'width' is missing");
-      base.width = header.at("width").get<std::size_t>();
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(std::string("parameters: a field of 'family' has the wrong type (") + e.what() + ")");
-  }
-  return base;
-}
-
 std::optional<std::string> release_warning(const PrivacyRecord& privacy) {
   if (!privacy.is_private)
     return std::string("this sketch holds EXACT counts without noise: it is not differentially private and NOT fit for release");

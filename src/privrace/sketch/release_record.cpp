@@ -1,5 +1,8 @@
 #include "privrace/sketch/release_record.hpp"
 
+#include "privrace/lsh/kernel_registry.hpp"
+#include "privrace/sketch/release.hpp"
+
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -493,6 +496,50 @@ std::string seeded_noise_id(std::uint64_t noise_seed) {
   if (EVP_Digest(message.data(), message.size(), digest.data(), &len, EVP_sha256(), nullptr) != 1 || len < 16)
     throw Error("SHA-256 of the noise seed failed (OpenSSL)");
   return "seed-sha256:" + hex(digest.data(), 16);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Public parameters of an existing sketch
+
+ReleaseParams like_params(const nlohmann::json& header, ReleaseParams base) {
+  if (!header.is_object() || !header.contains("family") || !header.at("family").is_object())
+    throw InputError("parameters: field 'family' is missing (expected a sketch header or a parameters file with 'family' and 'width')");
+  const nlohmann::json& f = header.at("family");
+  auto need = [&](const char* key) -> const nlohmann::json& {
+    if (!f.contains(key)) throw InputError(std::string("parameters: field 'family.") + key + "' is missing");
+    return f.at(key);
+  };
+  try {
+    FamilySpec& fam = base.family;
+    fam.kernel = parse_kernel(need("kernel").get<std::string>());
+    // A header names the classic MinHash "jaccard" without a scheme (lsh/family.cpp).
+    if (fam.kernel == Kernel::Jaccard && (!f.contains("scheme") || f.at("scheme") == "classic")) fam.kernel = Kernel::JaccardClassic;
+    if (!f.contains("seed") || !f.at("seed").is_number_unsigned())
+      throw InputError("parameters: field 'family.seed' (the public hash seed) must be an unsigned integer");
+    base.hash_seed = f.at("seed").get<std::uint64_t>();
+    // The fields the kernel's registry entry says it reads.
+    const KernelFields fields = kernel_info(fam.kernel).fields;
+    if (fields.features_sigma) {
+      fam.features = need("features").get<std::size_t>();
+      fam.sigma = need("sigma").get<double>();
+    }
+    if (fields.bins_domain) {
+      fam.bins = need("bins").get<std::size_t>();
+      fam.lo = need("lo").get<std::vector<double>>();
+      fam.hi = need("hi").get<std::vector<double>>();
+    }
+    if (fields.rows_power) {
+      fam.rows = need("rows").get<std::size_t>();
+      if (f.contains("power")) fam.power = f.at("power").get<std::size_t>();
+      if (fields.bandwidth) fam.bandwidth = need("bandwidth").get<double>();
+      if (fields.pair_mode) fam.pair_mode = parse_pair_mode(need("pair_mode").get<std::string>());
+      if (!header.contains("width")) throw InputError("parameters: field 'width' is missing");
+      base.width = header.at("width").get<std::size_t>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(std::string("parameters: a field of 'family' has the wrong type (") + e.what() + ")");
+  }
+  return base;
 }
 
 }  // namespace privrace
