@@ -11,6 +11,7 @@
 #include "privrace/core/progress.hpp"
 #include "privrace/privacy/budget.hpp"
 #include "privrace/tasks/classify.hpp"
+#include "params.hpp"
 #include "race_params.hpp"
 #include "release_sweep.hpp"
 
@@ -53,12 +54,35 @@ std::vector<int> class_labels(const ExperimentConfig& cfg, ClassifyContext& ctx)
   return labels;
 }
 
+// The config's "task" object, decoded once (params.hpp: TypedTask).
+struct ClassifyOptions {
+  double test_fraction = 0.2;
+  std::uint64_t split_seed = 1;
+  double bandwidth = 0.0;
+  double validation_fraction = 0.2;
+  int search_iterations = 6;
+  std::size_t search_rows = 100, search_width = 100;
+  static const ParamTable<ClassifyOptions>& table() {
+    using K = ParamSpec::Kind;
+    using O = ClassifyOptions;
+    static const auto t = ParamTable<O>()
+        .add(&O::test_fraction, "test_fraction", K::PositiveNumber, 0.2, "share of the rows held out as the test set")
+        .add(&O::split_seed, "split_seed", K::NonNegativeInt, 1, "seed of the train/test split")
+        .add(&O::bandwidth, "bandwidth", K::Number, 0.0, "p-stable bucket width of RACE; 0 = binary search on [0, 1]")
+        .add(&O::validation_fraction, "validation_fraction", K::PositiveNumber, 0.2, "share of the TRAINING rows used to choose the bandwidth")
+        .add(&O::search_iterations, "search_iterations", K::PositiveInt, 6, "binary-search halvings of [0, 1]")
+        .add(&O::search_rows, "search_rows", K::PositiveInt, 100, "R of the (non-private) classifiers scored during the search")
+        .add(&O::search_width, "search_width", K::PositiveInt, 100, "W of the classifiers scored during the search");
+    return t;
+  }
+};
+
 // Bandwidth: given, or a binary search scored on a validation part of the TRAINING rows
 // (the test rows never influence it). It uses exact counts, i.e. it is NOT private; the
 // paper tunes its hyperparameters the same way and says so (CCS'21 section 5).
-void choose_bandwidth(const ExperimentConfig& cfg, const RunEnvironment& env, ClassifyContext& ctx) {
-  const json& o = cfg.task_options;
-  const double given = o.at("bandwidth").get<double>();
+void choose_bandwidth(const ExperimentConfig& cfg, const ClassifyOptions& o, const RunEnvironment& env,
+                      ClassifyContext& ctx) {
+  const double given = o.bandwidth;
   if (given > 0) {
     ctx.bandwidth = given;
     ctx.bandwidth_selection = {{"method", "given"}, {"bandwidth", given}};
@@ -66,16 +90,16 @@ void choose_bandwidth(const ExperimentConfig& cfg, const RunEnvironment& env, Cl
   }
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t nt = ctx.train_x.rows();
-  const auto n_val = static_cast<std::size_t>(std::llround(o.at("validation_fraction").get<double>() * static_cast<double>(nt)));
-  const Split vs = seeded_split(nt, n_val, o.at("split_seed").get<std::uint64_t>() + 1);
+  const auto n_val = static_cast<std::size_t>(std::llround(o.validation_fraction * static_cast<double>(nt)));
+  const Split vs = seeded_split(nt, n_val, o.split_seed + 1);
   const DenseMatrix fx = select_rows(ctx.train_x, vs.kept), vx = select_rows(ctx.train_x, vs.held_out);
   const auto fy = pick(ctx.train_y, vs.kept), vy = pick(ctx.train_y, vs.held_out);
   RaceClassifierSpec spec;
-  spec.rows = o.at("search_rows").get<std::size_t>();
-  spec.width = o.at("search_width").get<std::size_t>();
+  spec.rows = o.search_rows;
+  spec.width = o.search_width;
   spec.seed = derive_seed(cfg.seed, 0xB4D);
   spec.threads = env.threads;
-  const auto res = search_bandwidth(fx, fy, vx, vy, ctx.classes, spec, o.at("search_iterations").get<int>());
+  const auto res = search_bandwidth(fx, fy, vx, vy, ctx.classes, spec, o.search_iterations);
   ctx.bandwidth = res.bandwidth;
   json trace = json::array();
   for (const auto& [w, acc] : res.trace) trace.push_back({w, acc});
@@ -93,28 +117,16 @@ void choose_bandwidth(const ExperimentConfig& cfg, const RunEnvironment& env, Cl
     std::cerr << "bandwidth search: w = " << res.bandwidth << " (validation accuracy " << res.validation_accuracy << ")\n";
 }
 
-class ClassificationTask final : public Task {
+class ClassificationTask final : public TypedTask<ClassifyOptions> {
  public:
   std::string name() const override { return "classification"; }
-  std::vector<ParamSpec> options() const override {
-    using K = ParamSpec::Kind;
-    return {
-        {"test_fraction", K::PositiveNumber, 0.2, {}, "share of the rows held out as the test set"},
-        {"split_seed", K::NonNegativeInt, 1, {}, "seed of the train/test split"},
-        {"bandwidth", K::Number, 0.0, {}, "p-stable bucket width of RACE; 0 = binary search on [0, 1]"},
-        {"validation_fraction", K::PositiveNumber, 0.2, {}, "share of the TRAINING rows used to choose the bandwidth"},
-        {"search_iterations", K::PositiveInt, 6, {}, "binary-search halvings of [0, 1]"},
-        {"search_rows", K::PositiveInt, 100, {}, "R of the (non-private) classifiers scored during the search"},
-        {"search_width", K::PositiveInt, 100, {}, "W of the classifiers scored during the search"},
-    };
-  }
   std::vector<std::string> metrics() const override { return {"accuracy", "error"}; }
   bool lower_is_better(const std::string& metric) const override { return metric != "accuracy"; }
 
-  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RunEnvironment& env) const override {
+  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const ClassifyOptions& o,
+                                       const RunEnvironment& env) const override {
     auto ctx = std::make_unique<ClassifyContext>();
     ctx->config = &cfg;
-    const json& o = cfg.task_options;
     const json& entry = env.datasets->entry(cfg.dataset);
     Preprocessing prep = Preprocessing::from_json(entry.value("preprocessing", json::object()));
     prep = Preprocessing::from_json(cfg.preprocessing, prep);
@@ -125,15 +137,15 @@ class ClassificationTask final : public Task {
 
     const std::vector<int> labels = class_labels(cfg, *ctx);
     const std::size_t n = static_cast<std::size_t>(data.x.rows());
-    const double tf = o.at("test_fraction").get<double>();
+    const double tf = o.test_fraction;
     if (!(tf < 1)) throw ConfigError(cfg.file + ": $.task.test_fraction: expected a number in (0, 1)");
     const auto n_test = static_cast<std::size_t>(std::llround(tf * static_cast<double>(n)));
-    const Split split = seeded_split(n, n_test, o.at("split_seed").get<std::uint64_t>());
+    const Split split = seeded_split(n, n_test, o.split_seed);
     ctx->test_x = select_rows(data.x, split.held_out);
     ctx->train_x = select_rows(data.x, split.kept);
     ctx->test_y = pick(labels, split.held_out);
     ctx->train_y = pick(labels, split.kept);
-    choose_bandwidth(cfg, env, *ctx);
+    choose_bandwidth(cfg, o, env, *ctx);
     ctx->train_lr = logistic_inputs(ctx->train_x);  // also the inputs of one-vs-rest (classify_ovr.cpp)
     ctx->test_lr = logistic_inputs(ctx->test_x);
     if (ctx->classes == 2) {

@@ -235,6 +235,7 @@ const Task& parse_task(const Checker& c, const json& j, const Registry& registry
   const Task* driver = registry.task(cfg.task);
   if (!driver) c.fail(tp / "type", "unknown task '" + cfg.task + "' (known: " + join(registry.task_names()) + ")");
   cfg.task_options = apply_specs(c, task, tp, driver->options(), {"type"});
+  cfg.task_params = driver->decode_options(cfg.task_options);  // once: prepare() reads the struct
   return *driver;
 }
 

@@ -8,6 +8,7 @@
 // groups of cells that share (method, params, repetition) and differ only in epsilon, so
 // work that does not depend on epsilon (hashing the data into a sketch, a non-private
 // fit) is done once per group. Every finished cell is appended to results/NAME.jsonl.
+#include <any>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -80,7 +81,10 @@ struct ExperimentConfig {
   std::string description;
   std::string figure;  // plot name (default: name)
   std::string task;    // task type
-  json task_options;   // the task object with defaults filled in
+  json task_options;   // the task object with defaults filled in (records, fingerprint)
+  // task_options decoded once by the task's options table (TypedTask, params.hpp): what
+  // prepare() reads. Filled in by parse_config; empty when the config was built by hand.
+  std::any task_params;
   std::string dataset;
   json preprocessing = json::object();  // as written in the config (merged over the registry's)
   std::string metric;                   // primary metric
@@ -134,7 +138,13 @@ class Task {
   virtual ~Task() = default;
   virtual std::string name() const = 0;
   // Keys of the config's "task" object besides "type" (validated and defaulted by the runner).
+  // A TypedTask (params.hpp) generates them from its options struct's table.
   virtual std::vector<ParamSpec> options() const = 0;
+  // The checked, defaulted options decoded into the task's options struct (stored in
+  // ExperimentConfig::task_params); empty for a task without one.
+  virtual std::any decode_options(const json& options) const { (void)options; return {}; }
+  // The options decoded and written back (the tests check each field is bound to its member).
+  virtual json round_trip_options(const json& options) const { return options; }
   // Metric names every cell records; the first is the default primary metric.
   virtual std::vector<std::string> metrics() const = 0;
   virtual bool lower_is_better(const std::string& metric) const { (void)metric; return true; }

@@ -95,11 +95,40 @@ SetCollection rmat_stand_in(const json& entry, const std::string& name, bool dir
   return g;
 }
 
+// The config's "task" object, decoded once (params.hpp: TypedTask). The choice-valued options
+// stay strings: they name data sources and registry fields, not a library enum.
+struct GraphOptions {
+  std::string source = "dataset", directed = "registry", self_loops = "registry";
+  std::size_t power = 1, queries = 2000;
+  std::uint64_t query_seed = 1;
+  bool ground_truth = true;
+  unsigned rmat_scale = 19;
+  double rmat_edge_factor = 13.0;
+  std::uint64_t rmat_seed = 1;
+  static const ParamTable<GraphOptions>& table();
+};
+
+const ParamTable<GraphOptions>& GraphOptions::table() {
+  using K = ParamSpec::Kind;
+  using O = GraphOptions;
+  static const auto t = ParamTable<O>()
+      .add(&O::source, "source", K::String, "dataset", "dataset: the registry's edge list (absent: an R-MAT graph of its nodes and edges stands in); rmat: a synthetic R-MAT graph of rmat_scale standing in for it", {"dataset", "rmat"})
+      .add(&O::directed, "directed", K::String, "registry", "undirected: every edge in both sets (registry: its 'directed' field)", {"registry", "directed", "undirected"})
+      .add(&O::self_loops, "self_loops", K::String, "registry", "u-u edges (registry: its 'self_loops' field, else keep)", {"registry", "keep", "drop"})
+      .add(&O::power, "power", K::PositiveInt, 1, "kernel J^p")
+      .add(&O::queries, "queries", K::PositiveInt, 2000, "query nodes (seeded uniform choice)")
+      .add(&O::query_seed, "query_seed", K::NonNegativeInt, 1, "seed of the query-node choice")
+      .add(&O::ground_truth, "ground_truth", K::Bool, true, "compute the exact sums (false: timing studies only)")
+      .add(&O::rmat_scale, "rmat_scale", K::PositiveInt, 19, "rmat: 2^scale nodes")
+      .add(&O::rmat_edge_factor, "rmat_edge_factor", K::PositiveNumber, 13.0, "rmat: generated edges per node")
+      .add(&O::rmat_seed, "rmat_seed", K::NonNegativeInt, 1, "rmat, and the R-MAT stand-in for an absent graph file: generator seed");
+  return t;
+}
+
 // The graph of a config: the registry's edge list (cached as CSR), an R-MAT stand-in for an
 // absent file, or a synthetic R-MAT graph. Returns the record's "source_detail".
-json load_graph(GraphContext& c, const ExperimentConfig& cfg, const RunEnvironment& env, const json& entry, bool directed,
-                const std::string& loops, bool synthetic, EdgeListReport& rep) {
-  const json& o = cfg.task_options;
+json load_graph(GraphContext& c, const ExperimentConfig& cfg, const GraphOptions& o, const RunEnvironment& env,
+                const json& entry, bool directed, const std::string& loops, bool synthetic, EdgeListReport& rep) {
   json source_json;
   std::string path;  // the registry graph's file
   std::string missing;  // why it is absent: an R-MAT graph of its size stands in
@@ -125,7 +154,7 @@ json load_graph(GraphContext& c, const ExperimentConfig& cfg, const RunEnvironme
   if (!missing.empty()) {
     c.source = "rmat";
     json detail;
-    c.sets = rmat_stand_in(entry, cfg.dataset, directed, loops == "keep", o.at("rmat_seed").get<std::uint64_t>(),
+    c.sets = rmat_stand_in(entry, cfg.dataset, directed, loops == "keep", o.rmat_seed,
                               env.threads, rep, detail);
     c.data.stand_in = true;
     c.data.stand_in_reason = missing + "; an R-MAT graph of the registry's size (" + std::to_string(c.sets.size()) +
@@ -147,9 +176,9 @@ json load_graph(GraphContext& c, const ExperimentConfig& cfg, const RunEnvironme
     source_json = {{"file", fs::path(path).filename().string()}, {"csr_cache", cache}};
   } else {
     RmatOptions ro;
-    ro.scale = o.at("rmat_scale").get<unsigned>();
-    ro.edge_factor = o.at("rmat_edge_factor").get<double>();
-    ro.seed = o.at("rmat_seed").get<std::uint64_t>();
+    ro.scale = o.rmat_scale;
+    ro.edge_factor = o.rmat_edge_factor;
+    ro.seed = o.rmat_seed;
     ro.undirected = !directed;
     ro.keep_self_loops = loops == "keep";
     ro.threads = env.threads;
@@ -164,13 +193,13 @@ json load_graph(GraphContext& c, const ExperimentConfig& cfg, const RunEnvironme
 }
 
 // The exact Jaccard sums of the query nodes (power 1), cached under a key of the CSR's bytes.
-void exact_truth(GraphContext& c, const ExperimentConfig& cfg, const RunEnvironment& env, const json& source_json, std::size_t q) {
-  const json& o = cfg.task_options;
+void exact_truth(GraphContext& c, const ExperimentConfig& cfg, const RunEnvironment& env, const json& source_json,
+                 std::size_t q, std::uint64_t query_seed) {
   // The common-neighbour engine adds J itself; J^p would need per-pair values.
   if (c.power != 1) throw ConfigError(cfg.file + ": $.task.power: the exact ground truth supports power 1 only");
   // Keyed by the CSR's bytes, so a changed file, loader or option can never reuse it.
   const json key_json = {{"what", "graph exact jaccard sums"}, {"dataset", cfg.dataset}, {"source", source_json.contains("rmat") ? source_json : json("dataset")},
-                         {"power", c.power}, {"queries", q}, {"query_seed", o.at("query_seed")},
+                         {"power", c.power}, {"queries", q}, {"query_seed", query_seed},
                          {"csr_sha256", csr_digest(c.sets)}};
   const std::string key = key_json.dump();
   const std::string path = (fs::path(env.cache_dir) / ("graph-" + sha256_hex(key.data(), key.size()).substr(0, 24) + ".bin")).string();
@@ -212,36 +241,21 @@ json graph_summary(const GraphContext& c, const json& source_json, bool directed
           {"truth_seconds", c.truth_seconds}};
 }
 
-class GraphTask final : public Task {
+class GraphTask final : public TypedTask<GraphOptions> {
  public:
   std::string name() const override { return "graph"; }
-  std::vector<ParamSpec> options() const override {
-    using K = ParamSpec::Kind;
-    return {
-        {"source", K::String, "dataset", {"dataset", "rmat"}, "dataset: the registry's edge list (absent: an R-MAT graph of its nodes and edges stands in); rmat: a synthetic R-MAT graph of rmat_scale standing in for it"},
-        {"directed", K::String, "registry", {"registry", "directed", "undirected"}, "undirected: every edge in both sets (registry: its 'directed' field)"},
-        {"self_loops", K::String, "registry", {"registry", "keep", "drop"}, "u-u edges (registry: its 'self_loops' field, else keep)"},
-        {"power", K::PositiveInt, 1, {}, "kernel J^p"},
-        {"queries", K::PositiveInt, 2000, {}, "query nodes (seeded uniform choice)"},
-        {"query_seed", K::NonNegativeInt, 1, {}, "seed of the query-node choice"},
-        {"ground_truth", K::Bool, true, {}, "compute the exact sums (false: timing studies only)"},
-        {"rmat_scale", K::PositiveInt, 19, {}, "rmat: 2^scale nodes"},
-        {"rmat_edge_factor", K::PositiveNumber, 13.0, {}, "rmat: generated edges per node"},
-        {"rmat_seed", K::NonNegativeInt, 1, {}, "rmat, and the R-MAT stand-in for an absent graph file: generator seed"},
-    };
-  }
   std::vector<std::string> metrics() const override { return {"mre", "mre_debiased", "mre_density"}; }
 
-  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RunEnvironment& env) const override {
+  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const GraphOptions& o,
+                                       const RunEnvironment& env) const override {
     auto ctx = std::make_unique<GraphContext>();
     ctx->config = &cfg;
-    const json& o = cfg.task_options;
     const json& entry = env.datasets->entry(cfg.dataset);
-    ctx->source = o.at("source").get<std::string>();
-    ctx->power = o.at("power").get<std::size_t>();
-    const std::string dir_opt = o.at("directed").get<std::string>();
+    ctx->source = o.source;
+    ctx->power = o.power;
+    const std::string dir_opt = o.directed;
     const bool directed = dir_opt == "registry" ? entry.value("directed", true) : dir_opt == "directed";
-    std::string loops = o.at("self_loops").get<std::string>();
+    std::string loops = o.self_loops;
     if (loops == "registry") loops = entry.value("self_loops", "keep");
     EdgeListReport rep;
     ctx->data.name = cfg.dataset;
@@ -251,17 +265,17 @@ class GraphTask final : public Task {
     // absent) is a stand-in and recorded as such.
     const bool synthetic = entry.value("synthetic", "") == "rmat";
     if (synthetic) ctx->source = "rmat";
-    const json source_json = load_graph(*ctx, cfg, env, entry, directed, loops, synthetic, rep);
+    const json source_json = load_graph(*ctx, cfg, o, env, entry, directed, loops, synthetic, rep);
     ctx->load_seconds = seconds_since(t0);
     ctx->symmetric = !directed || rep.symmetrised;
     ctx->nodes = ctx->sets.size();
     ctx->edges = ctx->sets.ids.size();
 
-    const std::size_t q = o.at("queries").get<std::size_t>();
-    ctx->query_nodes = choose_query_nodes(ctx->nodes, q, o.at("query_seed").get<std::uint64_t>());
+    const std::size_t q = o.queries;
+    ctx->query_nodes = choose_query_nodes(ctx->nodes, q, o.query_seed);
     ctx->query_sets = sets_of_nodes(ctx->sets, ctx->query_nodes);
 
-    if (o.at("ground_truth").get<bool>()) exact_truth(*ctx, cfg, env, source_json, q);
+    if (o.ground_truth) exact_truth(*ctx, cfg, env, source_json, q, o.query_seed);
     ctx->data_summary = graph_summary(*ctx, source_json, directed, loops, rep);
     if (ctx->data.stand_in) ctx->data_summary["stand_in_reason"] = ctx->data.stand_in_reason;
     note_substitute(ctx->data_summary, ctx->data);  // real data of another version than the paper's

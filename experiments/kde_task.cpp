@@ -17,6 +17,7 @@
 #include "privrace/io/sketch_file.hpp"
 #include "privrace/privacy/budget.hpp"
 #include "privrace/sketch/builder.hpp"
+#include "params.hpp"
 #include "race_params.hpp"
 #include "release_sweep.hpp"
 
@@ -38,67 +39,90 @@ std::string matrix_digest(const DenseMatrix& m) {
   return sha256_hex(m.data(), static_cast<std::size_t>(m.size()) * sizeof(Real));
 }
 
-class KdeTask final : public Task {
+// Where the KDE task's queries come from.
+enum class QuerySource { HeldOut, Grid };
+
+// The config's "task" object, decoded once (params.hpp: TypedTask).
+struct KdeOptions {
+  Kernel kernel = Kernel::L2;
+  double bandwidth = 1.0;
+  std::size_t power = 1;
+  std::size_t queries = 2000;
+  QuerySource query_source = QuerySource::HeldOut;
+  std::uint64_t query_seed = 1;
+  WrittenNumber grid_from = 0.0, grid_to = 1.0;  // the ground truth's cache key holds them as written
+  static const ParamTable<KdeOptions>& table() {
+    using K = ParamSpec::Kind;
+    using O = KdeOptions;
+    static const auto t = ParamTable<O>()
+        .add(&O::kernel, "kernel", {{"l2", Kernel::L2}, {"angular", Kernel::Angular}}, "l2", "LSH kernel of the ground truth (and of RACE)")
+        .add(&O::bandwidth, "bandwidth", K::PositiveNumber, 1.0, "p-stable bucket width w (l2)")
+        .add(&O::power, "power", K::PositiveInt, 1, "concatenated hashes p: kernel k^p")
+        .add(&O::queries, "queries", K::PositiveInt, 2000, "held-out queries (or grid points)")
+        .add(&O::query_source, "query_source", {{"held_out", QuerySource::HeldOut}, {"grid", QuerySource::Grid}}, "held_out",
+             "held_out: a seeded sample removed from the data; grid: evenly spaced (1-D)")
+        .add(&O::query_seed, "query_seed", K::NonNegativeInt, 1, "seed of the held-out split")
+        .add(&O::grid_from, "grid_from", K::Number, 0.0, "grid: first point")
+        .add(&O::grid_to, "grid_to", K::Number, 1.0, "grid: last point");
+    return t;
+  }
+};
+
+// The query set (held out from the data, or an evenly spaced 1-D grid), the rows sketched and
+// the spacing of the l2 error.
+void choose_queries(KdeContext& ctx, const ExperimentConfig& cfg, const KdeOptions& o) {
+  const std::size_t q = o.queries;
+  if (o.query_source == QuerySource::HeldOut) {
+    if (q >= static_cast<std::size_t>(ctx.data.x.rows()))
+      throw ConfigError(cfg.file + ": $.task.queries: " + std::to_string(q) + " held-out queries leave no data (the data set has " +
+                        std::to_string(ctx.data.x.rows()) + " rows)");
+    const Split split = seeded_split(static_cast<std::size_t>(ctx.data.x.rows()), q, o.query_seed);
+    ctx.queries = select_rows(ctx.data.x, split.held_out);
+    ctx.train = select_rows(ctx.data.x, split.kept);
+    ctx.spacing = 1.0 / static_cast<double>(q);  // l2_error = root mean square error
+  } else {
+    if (ctx.data.x.cols() != 1)
+      throw ConfigError(cfg.file + ": $.task.query_source: \"grid\" needs 1-dimensional data (this data has " +
+                        std::to_string(ctx.data.x.cols()) + " features)");
+    const double a = o.grid_from, b = o.grid_to;
+    ctx.queries.resize(static_cast<Eigen::Index>(q), 1);
+    for (std::size_t i = 0; i < q; ++i)
+      ctx.queries(static_cast<Eigen::Index>(i), 0) = static_cast<Real>(q == 1 ? a : a + (b - a) * i / (q - 1));
+    ctx.train = ctx.data.x;
+    ctx.spacing = q > 1 ? (b - a) / static_cast<double>(q - 1) : 1.0;
+  }
+}
+
+class KdeTask final : public TypedTask<KdeOptions> {
  public:
   std::string name() const override { return "kde"; }
-  std::vector<ParamSpec> options() const override {
-    using K = ParamSpec::Kind;
-    return {
-        {"kernel", K::String, "l2", {"l2", "angular"}, "LSH kernel of the ground truth (and of RACE)"},
-        {"bandwidth", K::PositiveNumber, 1.0, {}, "p-stable bucket width w (l2)"},
-        {"power", K::PositiveInt, 1, {}, "concatenated hashes p: kernel k^p"},
-        {"queries", K::PositiveInt, 2000, {}, "held-out queries (or grid points)"},
-        {"query_source", K::String, "held_out", {"held_out", "grid"}, "held_out: a seeded sample removed from the data; grid: evenly spaced (1-D)"},
-        {"query_seed", K::NonNegativeInt, 1, {}, "seed of the held-out split"},
-        {"grid_from", K::Number, 0.0, {}, "grid: first point"},
-        {"grid_to", K::Number, 1.0, {}, "grid: last point"},
-    };
-  }
   std::vector<std::string> metrics() const override {
     return {"mre", "mre_debiased", "l2_error", "l2_error_debiased"};
   }
 
-  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RunEnvironment& env) const override {
+  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const KdeOptions& o,
+                                       const RunEnvironment& env) const override {
     auto ctx = std::make_unique<KdeContext>();
     ctx->config = &cfg;
-    const json& o = cfg.task_options;
-    ctx->kernel.kernel = parse_kernel(o.at("kernel").get<std::string>());
-    ctx->kernel.bandwidth = o.at("bandwidth").get<double>();
-    ctx->kernel.power = o.at("power").get<std::size_t>();
+    ctx->kernel.kernel = o.kernel;
+    ctx->kernel.bandwidth = o.bandwidth;
+    ctx->kernel.power = o.power;
     const json& entry = env.datasets->entry(cfg.dataset);
     Preprocessing prep = Preprocessing::from_json(entry.value("preprocessing", json::object()));
     prep = Preprocessing::from_json(cfg.preprocessing, prep);
     ctx->data = load_dataset(*env.datasets, cfg.dataset, prep, env.search);
 
-    const std::size_t q = o.at("queries").get<std::size_t>();
-    const std::string source = o.at("query_source").get<std::string>();
-    if (source == "held_out") {
-      if (q >= static_cast<std::size_t>(ctx->data.x.rows()))
-        throw ConfigError(cfg.file + ": $.task.queries: " + std::to_string(q) + " held-out queries leave no data (the data set has " +
-                          std::to_string(ctx->data.x.rows()) + " rows)");
-      const Split split = seeded_split(static_cast<std::size_t>(ctx->data.x.rows()), q, o.at("query_seed").get<std::uint64_t>());
-      ctx->queries = select_rows(ctx->data.x, split.held_out);
-      ctx->train = select_rows(ctx->data.x, split.kept);
-      ctx->spacing = 1.0 / static_cast<double>(q);  // l2_error = root mean square error
-    } else {
-      if (ctx->data.x.cols() != 1)
-        throw ConfigError(cfg.file + ": $.task.query_source: \"grid\" needs 1-dimensional data (this data has " +
-                          std::to_string(ctx->data.x.cols()) + " features)");
-      const double a = o.at("grid_from").get<double>(), b = o.at("grid_to").get<double>();
-      ctx->queries.resize(static_cast<Eigen::Index>(q), 1);
-      for (std::size_t i = 0; i < q; ++i)
-        ctx->queries(static_cast<Eigen::Index>(i), 0) = static_cast<Real>(q == 1 ? a : a + (b - a) * i / (q - 1));
-      ctx->train = ctx->data.x;
-      ctx->spacing = q > 1 ? (b - a) / static_cast<double>(q - 1) : 1.0;
-    }
+    const std::size_t q = o.queries;
+    const std::string source = o.query_source == QuerySource::HeldOut ? "held_out" : "grid";
+    choose_queries(*ctx, cfg, o);
 
     // Ground truth, cached under a key naming everything it depends on (data bytes included).
     const json key_json = {{"what", "kde exact density"},
                            {"dataset", cfg.dataset},
                            {"stand_in", ctx->data.stand_in},
                            {"preprocessing", ctx->data.preprocessing},
-                           {"queries", {{"source", source}, {"count", q}, {"seed", o.at("query_seed")},
-                                        {"grid", {o.at("grid_from"), o.at("grid_to")}}}},
+                           {"queries", {{"source", source}, {"count", q}, {"seed", o.query_seed},
+                                        {"grid", {o.grid_from, o.grid_to}}}},
                            {"kernel", ctx->kernel.to_json()},
                            {"train_rows", ctx->train.rows()},
                            {"train_sha256", matrix_digest(ctx->train)},

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "ldp_task.hpp"
+#include "params.hpp"
 #include "shared_work.hpp"
 #include "privrace/core/number.hpp"
 #include "privrace/ldp/mean_mechanisms.hpp"
@@ -113,30 +114,42 @@ struct LdpSmoothContext : TaskContext {
   }
 };
 
-class LdpSmoothTask final : public Task {
+// The config's "task" object, decoded once (params.hpp: TypedTask).
+struct LdpSmoothOptions {
+  int d = 2;
+  int centres_per_axis = 8;
+  std::string bandwidths = "0.15,0.25,0.4,0.7";  // parsed (with its own messages) by prepare()
+  std::uint64_t data_seed = 1;
+  bool clip = true;
+  static const ParamTable<LdpSmoothOptions>& table() {
+    using K = ParamSpec::Kind;
+    using O = LdpSmoothOptions;
+    static const auto t = ParamTable<O>()
+        .add(&O::d, "d", K::PositiveInt, 2, "dimension of the data universe [-1, 1]^d")
+        .add(&O::centres_per_axis, "centres_per_axis", K::PositiveInt, 8, "kernel centres: a grid of this many per axis")
+        .add(&O::bandwidths, "bandwidths", K::String, "0.15,0.25,0.4,0.7", "comma-separated Gaussian kernel bandwidths")
+        .add(&O::data_seed, "data_seed", K::NonNegativeInt, 1, "seed of the generated players and of the resampling of real rows")
+        .add(&O::clip, "clip", K::Bool, true, "clamp coordinates outside [-1, 1] (rows counted) instead of refusing");
+    return t;
+  }
+};
+
+class LdpSmoothTask final : public TypedTask<LdpSmoothOptions> {
  public:
   std::string name() const override { return "ldp_smooth"; }
-  std::vector<ParamSpec> options() const override {
-    using K = ParamSpec::Kind;
-    return {{"d", K::PositiveInt, 2, {}, "dimension of the data universe [-1, 1]^d"},
-            {"centres_per_axis", K::PositiveInt, 8, {}, "kernel centres: a grid of this many per axis"},
-            {"bandwidths", K::String, "0.15,0.25,0.4,0.7", {}, "comma-separated Gaussian kernel bandwidths"},
-            {"data_seed", K::NonNegativeInt, 1, {}, "seed of the generated players and of the resampling of real rows"},
-            {"clip", K::Bool, true, {}, "clamp coordinates outside [-1, 1] (rows counted) instead of refusing"}};
-  }
   std::vector<std::string> metrics() const override {
     return {"max_abs_error", "mean_abs_error", "approximation_error", "queries", "terms", "reports_per_player", "clipped_rows"};
   }
-  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RunEnvironment& env) const override {
+  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const LdpSmoothOptions& o,
+                                       const RunEnvironment& env) const override {
     auto ctx = std::make_unique<LdpSmoothContext>();
     ctx->config = &cfg;
     ctx->threads = env.threads;
-    const json& o = cfg.task_options;
-    ctx->d = o.at("d").get<int>();
-    ctx->bandwidths = parse_bandwidths(cfg.file, o.at("bandwidths").get<std::string>());
-    ctx->queries = kde_query_family(ctx->d, o.at("centres_per_axis").get<int>(), ctx->bandwidths);
-    ctx->data_seed = o.at("data_seed").get<std::uint64_t>();
-    ctx->clip = o.at("clip").get<bool>();
+    ctx->d = o.d;
+    ctx->bandwidths = parse_bandwidths(cfg.file, o.bandwidths);
+    ctx->queries = kde_query_family(ctx->d, o.centres_per_axis, ctx->bandwidths);
+    ctx->data_seed = o.data_seed;
+    ctx->clip = o.clip;
     const json& entry = env.datasets->entry(cfg.dataset);
     Preprocessing prep = Preprocessing::from_json(entry.value("preprocessing", json::object()));
     prep = Preprocessing::from_json(cfg.preprocessing, prep);

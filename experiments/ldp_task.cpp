@@ -99,43 +99,57 @@ struct LdpErmContext : TaskContext {
   }
 };
 
-class LdpErmTask final : public Task {
+enum class FeatureScaling { PerFeature, RowNorm };
+
+// The config's "task" object, decoded once (params.hpp: TypedTask).
+struct LdpErmOptions {
+  Loss loss = Loss::Logistic;
+  double lo = -3.0, hi = 3.0;
+  double theta_scale = 1.5;
+  std::uint64_t data_seed = 1;
+  bool clip = true;
+  FeatureScaling feature_scaling = FeatureScaling::PerFeature;
+  static const ParamTable<LdpErmOptions>& table() {
+    using K = ParamSpec::Kind;
+    using O = LdpErmOptions;
+    static const auto t = ParamTable<O>()
+        .add(&O::loss, "loss", {{"logistic", Loss::Logistic}, {"squared", Loss::Squared}}, "logistic", "the ERM loss")
+        .add(&O::lo, "lo", K::Number, -3.0, "the constraint box [lo, hi]^p")
+        .add(&O::hi, "hi", K::Number, 3.0, "the constraint box [lo, hi]^p")
+        .add(&O::theta_scale, "theta_scale", K::PositiveNumber, 1.5, "generated data: scale of the model parameter")
+        .add(&O::data_seed, "data_seed", K::NonNegativeInt, 1, "seed of the generated players and of the resampling of real rows")
+        .add(&O::clip, "clip", K::Bool, true, "clip records outside the unit ball (counted in the records) instead of refusing")
+        .add(&O::feature_scaling, "feature_scaling",
+             {{"per_feature", FeatureScaling::PerFeature}, {"row_norm", FeatureScaling::RowNorm}}, "per_feature",
+             "real source: divide feature j by sqrt(p) max|x_j| (per_feature) or every row by the largest row norm (row_norm)");
+    return t;
+  }
+};
+
+class LdpErmTask final : public TypedTask<LdpErmOptions> {
  public:
   std::string name() const override { return "ldp_erm"; }
-  std::vector<ParamSpec> options() const override {
-    using K = ParamSpec::Kind;
-    return {
-        {"loss", K::String, "logistic", {"logistic", "squared"}, "the ERM loss"},
-        {"lo", K::Number, -3.0, {}, "the constraint box [lo, hi]^p"},
-        {"hi", K::Number, 3.0, {}, "the constraint box [lo, hi]^p"},
-        {"theta_scale", K::PositiveNumber, 1.5, {}, "generated data: scale of the model parameter"},
-        {"data_seed", K::NonNegativeInt, 1, {}, "seed of the generated players and of the resampling of real rows"},
-        {"clip", K::Bool, true, {}, "clip records outside the unit ball (counted in the records) instead of refusing"},
-        {"feature_scaling", K::String, "per_feature", {"per_feature", "row_norm"},
-         "real source: divide feature j by sqrt(p) max|x_j| (per_feature) or every row by the largest row norm (row_norm)"},
-    };
-  }
   std::vector<std::string> metrics() const override {
     return {"excess_risk", "risk", "optimum_risk", "theta_distance", "k", "h", "grid_points", "player_seconds",
             "server_seconds", "clipped_rows", "loss_range", "relative_excess", "optimum_boundary_distance",
             "grid_noise_sd", "noise_dominated", "exact_hit"};
   }
 
-  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RunEnvironment& env) const override {
+  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const LdpErmOptions& o,
+                                       const RunEnvironment& env) const override {
     auto ctx = std::make_unique<LdpErmContext>();
     ctx->config = &cfg;
     ctx->threads = env.threads;
-    const json& o = cfg.task_options;
-    ctx->base.kind = parse_loss(o.at("loss").get<std::string>());
-    ctx->base.lo = o.at("lo").get<double>();
-    ctx->base.hi = o.at("hi").get<double>();
+    ctx->base.kind = o.loss;
+    ctx->base.lo = o.lo;
+    ctx->base.hi = o.hi;
     if (!(ctx->base.lo <= ctx->base.hi))
       throw ConfigError(cfg.file + ": $.task.lo: the constraint set [lo, hi]^p is empty (lo = " +
                         std::to_string(ctx->base.lo) + " > hi = " + std::to_string(ctx->base.hi) + ")");
-    ctx->theta_scale = o.at("theta_scale").get<double>();
-    ctx->data_seed = o.at("data_seed").get<std::uint64_t>();
-    ctx->clip = o.at("clip").get<bool>();
-    ctx->per_feature = o.at("feature_scaling").get<std::string>() == "per_feature";
+    ctx->theta_scale = o.theta_scale;
+    ctx->data_seed = o.data_seed;
+    ctx->clip = o.clip;
+    ctx->per_feature = o.feature_scaling == FeatureScaling::PerFeature;
     ctx->dataset = cfg.dataset;
     const json& entry = env.datasets->entry(cfg.dataset);
     Preprocessing prep = Preprocessing::from_json(entry.value("preprocessing", json::object()));
@@ -386,21 +400,31 @@ struct LdpMarginalsContext : TaskContext {
   }
 };
 
-class LdpMarginalsTask final : public Task {
+// The config's "task" object, decoded once (params.hpp: TypedTask).
+struct LdpMarginalsOptions {
+  std::size_t generated_players = 100000;
+  std::uint64_t data_seed = 1;
+  static const ParamTable<LdpMarginalsOptions>& table() {
+    using K = ParamSpec::Kind;
+    using O = LdpMarginalsOptions;
+    static const auto t = ParamTable<O>()
+        .add(&O::generated_players, "generated_players", K::PositiveInt, 100000, "players of the generated source")
+        .add(&O::data_seed, "data_seed", K::NonNegativeInt, 1, "seed of the generated players");
+    return t;
+  }
+};
+
+class LdpMarginalsTask final : public TypedTask<LdpMarginalsOptions> {
  public:
   std::string name() const override { return "ldp_marginals"; }
-  std::vector<ParamSpec> options() const override {
-    using K = ParamSpec::Kind;
-    return {{"generated_players", K::PositiveInt, 100000, {}, "players of the generated source"},
-            {"data_seed", K::NonNegativeInt, 1, {}, "seed of the generated players"}};
-  }
   std::vector<std::string> metrics() const override { return {"max_abs_error", "mean_abs_error", "queries", "players"}; }
-  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RunEnvironment& env) const override {
+  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const LdpMarginalsOptions& o,
+                                       const RunEnvironment& env) const override {
     auto ctx = std::make_unique<LdpMarginalsContext>();
     ctx->config = &cfg;
     ctx->threads = env.threads;
-    ctx->generated_players = cfg.task_options.at("generated_players").get<std::size_t>();
-    ctx->data_seed = cfg.task_options.at("data_seed").get<std::uint64_t>();
+    ctx->generated_players = o.generated_players;
+    ctx->data_seed = o.data_seed;
     const json& entry = env.datasets->entry(cfg.dataset);
     Preprocessing prep = Preprocessing::from_json(entry.value("preprocessing", json::object()));
     prep = Preprocessing::from_json(cfg.preprocessing, prep);
@@ -617,34 +641,44 @@ struct LdpHighDimContext : TaskContext {
   }
 };
 
-class LdpHighDimTask final : public Task {
+// The config's "task" object, decoded once (params.hpp: TypedTask).
+struct LdpHighDimOptions {
+  int d = 1000, sparsity = 5, nonzeros = 2, popular = 10;
+  double popular_mass = 0.5, noise_sd = 0.1;
+  std::uint64_t data_seed = 1;
+  static const ParamTable<LdpHighDimOptions>& table() {
+    using K = ParamSpec::Kind;
+    using O = LdpHighDimOptions;
+    static const auto t = ParamTable<O>()
+        .add(&O::d, "d", K::PositiveInt, 1000, "dimension")
+        .add(&O::sparsity, "sparsity", K::PositiveInt, 5, "non-zeros of the planted w* (at most popular)")
+        .add(&O::nonzeros, "nonzeros", K::PositiveInt, 2, "non-zeros of a record, each +-1/sqrt(nonzeros)")
+        .add(&O::popular, "popular", K::PositiveInt, 10, "size of the coordinate block holding supp(w*)")
+        .add(&O::popular_mass, "popular_mass", K::PositiveNumber, 0.5, "probability that a record's entry lands in that block")
+        .add(&O::noise_sd, "noise_sd", K::PositiveNumber, 0.1, "label noise")
+        .add(&O::data_seed, "data_seed", K::NonNegativeInt, 1, "seed of the generated players");
+    return t;
+  }
+};
+
+class LdpHighDimTask final : public TypedTask<LdpHighDimOptions> {
  public:
   std::string name() const override { return "ldp_highdim"; }
-  std::vector<ParamSpec> options() const override {
-    using K = ParamSpec::Kind;
-    return {{"d", K::PositiveInt, 1000, {}, "dimension"},
-            {"sparsity", K::PositiveInt, 5, {}, "non-zeros of the planted w* (at most popular)"},
-            {"nonzeros", K::PositiveInt, 2, {}, "non-zeros of a record, each +-1/sqrt(nonzeros)"},
-            {"popular", K::PositiveInt, 10, {}, "size of the coordinate block holding supp(w*)"},
-            {"popular_mass", K::PositiveNumber, 0.5, {}, "probability that a record's entry lands in that block"},
-            {"noise_sd", K::PositiveNumber, 0.1, {}, "label noise"},
-            {"data_seed", K::NonNegativeInt, 1, {}, "seed of the generated players"}};
-  }
   std::vector<std::string> metrics() const override {
     return {"excess_risk", "risk", "optimum_risk", "zero_excess_risk", "w_error", "gaussian_width", "noise_scale", "clipped"};
   }
-  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RunEnvironment& env) const override {
+  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const LdpHighDimOptions& o,
+                                       const RunEnvironment& env) const override {
     auto ctx = std::make_unique<LdpHighDimContext>();
     ctx->config = &cfg;
     ctx->threads = env.threads;
-    const json& o = cfg.task_options;
-    ctx->d = o.at("d").get<int>();
-    ctx->sparsity = o.at("sparsity").get<int>();
-    ctx->nonzeros = o.at("nonzeros").get<int>();
-    ctx->popular = o.at("popular").get<int>();
-    ctx->popular_mass = o.at("popular_mass").get<double>();
-    ctx->noise_sd = o.at("noise_sd").get<double>();
-    ctx->data_seed = o.at("data_seed").get<std::uint64_t>();
+    ctx->d = o.d;
+    ctx->sparsity = o.sparsity;
+    ctx->nonzeros = o.nonzeros;
+    ctx->popular = o.popular;
+    ctx->popular_mass = o.popular_mass;
+    ctx->noise_sd = o.noise_sd;
+    ctx->data_seed = o.data_seed;
     if (ctx->popular > ctx->d || ctx->sparsity > ctx->popular || ctx->nonzeros > ctx->d || ctx->popular_mass > 1)
       throw ConfigError(cfg.file + ": $.task: need sparsity <= popular <= d, nonzeros <= d and popular_mass <= 1 (got sparsity " +
                         std::to_string(ctx->sparsity) + ", popular " + std::to_string(ctx->popular) + ", nonzeros " +
@@ -748,7 +782,8 @@ class LdpHighDimMethod final : public TypedMethod<LdpHighDimContext, LdpHighDimP
 
 std::vector<LdpErmOptimum> ldp_erm_optima(const ExperimentConfig& cfg, const RunEnvironment& env, std::size_t players) {
   if (cfg.task != "ldp_erm") throw ConfigError(cfg.file + ": not an ldp_erm config");
-  const LdpErmTask task;
+  const LdpErmTask erm;
+  const Task& task = erm;  // Task::prepare decodes the options (LdpErmTask's prepare takes them decoded)
   const auto prepared = task.prepare(cfg, env);
   const auto& ctx = static_cast<const LdpErmContext&>(*prepared);
   std::set<std::pair<std::string, int>> cells;

@@ -12,6 +12,7 @@
 #include "privrace/baselines/objective_perturbation.hpp"
 #include "privrace/core/progress.hpp"
 #include "privrace/privacy/budget.hpp"
+#include "params.hpp"
 #include "race_params.hpp"
 #include "release_sweep.hpp"
 
@@ -26,10 +27,50 @@ json nan_metrics() {
           {"cov_frobenius", kNaN}, {"count_mae", kNaN}, {"auc", kNaN}};
 }
 
+enum class M2mAnalysis { Statistics, Logistic };
+enum class M2mSource { Dataset, Uniform };
+
+// The config's "task" object, decoded once (params.hpp: TypedTask).
+struct M2mTaskOptions {
+  M2mAnalysis analysis = M2mAnalysis::Statistics;
+  M2mSource source = M2mSource::Dataset;
+  std::size_t uniform_rows = 27000, uniform_dim = 10;
+  std::uint64_t uniform_seed = 1;
+  std::size_t samples = 100000, queries = 1000;
+  std::uint64_t query_seed = 1;
+  std::size_t cdf_points = 10;
+  double test_fraction = 0.1;
+  std::uint64_t split_seed = 1;
+  double logistic_l2 = 1e-4;
+  std::string data_note;
+  static const ParamTable<M2mTaskOptions>& table();
+};
+
+const ParamTable<M2mTaskOptions>& M2mTaskOptions::table() {
+  using K = ParamSpec::Kind;
+  using O = M2mTaskOptions;
+  static const auto t = ParamTable<O>()
+      .add(&O::analysis, "analysis", {{"statistics", M2mAnalysis::Statistics}, {"logistic", M2mAnalysis::Logistic}}, "statistics",
+           "statistics: mean, 2nd moment, CDF, covariance, counting queries (Figure 3); logistic: implicit-M2M AUC (Figure 4)")
+      .add(&O::source, "source", {{"dataset", M2mSource::Dataset}, {"uniform", M2mSource::Uniform}}, "dataset",
+           "dataset: the registry's table, scaled to the unit box; uniform: generated uniform rows (Random10)")
+      .add(&O::uniform_rows, "uniform_rows", K::PositiveInt, 27000, "source = uniform: rows")
+      .add(&O::uniform_dim, "uniform_dim", K::PositiveInt, 10, "source = uniform: attributes")
+      .add(&O::uniform_seed, "uniform_seed", K::NonNegativeInt, 1, "source = uniform: generator seed")
+      .add(&O::samples, "samples", K::PositiveInt, 100000, "n_s, M2M's synthetic training points")
+      .add(&O::queries, "queries", K::PositiveInt, 1000, "counting queries (3 predicates on 3 distinct attributes)")
+      .add(&O::query_seed, "query_seed", K::NonNegativeInt, 1, "seed of the counting queries")
+      .add(&O::cdf_points, "cdf_points", K::PositiveInt, 10, "equispaced CDF points per attribute")
+      .add(&O::test_fraction, "test_fraction", K::PositiveNumber, 0.1, "logistic: share of the rows held out for the AUC")
+      .add(&O::split_seed, "split_seed", K::NonNegativeInt, 1, "logistic: seed of the train/test split")
+      .add(&O::logistic_l2, "logistic_l2", K::PositiveNumber, 1e-4, "ridge term of the logistic fits (implicit M2M and synthetic tables)")
+      .add(&O::data_note, "data_note", K::String, "", "recorded in every record and plot title (e.g. what stands in for a data set)");
+  return t;
+}
+
 // The statistics analysis: the exact means, second moments, CDFs, covariance and counting
 // queries of the data (every row sketched) on the unit box.
-void prepare_statistics(M2mContext& c, const ExperimentConfig& cfg) {
-  const json& o = cfg.task_options;
+void prepare_statistics(M2mContext& c, const ExperimentConfig& cfg, const M2mTaskOptions& o) {
   const auto& data = c.data;
   const std::size_t n = static_cast<std::size_t>(data.x.rows());
   const std::size_t d = static_cast<std::size_t>(data.x.cols());
@@ -40,10 +81,10 @@ void prepare_statistics(M2mContext& c, const ExperimentConfig& cfg) {
   const Eigen::VectorXd omega = Eigen::VectorXd::Constant(static_cast<Eigen::Index>(n), 1.0 / static_cast<double>(n));
   c.true_mean = weighted_means(x, omega);
   c.true_moment2 = weighted_second_moments(x, omega);
-  c.cdf_at = cdf_points(c.domain, o.at("cdf_points").get<std::size_t>());
+  c.cdf_at = cdf_points(c.domain, o.cdf_points);
   c.true_cdf = weighted_cdfs(x, omega, c.cdf_at);
   c.true_cov = weighted_covariance(x, omega, c.true_mean);
-  c.queries = random_counting_queries(c.domain, o.at("queries").get<std::size_t>(), o.at("query_seed").get<std::uint64_t>());
+  c.queries = random_counting_queries(c.domain, o.queries, o.query_seed);
   c.true_counts = weighted_counts(x, omega, c.queries);
   for (Eigen::Index j = 0; j < c.true_mean.size(); ++j)
     if (!(std::abs(c.true_mean(j)) > 0) || !(std::abs(c.true_moment2(j)) > 0))
@@ -52,8 +93,7 @@ void prepare_statistics(M2mContext& c, const ExperimentConfig& cfg) {
 
 // The logistic analysis: a seeded train/test split of a binary-labelled data set; the sketched
 // rows are the training features with the label as 0/1 in the last column.
-void prepare_logistic(M2mContext& c, const ExperimentConfig& cfg) {
-  const json& o = cfg.task_options;
+void prepare_logistic(M2mContext& c, const ExperimentConfig& cfg, const M2mTaskOptions& o) {
   const auto& data = c.data;
   const std::size_t n = static_cast<std::size_t>(data.x.rows());
   const std::size_t d = static_cast<std::size_t>(data.x.cols());
@@ -62,10 +102,10 @@ void prepare_logistic(M2mContext& c, const ExperimentConfig& cfg) {
   std::sort(values.begin(), values.end());
   values.erase(std::unique(values.begin(), values.end()), values.end());
   if (values.size() != 2) throw ConfigError(cfg.file + ": $.dataset.name: the logistic analysis needs a binary label");
-  const double tf = o.at("test_fraction").get<double>();
+  const double tf = o.test_fraction;
   if (!(tf < 1)) throw ConfigError(cfg.file + ": $.task.test_fraction: expected a number in (0, 1)");
   const auto n_test = static_cast<std::size_t>(std::llround(tf * static_cast<double>(n)));
-  const Split split = seeded_split(n, n_test, o.at("split_seed").get<std::uint64_t>());
+  const Split split = seeded_split(n, n_test, o.split_seed);
   const DenseMatrix train_x = select_rows(data.x, split.kept);
   c.test_x = select_rows(data.x, split.held_out);
   // The sketched rows: the features, then the label as 0/1 in the last column.
@@ -90,29 +130,9 @@ void prepare_logistic(M2mContext& c, const ExperimentConfig& cfg) {
   c.test_lr = logistic_inputs(c.test_x);
 }
 
-class M2mTask final : public Task {
+class M2mTask final : public TypedTask<M2mTaskOptions> {
  public:
   std::string name() const override { return "m2m"; }
-  std::vector<ParamSpec> options() const override {
-    using K = ParamSpec::Kind;
-    return {
-        {"analysis", K::String, "statistics", {"statistics", "logistic"},
-         "statistics: mean, 2nd moment, CDF, covariance, counting queries (Figure 3); logistic: implicit-M2M AUC (Figure 4)"},
-        {"source", K::String, "dataset", {"dataset", "uniform"},
-         "dataset: the registry's table, scaled to the unit box; uniform: generated uniform rows (Random10)"},
-        {"uniform_rows", K::PositiveInt, 27000, {}, "source = uniform: rows"},
-        {"uniform_dim", K::PositiveInt, 10, {}, "source = uniform: attributes"},
-        {"uniform_seed", K::NonNegativeInt, 1, {}, "source = uniform: generator seed"},
-        {"samples", K::PositiveInt, 100000, {}, "n_s, M2M's synthetic training points"},
-        {"queries", K::PositiveInt, 1000, {}, "counting queries (3 predicates on 3 distinct attributes)"},
-        {"query_seed", K::NonNegativeInt, 1, {}, "seed of the counting queries"},
-        {"cdf_points", K::PositiveInt, 10, {}, "equispaced CDF points per attribute"},
-        {"test_fraction", K::PositiveNumber, 0.1, {}, "logistic: share of the rows held out for the AUC"},
-        {"split_seed", K::NonNegativeInt, 1, {}, "logistic: seed of the train/test split"},
-        {"logistic_l2", K::PositiveNumber, 1e-4, {}, "ridge term of the logistic fits (implicit M2M and synthetic tables)"},
-        {"data_note", K::String, "", {}, "recorded in every record and plot title (e.g. what stands in for a data set)"},
-    };
-  }
   std::vector<std::string> metrics() const override {
     return {"mean_mre", "moment2_mre", "cdf_emd", "cov_frobenius", "count_mae", "auc"};
   }
@@ -121,7 +141,7 @@ class M2mTask final : public Task {
   // Table 1 of the paper: MRE of the mean at eps = inf (m2m_nonprivate) and eps = 1, per map,
   // averaged over the repetitions of the paper's estimator (no intercept, the paper's lambda).
   json summary_tables(const ExperimentConfig& cfg, const std::vector<json>& records, std::string& text) const override {
-    if (cfg.task_options.at("analysis") != "statistics") return nullptr;
+    if (options_of(cfg)->analysis != M2mAnalysis::Statistics) return nullptr;
     json table = json::object();
     for (const std::string map : {"rff", "race", "hist"}) {
       double sum_inf = 0, sum_one = 0;
@@ -177,24 +197,24 @@ class M2mTask final : public Task {
     return {{"table1_mean_mre", table}, {"paper_table1", paper}};
   }
 
-  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RunEnvironment& env) const override {
+  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const M2mTaskOptions& o,
+                                       const RunEnvironment& env) const override {
     auto ctx = std::make_unique<M2mContext>();
     ctx->config = &cfg;
-    const json& o = cfg.task_options;
-    ctx->analysis = o.at("analysis").get<std::string>();
-    ctx->samples = o.at("samples").get<std::size_t>();
-    ctx->logistic_l2 = o.at("logistic_l2").get<double>();
-    const bool uniform = o.at("source") == "uniform";
+    ctx->analysis = o.analysis == M2mAnalysis::Statistics ? "statistics" : "logistic";
+    ctx->samples = o.samples;
+    ctx->logistic_l2 = o.logistic_l2;
+    const bool uniform = o.source == M2mSource::Uniform;
     if (uniform && ctx->analysis == "logistic")
       throw ConfigError(cfg.file + ": $.task.source: the logistic analysis needs a labelled data set, not 'uniform'");
     std::string data_name = cfg.dataset;
     if (uniform) {
       // Random10 (section 4): uniform rows in [0, 1]^d, generated, so psi = p_X (no shift).
-      const auto n = o.at("uniform_rows").get<std::size_t>();
-      const auto d = o.at("uniform_dim").get<std::size_t>();
+      const auto n = o.uniform_rows;
+      const auto d = o.uniform_dim;
       ctx->data.name = "random" + std::to_string(d);
       ctx->data.x.resize(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(d));
-      SeededRandom rng(o.at("uniform_seed").get<std::uint64_t>());
+      SeededRandom rng(o.uniform_seed);
       for (Eigen::Index i = 0; i < ctx->data.x.rows(); ++i)
         for (Eigen::Index j = 0; j < ctx->data.x.cols(); ++j) ctx->data.x(i, j) = static_cast<Real>(rng.unit());
       data_name = ctx->data.name;
@@ -210,8 +230,8 @@ class M2mTask final : public Task {
     const std::size_t n = static_cast<std::size_t>(data.x.rows());
     const std::size_t d = static_cast<std::size_t>(data.x.cols());
 
-    if (ctx->analysis == "statistics") prepare_statistics(*ctx, cfg);
-    else prepare_logistic(*ctx, cfg);
+    if (ctx->analysis == "statistics") prepare_statistics(*ctx, cfg, o);
+    else prepare_logistic(*ctx, cfg, o);
     ctx->data_summary = {{"name", data_name},
                          {"analysis", ctx->analysis},
                          {"stand_in", data.stand_in},
@@ -222,7 +242,7 @@ class M2mTask final : public Task {
                          {"domain", ctx->domain.to_json()}};
     if (uniform) {
       ctx->data_summary["generated"] = "uniform on [0, 1]^" + std::to_string(d) + " (Random10 of the M2M paper), seed " +
-                                       std::to_string(o.at("uniform_seed").get<std::uint64_t>());
+                                       std::to_string(o.uniform_seed);
     } else {
       ctx->data_summary["checksum"] = data.checksum_status;
       ctx->data_summary["scale"] = data.preprocessing.value("scale", "none");
@@ -237,7 +257,7 @@ class M2mTask final : public Task {
       ctx->data_summary["test_rows"] = ctx->test_x.rows();
     }
     if (data.stand_in) ctx->data_summary["stand_in_reason"] = data.stand_in_reason;
-    if (!o.at("data_note").get<std::string>().empty()) ctx->data_summary["note"] = o.at("data_note");
+    if (!o.data_note.empty()) ctx->data_summary["note"] = o.data_note;
     return ctx;
   }
 };

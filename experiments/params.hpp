@@ -21,7 +21,10 @@
 // is the table's specs(); the config's JSON values are checked against it in config.cpp, and a
 // grid point is decoded into the struct by the framework (TypedMethod::run_group), so a method's
 // run() receives `const Params&` and never reads JSON for its parameters.
+#include <any>
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -30,6 +33,24 @@
 #include "experiment.hpp"
 
 namespace privrace::experiments {
+
+// A number option that records (or cache keys) echo as the config wrote it: 5 stays 5 and
+// 5.0 stays 5.0, as when the option was read from JSON. A member of this type is bound like
+// any other (ParamTable::add reads and writes it through from_json / to_json below).
+struct WrittenNumber {
+  double value = 0;
+  bool integer = false;  // written without a fraction or exponent
+  WrittenNumber() = default;
+  WrittenNumber(double v) : value(v) {}  // NOLINT: a default, written as a double
+  operator double() const { return value; }
+};
+inline void from_json(const json& j, WrittenNumber& n) {
+  n.value = j.get<double>();
+  n.integer = j.is_number_integer();
+}
+inline void to_json(json& j, const WrittenNumber& n) {
+  j = n.integer ? json(static_cast<std::int64_t>(n.value)) : json(n.value);
+}
 
 template <class P>
 class ParamTable {
@@ -160,6 +181,35 @@ class TypedMethod : public Method {
   }
   // Runs every cell of the group, as Method::run_group describes.
   virtual void run(const Ctx& context, const Params& params, const CellGroup& group, const Emit& emit) const = 0;
+};
+
+// The shape of every task driver: its options (the config's "task" object) are a plain struct
+// with a table, like a method's parameters. options() is generated from the table, the config
+// parser decodes the checked options once (decode_options, into ExperimentConfig::task_params)
+// and prepare() receives the struct: no task reads its options from JSON.
+template <class Options>
+class TypedTask : public Task {
+ public:
+  std::vector<ParamSpec> options() const final { return Options::table().specs(); }
+  std::any decode_options(const json& options) const final {
+    return std::make_shared<const Options>(Options::table().decode(options));
+  }
+  json round_trip_options(const json& options) const final {
+    return Options::table().encode(Options::table().decode(options));
+  }
+  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& config, const RunEnvironment& env) const final {
+    return prepare(config, *options_of(config), env);
+  }
+
+ protected:
+  // The config's decoded options (decoded here only for a config built by hand).
+  static std::shared_ptr<const Options> options_of(const ExperimentConfig& config) {
+    if (const auto* decoded = std::any_cast<std::shared_ptr<const Options>>(&config.task_params)) return *decoded;
+    return std::make_shared<const Options>(Options::table().decode(config.task_options));
+  }
+  // Loads data, splits, computes the ground truth (Task::prepare), given the decoded options.
+  virtual std::unique_ptr<TaskContext> prepare(const ExperimentConfig& config, const Options& options,
+                                               const RunEnvironment& env) const = 0;
 };
 
 }  // namespace privrace::experiments

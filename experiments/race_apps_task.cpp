@@ -11,6 +11,7 @@
 #include "privrace/core/progress.hpp"
 #include "privrace/privacy/budget.hpp"
 #include "privrace/sketch/builder.hpp"
+#include "params.hpp"
 #include "race_params.hpp"
 #include "release_sweep.hpp"
 #include "privrace/tasks/race_apps.hpp"
@@ -37,34 +38,53 @@ struct AppContext : TaskContext {
 // ---------------------------------------------------------------------------------------
 // Data: a generated Gaussian mixture or a registry data set.
 
-std::vector<ParamSpec> mixture_options() {
-  return {
-      {"source", K::String, "mixture", {"mixture", "dataset"}, "generated Gaussian mixture, or the config's data set"},
-      {"dim", K::PositiveInt, 2, {}, "mixture: dimension"},
-      {"components", K::PositiveInt, 3, {}, "mixture: components"},
-      {"imbalance", K::PositiveNumber, 1.0, {}, "mixture: weight of component c proportional to imbalance^c"},
-      {"sd", K::PositiveNumber, 1.0, {}, "mixture: standard deviation of each component"},
-      {"spread", K::PositiveNumber, 20.0, {}, "mixture: means uniform in [0, spread]^dim"},
-      {"separation", K::PositiveNumber, 6.0, {}, "mixture: minimum distance between means"},
-      {"points", K::PositiveInt, 20000, {}, "mixture: points generated"},
-      {"data_seed", K::NonNegativeInt, 1, {}, "mixture: generator seed"},
-      {"bandwidth", K::PositiveNumber, 1.0, {}, "p-stable bucket width w of the density"},
-      {"power", K::PositiveInt, 1, {}, "concatenated hashes p"},
-      {"box_lower", K::Number, 0.0, {}, "dataset: public lower bound of every coordinate"},
-      {"box_upper", K::Number, 1.0, {}, "dataset: public upper bound of every coordinate"},
-  };
+enum class AppSource { Mixture, Dataset };
+
+// The options every application task shares (the config's "task" object): the data, a
+// generated Gaussian mixture or the config's data set, and the density's kernel.
+struct AppDataOptions {
+  AppSource source = AppSource::Mixture;
+  std::size_t dim = 2, components = 3;
+  WrittenNumber imbalance = 1.0, sd = 1.0;  // recorded as written (describe_data)
+  double spread = 20.0, separation = 6.0;
+  std::size_t points = 20000;
+  std::uint64_t data_seed = 1;
+  double bandwidth = 1.0;
+  std::size_t power = 1;
+  double box_lower = 0.0, box_upper = 1.0;
+  static const ParamTable<AppDataOptions>& table();
+};
+
+const ParamTable<AppDataOptions>& AppDataOptions::table() {
+  using O = AppDataOptions;
+  static const auto t = ParamTable<O>()
+      .add(&O::source, "source", {{"mixture", AppSource::Mixture}, {"dataset", AppSource::Dataset}}, "mixture",
+           "generated Gaussian mixture, or the config's data set")
+      .add(&O::dim, "dim", K::PositiveInt, 2, "mixture: dimension")
+      .add(&O::components, "components", K::PositiveInt, 3, "mixture: components")
+      .add(&O::imbalance, "imbalance", K::PositiveNumber, 1.0, "mixture: weight of component c proportional to imbalance^c")
+      .add(&O::sd, "sd", K::PositiveNumber, 1.0, "mixture: standard deviation of each component")
+      .add(&O::spread, "spread", K::PositiveNumber, 20.0, "mixture: means uniform in [0, spread]^dim")
+      .add(&O::separation, "separation", K::PositiveNumber, 6.0, "mixture: minimum distance between means")
+      .add(&O::points, "points", K::PositiveInt, 20000, "mixture: points generated")
+      .add(&O::data_seed, "data_seed", K::NonNegativeInt, 1, "mixture: generator seed")
+      .add(&O::bandwidth, "bandwidth", K::PositiveNumber, 1.0, "p-stable bucket width w of the density")
+      .add(&O::power, "power", K::PositiveInt, 1, "concatenated hashes p")
+      .add(&O::box_lower, "box_lower", K::Number, 0.0, "dataset: public lower bound of every coordinate")
+      .add(&O::box_upper, "box_upper", K::Number, 1.0, "dataset: public upper bound of every coordinate");
+  return t;
 }
 
-MixtureSpec mixture_spec(const json& o) {
+MixtureSpec mixture_spec(const AppDataOptions& o) {
   MixtureSpec s;
-  s.dim = o.at("dim").get<std::size_t>();
-  s.components = o.at("components").get<std::size_t>();
-  const double r = o.at("imbalance").get<double>();
+  s.dim = o.dim;
+  s.components = o.components;
+  const double r = o.imbalance;
   for (std::size_t c = 0; c < s.components; ++c) s.weights.push_back(std::pow(r, static_cast<double>(c)));
-  s.sd = o.at("sd").get<double>();
-  s.box = o.at("spread").get<double>();
-  s.min_separation = o.at("separation").get<double>();
-  s.seed = o.at("data_seed").get<std::uint64_t>();
+  s.sd = o.sd;
+  s.box = o.spread;
+  s.min_separation = o.separation;
+  s.seed = o.data_seed;
   return s;
 }
 
@@ -76,8 +96,8 @@ SearchBox mixture_box(const MixtureSpec& s) {
   return b;
 }
 
-SearchBox declared_box(const ExperimentConfig& cfg, std::size_t dim) {
-  const double lo = cfg.task_options.at("box_lower").get<double>(), hi = cfg.task_options.at("box_upper").get<double>();
+SearchBox declared_box(const ExperimentConfig& cfg, const AppDataOptions& o, std::size_t dim) {
+  const double lo = o.box_lower, hi = o.box_upper;
   SearchBox b;
   b.lower.assign(dim, lo);
   b.upper.assign(dim, hi);
@@ -96,15 +116,15 @@ LoadedDataset load_config_dataset(const ExperimentConfig& cfg, const RunEnvironm
   return load_dataset(*env.datasets, cfg.dataset, prep, env.search);
 }
 
-void fill_common(AppContext& ctx, const ExperimentConfig& cfg, const RunEnvironment& env) {
+void fill_common(AppContext& ctx, const ExperimentConfig& cfg, const AppDataOptions& o, const RunEnvironment& env) {
   ctx.config = &cfg;
   ctx.threads = env.threads;
   ctx.kernel.kernel = Kernel::L2;
-  ctx.kernel.bandwidth = cfg.task_options.at("bandwidth").get<double>();
-  ctx.kernel.power = cfg.task_options.at("power").get<std::size_t>();
+  ctx.kernel.bandwidth = o.bandwidth;
+  ctx.kernel.power = o.power;
 }
 
-json describe_data(const AppContext& ctx, const ExperimentConfig& cfg, bool generated) {
+json describe_data(const AppContext& ctx, const ExperimentConfig& cfg, const AppDataOptions& o, bool generated) {
   json s = {{"name", generated ? std::string("generated_mixture") : cfg.dataset},
             {"generated", generated},
             {"stand_in", generated ? false : ctx.data.stand_in},
@@ -119,8 +139,7 @@ json describe_data(const AppContext& ctx, const ExperimentConfig& cfg, bool gene
     if (ctx.data.stand_in) s["stand_in_reason"] = ctx.data.stand_in_reason;
     note_substitute(s, ctx.data);  // real data of another version than the paper's
   } else {
-    s["mixture"] = {{"components", cfg.task_options.at("components")}, {"sd", cfg.task_options.at("sd")},
-                    {"imbalance", cfg.task_options.at("imbalance")}, {"data_seed", cfg.task_options.at("data_seed")}};
+    s["mixture"] = {{"components", o.components}, {"sd", o.sd}, {"imbalance", o.imbalance}, {"data_seed", o.data_seed}};
   }
   return s;
 }
@@ -148,48 +167,57 @@ struct ModesContext : AppContext {
   }
 };
 
-class ModesTask final : public Task {
+// The modes task's options (the config's "task" object), decoded once (params.hpp: TypedTask).
+struct ModesOptions {
+  AppDataOptions data;
+  std::size_t modes = 0, starts = 32, grid = 0, max_evaluations = 300;
+  double min_separation_bw = 2.0, recovery_radius_bw = 1.0, x_tolerance_bw = 1e-3;
+  std::string algorithm = "sbplx";  // NLopt's name (ModeSearchOptions::algorithm)
+  static const ParamTable<ModesOptions>& table();
+};
+
+const ParamTable<ModesOptions>& ModesOptions::table() {
+  using O = ModesOptions;
+  static const auto t = ParamTable<O>()
+      .add(&O::data, AppDataOptions::table())
+      .add(&O::modes, "modes", K::NonNegativeInt, 0, "k modes to find (0 = the number of components; dataset: required)")
+      .add(&O::starts, "starts", K::PositiveInt, 32, "NLopt starts")
+      .add(&O::grid, "grid", K::NonNegativeInt, 0, "starts from the best points of a public grid of this many points per coordinate (0 = uniform starts)")
+      .add(&O::max_evaluations, "max_evaluations", K::PositiveInt, 300, "density evaluations per start")
+      .add(&O::min_separation_bw, "min_separation_bw", K::PositiveNumber, 2.0, "maxima closer than this many bandwidths are one mode")
+      .add(&O::recovery_radius_bw, "recovery_radius_bw", K::PositiveNumber, 1.0, "a true mode is recovered within this many bandwidths")
+      .add(&O::x_tolerance_bw, "x_tolerance_bw", K::PositiveNumber, 1e-3, "NLopt absolute x tolerance in bandwidths")
+      .add(&O::algorithm, "algorithm", K::String, "sbplx", "NLopt derivative-free algorithm", {"sbplx", "neldermead"});
+  return t;
+}
+
+class ModesTask final : public TypedTask<ModesOptions> {
  public:
   std::string name() const override { return "modes"; }
-  std::vector<ParamSpec> options() const override {
-    auto o = mixture_options();
-    std::vector<ParamSpec> more = {
-        {"modes", K::NonNegativeInt, 0, {}, "k modes to find (0 = the number of components; dataset: required)"},
-        {"starts", K::PositiveInt, 32, {}, "NLopt starts"},
-        {"grid", K::NonNegativeInt, 0, {}, "starts from the best points of a public grid of this many points per coordinate (0 = uniform starts)"},
-        {"max_evaluations", K::PositiveInt, 300, {}, "density evaluations per start"},
-        {"min_separation_bw", K::PositiveNumber, 2.0, {}, "maxima closer than this many bandwidths are one mode"},
-        {"recovery_radius_bw", K::PositiveNumber, 1.0, {}, "a true mode is recovered within this many bandwidths"},
-        {"x_tolerance_bw", K::PositiveNumber, 1e-3, {}, "NLopt absolute x tolerance in bandwidths"},
-        {"algorithm", K::String, "sbplx", {"sbplx", "neldermead"}, "NLopt derivative-free algorithm"},
-    };
-    o.insert(o.end(), more.begin(), more.end());
-    return o;
-  }
   std::vector<std::string> metrics() const override {
     return {"mean_distance_bw", "recovered_fraction", "mean_distance", "max_distance_bw", "recovered", "modes_found", "evaluations"};
   }
   bool lower_is_better(const std::string& m) const override { return m != "recovered_fraction" && m != "recovered"; }
 
-  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RunEnvironment& env) const override {
+  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const ModesOptions& o,
+                                       const RunEnvironment& env) const override {
     auto ctx = std::make_unique<ModesContext>();
-    fill_common(*ctx, cfg, env);
-    const json& o = cfg.task_options;
+    fill_common(*ctx, cfg, o.data, env);
     const double w = ctx->kernel.bandwidth;
-    ctx->search.starts = o.at("starts").get<std::size_t>();
-    ctx->search.grid = o.at("grid").get<std::size_t>();
-    ctx->search.max_evaluations = o.at("max_evaluations").get<std::size_t>();
+    ctx->search.starts = o.starts;
+    ctx->search.grid = o.grid;
+    ctx->search.max_evaluations = o.max_evaluations;
     ctx->search.initial_step = w;
-    ctx->search.x_tolerance = o.at("x_tolerance_bw").get<double>() * w;
-    ctx->search.min_separation = o.at("min_separation_bw").get<double>() * w;
-    ctx->search.algorithm = o.at("algorithm").get<std::string>();
+    ctx->search.x_tolerance = o.x_tolerance_bw * w;
+    ctx->search.min_separation = o.min_separation_bw * w;
+    ctx->search.algorithm = o.algorithm;
     ctx->search.seed = derive_seed(cfg.seed, 0x40DE);  // starting points: data-independent
-    ctx->radius = o.at("recovery_radius_bw").get<double>() * w;
-    const bool generated = o.at("source") == "mixture";
-    std::size_t k = o.at("modes").get<std::size_t>();
+    ctx->radius = o.recovery_radius_bw * w;
+    const bool generated = o.data.source == AppSource::Mixture;
+    std::size_t k = o.modes;
     if (generated) {
-      const MixtureSpec spec = mixture_spec(o);
-      Mixture mix = sample_mixture(spec, o.at("points").get<std::size_t>());
+      const MixtureSpec spec = mixture_spec(o.data);
+      Mixture mix = sample_mixture(spec, o.data.points);
       ctx->train = std::move(mix.points);
       ctx->truth = mix.means;
       ctx->box = mixture_box(spec);
@@ -199,7 +227,7 @@ class ModesTask final : public Task {
       if (k == 0) throw ConfigError(cfg.file + ": $.task.modes: k = 0 modes (a data set needs k >= 1)");
       ctx->data = load_config_dataset(cfg, env);
       ctx->train = ctx->data.x;
-      ctx->box = declared_box(cfg, static_cast<std::size_t>(ctx->train.cols()));
+      ctx->box = declared_box(cfg, o.data, static_cast<std::size_t>(ctx->train.cols()));
       ctx->truth_kind = "modes of the exact KDE (same search)";
     }
     ctx->search.modes = k;
@@ -216,7 +244,7 @@ class ModesTask final : public Task {
         std::cerr << "exact KDE modes: " << res.modes.size() << " in " << seconds_since(t0) << " s (" << exact.distinct_rows()
                   << " distinct rows)\n";
     }
-    ctx->data_summary = describe_data(*ctx, cfg, generated);
+    ctx->data_summary = describe_data(*ctx, cfg, o.data, generated);
     json modes = json::array();
     for (Eigen::Index i = 0; i < ctx->truth.rows(); ++i) {
       json row = json::array();
@@ -243,36 +271,47 @@ struct AnomalyContext : AppContext {
   }
 };
 
-class AnomalyTask final : public Task {
+// The anomaly task's options, decoded once (params.hpp: TypedTask).
+struct AnomalyOptions {
+  AppDataOptions data;
+  WrittenNumber anomaly_label = 1.0;  // recorded as written
+  std::size_t outliers = 200;
+  double test_fraction = 0.3;
+  std::uint64_t split_seed = 1;
+  std::string train_on = "all";
+  static const ParamTable<AnomalyOptions>& table();
+};
+
+const ParamTable<AnomalyOptions>& AnomalyOptions::table() {
+  using O = AnomalyOptions;
+  static const auto t = ParamTable<O>()
+      .add(&O::data, AppDataOptions::table())
+      .add(&O::anomaly_label, "anomaly_label", K::Number, 1.0, "dataset: label value of the anomalies")
+      .add(&O::outliers, "outliers", K::NonNegativeInt, 200, "mixture: outliers planted uniformly in the box")
+      .add(&O::test_fraction, "test_fraction", K::PositiveNumber, 0.3, "share of the rows scored (held out from the density)")
+      .add(&O::split_seed, "split_seed", K::NonNegativeInt, 1, "seed of the split")
+      .add(&O::train_on, "train_on", K::String, "all", "the density is of all training rows (unsupervised) or of the normal ones", {"all", "normal"});
+  return t;
+}
+
+class AnomalyTask final : public TypedTask<AnomalyOptions> {
  public:
   std::string name() const override { return "anomaly"; }
-  std::vector<ParamSpec> options() const override {
-    auto o = mixture_options();
-    std::vector<ParamSpec> more = {
-        {"anomaly_label", K::Number, 1.0, {}, "dataset: label value of the anomalies"},
-        {"outliers", K::NonNegativeInt, 200, {}, "mixture: outliers planted uniformly in the box"},
-        {"test_fraction", K::PositiveNumber, 0.3, {}, "share of the rows scored (held out from the density)"},
-        {"split_seed", K::NonNegativeInt, 1, {}, "seed of the split"},
-        {"train_on", K::String, "all", {"all", "normal"}, "the density is of all training rows (unsupervised) or of the normal ones"},
-    };
-    o.insert(o.end(), more.begin(), more.end());
-    return o;
-  }
   std::vector<std::string> metrics() const override { return {"auc"}; }
   bool lower_is_better(const std::string&) const override { return false; }
 
-  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RunEnvironment& env) const override {
+  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const AnomalyOptions& o,
+                                       const RunEnvironment& env) const override {
     auto ctx = std::make_unique<AnomalyContext>();
-    fill_common(*ctx, cfg, env);
-    const json& o = cfg.task_options;
-    const bool generated = o.at("source") == "mixture";
+    fill_common(*ctx, cfg, o.data, env);
+    const bool generated = o.data.source == AppSource::Mixture;
     DenseMatrix all;
     std::vector<int> anomalous;
     if (generated) {
-      const MixtureSpec spec = mixture_spec(o);
-      Mixture mix = sample_mixture(spec, o.at("points").get<std::size_t>());
+      const MixtureSpec spec = mixture_spec(o.data);
+      Mixture mix = sample_mixture(spec, o.data.points);
       ctx->box = mixture_box(spec);
-      const std::size_t n_out = o.at("outliers").get<std::size_t>();
+      const std::size_t n_out = o.outliers;
       all.resize(mix.points.rows() + static_cast<Eigen::Index>(n_out), mix.points.cols());
       all.topRows(mix.points.rows()) = mix.points;
       anomalous.assign(static_cast<std::size_t>(mix.points.rows()), 0);
@@ -288,19 +327,19 @@ class AnomalyTask final : public Task {
       if (ctx->data.y.size() != static_cast<std::size_t>(ctx->data.x.rows()))
         throw ConfigError(cfg.file + ": $.dataset.name: data set '" + cfg.dataset + "' has no label to mark anomalies");
       all = ctx->data.x;
-      const double label = o.at("anomaly_label").get<double>();
+      const double label = o.anomaly_label;
       for (const double y : ctx->data.y) anomalous.push_back(y == label ? 1 : 0);
-      ctx->box = declared_box(cfg, static_cast<std::size_t>(all.cols()));
+      ctx->box = declared_box(cfg, o.data, static_cast<std::size_t>(all.cols()));
     }
     const auto n = static_cast<std::size_t>(all.rows());
-    const auto n_test = static_cast<std::size_t>(std::llround(o.at("test_fraction").get<double>() * static_cast<double>(n)));
+    const auto n_test = static_cast<std::size_t>(std::llround(o.test_fraction * static_cast<double>(n)));
     if (n_test == 0 || n_test >= n) throw ConfigError(cfg.file + ": $.task.test_fraction: leaves no test or no training rows");
-    const Split split = seeded_split(n, n_test, o.at("split_seed").get<std::uint64_t>());
+    const Split split = seeded_split(n, n_test, o.split_seed);
     ctx->test = select_rows(all, split.held_out);
     for (const auto i : split.held_out) ctx->test_anomalous.push_back(anomalous[i]);
     std::vector<std::size_t> train_rows;
     for (const auto i : split.kept)
-      if (o.at("train_on") == "all" || !anomalous[i]) train_rows.push_back(i);
+      if (o.train_on == "all" || !anomalous[i]) train_rows.push_back(i);
     ctx->train = select_rows(all, train_rows);
     std::size_t test_pos = 0, train_pos = 0;
     for (const int a : ctx->test_anomalous) test_pos += a;
@@ -308,12 +347,12 @@ class AnomalyTask final : public Task {
     if (test_pos == 0 || test_pos == ctx->test_anomalous.size())
       throw InputError(cfg.file + ": anomaly evaluation with one class only: the test rows hold " + std::to_string(test_pos) +
                        " anomalies of " + std::to_string(ctx->test_anomalous.size()));
-    ctx->data_summary = describe_data(*ctx, cfg, generated);
+    ctx->data_summary = describe_data(*ctx, cfg, o.data, generated);
     ctx->data_summary["test_rows"] = ctx->test.rows();
     ctx->data_summary["test_anomalies"] = test_pos;
     ctx->data_summary["train_anomalies"] = train_pos;
-    ctx->data_summary["train_on"] = o.at("train_on");
-    if (!generated) ctx->data_summary["anomaly_label"] = o.at("anomaly_label");
+    ctx->data_summary["train_on"] = o.train_on;
+    if (!generated) ctx->data_summary["anomaly_label"] = o.anomaly_label;
     return ctx;
   }
 };
@@ -345,40 +384,48 @@ struct DiversityContext : AppContext {
   }
 };
 
-class DiversityTask final : public Task {
+// The diversity task's options, decoded once (params.hpp: TypedTask).
+struct DiversityOptions {
+  AppDataOptions data;
+  std::size_t draws = 20, trials = 200;
+  double density_floor = 1e-4;
+  static const ParamTable<DiversityOptions>& table();
+};
+
+const ParamTable<DiversityOptions>& DiversityOptions::table() {
+  using O = DiversityOptions;
+  static const auto t = ParamTable<O>()
+      .add(&O::data, AppDataOptions::table())
+      .add(&O::draws, "draws", K::PositiveInt, 20, "k points drawn without replacement")
+      .add(&O::trials, "trials", K::PositiveInt, 200, "independent draws of k per cell (coverage is their mean)")
+      .add(&O::density_floor, "density_floor", K::PositiveNumber, 1e-4, "weights are 1 / max(f, floor) (a private f can be <= 0)");
+  return t;
+}
+
+class DiversityTask final : public TypedTask<DiversityOptions> {
  public:
   std::string name() const override { return "diversity"; }
-  std::vector<ParamSpec> options() const override {
-    auto o = mixture_options();
-    std::vector<ParamSpec> more = {
-        {"draws", K::PositiveInt, 20, {}, "k points drawn without replacement"},
-        {"trials", K::PositiveInt, 200, {}, "independent draws of k per cell (coverage is their mean)"},
-        {"density_floor", K::PositiveNumber, 1e-4, {}, "weights are 1 / max(f, floor) (a private f can be <= 0)"},
-    };
-    o.insert(o.end(), more.begin(), more.end());
-    return o;
-  }
   std::vector<std::string> metrics() const override { return {"coverage", "coverage_sd", "minor_share"}; }
   bool lower_is_better(const std::string& m) const override { return m == "coverage_sd"; }
 
-  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RunEnvironment& env) const override {
+  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const DiversityOptions& o,
+                                       const RunEnvironment& env) const override {
     auto ctx = std::make_unique<DiversityContext>();
-    fill_common(*ctx, cfg, env);
-    const json& o = cfg.task_options;
-    if (o.at("source") != "mixture") throw ConfigError(cfg.file + ": $.task.source: diversity needs a generated mixture (known components)");
-    const MixtureSpec spec = mixture_spec(o);
-    Mixture mix = sample_mixture(spec, o.at("points").get<std::size_t>());
+    fill_common(*ctx, cfg, o.data, env);
+    if (o.data.source != AppSource::Mixture) throw ConfigError(cfg.file + ": $.task.source: diversity needs a generated mixture (known components)");
+    const MixtureSpec spec = mixture_spec(o.data);
+    Mixture mix = sample_mixture(spec, o.data.points);
     ctx->train = std::move(mix.points);
     ctx->labels = std::move(mix.labels);
     ctx->box = mixture_box(spec);
     ctx->components = spec.components;
-    ctx->draws = o.at("draws").get<std::size_t>();
-    ctx->trials = o.at("trials").get<std::size_t>();
-    ctx->floor = o.at("density_floor").get<double>();
+    ctx->draws = o.draws;
+    ctx->trials = o.trials;
+    ctx->floor = o.density_floor;
     if (ctx->draws > static_cast<std::size_t>(ctx->train.rows())) throw ConfigError(cfg.file + ": $.task.draws: more draws than points");
     std::vector<std::size_t> sizes(spec.components, 0);
     for (const int c : ctx->labels) ++sizes[static_cast<std::size_t>(c)];
-    ctx->data_summary = describe_data(*ctx, cfg, true);
+    ctx->data_summary = describe_data(*ctx, cfg, o.data, true);
     ctx->data_summary["component_sizes"] = sizes;
     ctx->data_summary["draws"] = ctx->draws;
     ctx->data_summary["trials"] = ctx->trials;
@@ -413,54 +460,63 @@ struct NeighborsContext : AppContext {
   }
 };
 
-class NeighborsTask final : public Task {
+// The neighbors task's options, decoded once (params.hpp: TypedTask).
+struct NeighborsOptions {
+  AppDataOptions data;
+  std::size_t queries = 200;
+  std::uint64_t query_seed = 1;
+  std::size_t k = 10, max_candidates = 0;
+  static const ParamTable<NeighborsOptions>& table();
+};
+
+const ParamTable<NeighborsOptions>& NeighborsOptions::table() {
+  using O = NeighborsOptions;
+  static const auto t = ParamTable<O>()
+      .add(&O::data, AppDataOptions::table())
+      .add(&O::queries, "queries", K::PositiveInt, 200, "held-out queries")
+      .add(&O::query_seed, "query_seed", K::NonNegativeInt, 1, "seed of the held-out queries")
+      .add(&O::k, "k", K::PositiveInt, 10, "neighbours returned (recall@k)")
+      .add(&O::max_candidates, "max_candidates", K::NonNegativeInt, 0, "seeded subsample of the candidate rows (0 = all)");
+  return t;
+}
+
+class NeighborsTask final : public TypedTask<NeighborsOptions> {
  public:
   std::string name() const override { return "neighbors"; }
-  std::vector<ParamSpec> options() const override {
-    auto o = mixture_options();
-    std::vector<ParamSpec> more = {
-        {"queries", K::PositiveInt, 200, {}, "held-out queries"},
-        {"query_seed", K::NonNegativeInt, 1, {}, "seed of the held-out queries"},
-        {"k", K::PositiveInt, 10, {}, "neighbours returned (recall@k)"},
-        {"max_candidates", K::NonNegativeInt, 0, {}, "seeded subsample of the candidate rows (0 = all)"},
-    };
-    o.insert(o.end(), more.begin(), more.end());
-    return o;
-  }
   std::vector<std::string> metrics() const override {
     return {"recall_weighted", "recall_collisions", "recall_density", "recall_random"};
   }
   bool lower_is_better(const std::string&) const override { return false; }
 
-  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RunEnvironment& env) const override {
+  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const NeighborsOptions& o,
+                                       const RunEnvironment& env) const override {
     auto ctx = std::make_unique<NeighborsContext>();
-    fill_common(*ctx, cfg, env);
-    const json& o = cfg.task_options;
-    const bool generated = o.at("source") == "mixture";
+    fill_common(*ctx, cfg, o.data, env);
+    const bool generated = o.data.source == AppSource::Mixture;
     DenseMatrix all;
     if (generated) {
-      const MixtureSpec spec = mixture_spec(o);
-      all = sample_mixture(spec, o.at("points").get<std::size_t>()).points;
+      const MixtureSpec spec = mixture_spec(o.data);
+      all = sample_mixture(spec, o.data.points).points;
       ctx->box = mixture_box(spec);
     } else {
       ctx->data = load_config_dataset(cfg, env);
       all = ctx->data.x;
-      ctx->box = declared_box(cfg, static_cast<std::size_t>(all.cols()));
+      ctx->box = declared_box(cfg, o.data, static_cast<std::size_t>(all.cols()));
     }
-    const auto q = o.at("queries").get<std::size_t>();
+    const auto q = o.queries;
     if (q >= static_cast<std::size_t>(all.rows())) throw ConfigError(cfg.file + ": $.task.queries: leaves no candidates");
-    const Split split = seeded_split(static_cast<std::size_t>(all.rows()), q, o.at("query_seed").get<std::uint64_t>());
+    const Split split = seeded_split(static_cast<std::size_t>(all.rows()), q, o.query_seed);
     ctx->queries = select_rows(all, split.held_out);
     ctx->train = select_rows(all, split.kept);
-    const auto cap = o.at("max_candidates").get<std::size_t>();
+    const auto cap = o.max_candidates;
     if (cap > 0 && cap < static_cast<std::size_t>(ctx->train.rows())) {
-      const Split sub = seeded_split(static_cast<std::size_t>(ctx->train.rows()), cap, o.at("query_seed").get<std::uint64_t>() + 1);
+      const Split sub = seeded_split(static_cast<std::size_t>(ctx->train.rows()), cap, o.query_seed + 1);
       ctx->train = select_rows(ctx->train, sub.held_out);
     }
-    ctx->k = o.at("k").get<std::size_t>();
+    ctx->k = o.k;
     if (ctx->k > static_cast<std::size_t>(ctx->train.rows())) throw ConfigError(cfg.file + ": $.task.k: more neighbours than candidates");
     ctx->truth = exact_neighbors(ctx->train, ctx->queries, ctx->k);
-    ctx->data_summary = describe_data(*ctx, cfg, generated);
+    ctx->data_summary = describe_data(*ctx, cfg, o.data, generated);
     ctx->data_summary["queries"] = ctx->queries.rows();
     ctx->data_summary["k"] = ctx->k;
     ctx->data_summary["candidates_are_records"] = true;

@@ -8,6 +8,7 @@
 #include "privrace/core/clock.hpp"
 #include "privrace/baselines/linear_regression.hpp"
 #include "privrace/privacy/budget.hpp"
+#include "params.hpp"
 #include "race_params.hpp"
 #include "release_sweep.hpp"
 #include "privrace/tasks/regress.hpp"
@@ -16,23 +17,31 @@ namespace privrace::experiments {
 namespace {
 
 
-class RegressionTask final : public Task {
+// The config's "task" object, decoded once (params.hpp: TypedTask).
+struct RegressOptions {
+  double test_fraction = 0.2;
+  std::uint64_t split_seed = 1;
+  bool center_y = true;
+  static const ParamTable<RegressOptions>& table() {
+    using K = ParamSpec::Kind;
+    using O = RegressOptions;
+    static const auto t = ParamTable<O>()
+        .add(&O::test_fraction, "test_fraction", K::PositiveNumber, 0.2, "share of the rows held out as the test set")
+        .add(&O::split_seed, "split_seed", K::NonNegativeInt, 1, "seed of the train/test split")
+        .add(&O::center_y, "center_y", K::Bool, true, "subtract the training mean of y before dividing by max |y|");
+    return t;
+  }
+};
+
+class RegressionTask final : public TypedTask<RegressOptions> {
  public:
   std::string name() const override { return "regression"; }
-  std::vector<ParamSpec> options() const override {
-    using K = ParamSpec::Kind;
-    return {
-        {"test_fraction", K::PositiveNumber, 0.2, {}, "share of the rows held out as the test set"},
-        {"split_seed", K::NonNegativeInt, 1, {}, "seed of the train/test split"},
-        {"center_y", K::Bool, true, {}, "subtract the training mean of y before dividing by max |y|"},
-    };
-  }
   std::vector<std::string> metrics() const override { return {"mse"}; }
 
-  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RunEnvironment& env) const override {
+  std::unique_ptr<TaskContext> prepare(const ExperimentConfig& cfg, const RegressOptions& o,
+                                       const RunEnvironment& env) const override {
     auto ctx = std::make_unique<RegressContext>();
     ctx->config = &cfg;
-    const json& o = cfg.task_options;
     const json& entry = env.datasets->entry(cfg.dataset);
     Preprocessing prep = Preprocessing::from_json(entry.value("preprocessing", json::object()));
     prep = Preprocessing::from_json(cfg.preprocessing, prep);
@@ -41,10 +50,10 @@ class RegressionTask final : public Task {
     if (data.y.size() != static_cast<std::size_t>(data.x.rows()))
       throw ConfigError(cfg.file + ": $.dataset.name: data set '" + cfg.dataset + "' has no target");
     const std::size_t n = static_cast<std::size_t>(data.x.rows());
-    const double tf = o.at("test_fraction").get<double>();
+    const double tf = o.test_fraction;
     if (!(tf < 1)) throw ConfigError(cfg.file + ": $.task.test_fraction: expected a number in (0, 1)");
     const Split split = seeded_split(n, static_cast<std::size_t>(std::llround(tf * static_cast<double>(n))),
-                                     o.at("split_seed").get<std::uint64_t>());
+                                     o.split_seed);
     auto take = [&](const std::vector<std::size_t>& idx, DoubleMatrix& x, Eigen::VectorXd& y) {
       x.resize(static_cast<Eigen::Index>(idx.size()), data.x.cols());
       y.resize(static_cast<Eigen::Index>(idx.size()));
@@ -72,7 +81,7 @@ class RegressionTask final : public Task {
     };
     standardise(ctx->train_x);
     standardise(ctx->test_x);
-    const double y_shift = o.at("center_y").get<bool>() ? ctx->train_y.mean() : 0.0;
+    const double y_shift = o.center_y ? ctx->train_y.mean() : 0.0;
     ctx->train_y.array() -= y_shift;
     ctx->test_y.array() -= y_shift;
     const double y_scale = std::max(ctx->train_y.cwiseAbs().maxCoeff(), 1e-300);

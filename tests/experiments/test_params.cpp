@@ -170,3 +170,63 @@ TEST(MethodParams, ATableDecodesEnumsMembersOfMembersAndGroups) {
   EXPECT_EQ(t.specs()[2].name, "mechanism");
   EXPECT_EQ(t.specs()[2].default_value, "discrete_laplace");
 }
+
+// --------------------------------------------------------------------------------------
+// Task options: the same tables, decoded once by the config parser (TypedTask).
+
+// A mistyped or unknown task option is refused at parse time with its path.
+TEST(TaskOptions, AMistypedTaskOptionIsRefusedWithItsPath) {
+  json j = kde_config({{"name", "race"}, {"grid", {{"rows", {10}}}}});
+  j["task"]["queries"] = "many";
+  EXPECT_EQ(config_error(j), "configs/x.json: $.task.queries: expected a positive integer");
+  j["task"]["queries"] = 100;
+  j["task"]["query_source"] = "random";
+  EXPECT_EQ(config_error(j), "configs/x.json: $.task.query_source: expected one of held_out, grid");
+  j["task"]["query_source"] = "grid";
+  j["task"]["kernel"] = 2;
+  EXPECT_EQ(config_error(j), "configs/x.json: $.task.kernel: expected one of l2, angular");
+  j["task"].erase("kernel");
+  j["task"]["bandwith"] = 1.0;
+  EXPECT_EQ(config_error(j).rfind("configs/x.json: $.task.bandwith: unknown key (expected one of type, kernel,", 0), 0u)
+      << config_error(j);
+}
+
+// Every built-in task: unique option names, and each option decodes into its own member and
+// back (distinct values per option, then the defaults), so no spec is unbound or bound twice.
+TEST(TaskOptions, EveryTasksOptionsRoundTripThroughItsStruct) {
+  const Registry& registry = builtin_registry();
+  for (const auto& name : registry.task_names()) {
+    const Task& t = *registry.task(name);
+    const auto specs = t.options();
+    std::set<std::string> seen;
+    json varied = json::object(), defaults = json::object();
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      EXPECT_TRUE(seen.insert(specs[i].name).second) << name << ": " << specs[i].name << " twice";
+      EXPECT_EQ(check_value(specs[i], sample_value(specs[i], i)), "") << name << "." << specs[i].name;
+      varied[specs[i].name] = sample_value(specs[i], i);
+      ASSERT_FALSE(specs[i].default_value.is_null()) << name << "." << specs[i].name << ": every task option has a default";
+      EXPECT_EQ(check_value(specs[i], specs[i].default_value), "") << name << "." << specs[i].name << " default";
+      defaults[specs[i].name] = specs[i].default_value;
+    }
+    EXPECT_TRUE(t.decode_options(defaults).has_value()) << name << ": no options struct";
+    EXPECT_EQ(t.round_trip_options(varied), varied) << name;
+    EXPECT_EQ(t.round_trip_options(defaults).dump(), defaults.dump()) << name;  // number types kept
+  }
+}
+
+// The parser decodes the options once into the config; a number the records echo keeps the
+// form it was written in (5 stays 5, 5.0 stays 5.0).
+TEST(TaskOptions, TheParserDecodesTheOptionsOnce) {
+  const Datasets ds;
+  const ExperimentConfig cfg =
+      parse_config(kde_config({{"name", "race"}, {"grid", {{"rows", {10}}}}}), "configs/x.json", false, builtin_registry(),
+                   ds.registry());
+  EXPECT_TRUE(cfg.task_params.has_value());
+  const Task& anomaly = *builtin_registry().task("anomaly");
+  for (const json& label : {json(5), json(5.0), json(-0.5)}) {
+    json given = json::object();
+    for (const auto& s : anomaly.options()) given[s.name] = s.default_value;
+    given["anomaly_label"] = label;
+    EXPECT_EQ(anomaly.round_trip_options(given).at("anomaly_label").dump(), label.dump());
+  }
+}
