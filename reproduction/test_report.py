@@ -209,7 +209,12 @@ class Pipeline(unittest.TestCase):
             script = str(HERE / "report.py")
             subprocess.run([sys.executable, script, "digest", str(results), "--out", str(digests),
                             "--machine", "m"], check=True, capture_output=True)
-            d = json.loads((digests / "toy.json").read_text())
+            text = (digests / "toy.json").read_text()
+            d = json.loads(text)
+            # One grid row a line, each line a whole row.
+            row_lines = [l.strip().rstrip(",") for l in text.splitlines() if l.startswith("  {")]
+            self.assertEqual([json.loads(l) for l in row_lines], d["rows"])
+            self.assertEqual(len(d["rows"]), 2)
             self.assertEqual(d["wall_seconds"], 7.0)
             self.assertEqual(d["cells"], 6)
             best = [r for r in d["rows"] if r["best"]]
