@@ -54,13 +54,13 @@ FIGURES = [
      "five tasks' error against ε, one panel per task"),
     ("m2m_logistic.png", "plot_m2m.py", "M2M Fig. 4", "AUC of logistic regression against ε"),
     ("ldp_erm_linear_generated_p*.png", "plot_ldp.py", "LDP ERM Theorem 3 / Corollary 1 (no paper figure): "
-     "linear loss, generated players, one figure per dimension p", "excess risk and exact hits against n, per ε"),
+     "linear loss, generated players, one figure per dimension p", "excess risk against n per ε, and exact hits where any"),
     ("ldp_erm_linear_real_p*.png", "plot_ldp.py", "LDP ERM Theorem 3 / Corollary 1 (no paper figure): "
-     "linear loss, airfoil rows, one figure per p", "excess risk and exact hits against n, per ε"),
+     "linear loss, airfoil rows, one figure per p", "excess risk against n per ε, and exact hits where any"),
     ("ldp_erm_logistic_generated_p*.png", "plot_ldp.py", "LDP ERM Theorem 3 / Corollary 1 (no paper figure): "
-     "logistic loss, generated players, one figure per p", "excess risk and exact hits against n, per ε"),
+     "logistic loss, generated players, one figure per p", "excess risk against n per ε, and exact hits where any"),
     ("ldp_erm_logistic_real_p*.png", "plot_ldp.py", "LDP ERM Theorem 3 / Corollary 1 (no paper figure): "
-     "logistic loss, real rows, one figure per p", "excess risk and exact hits against n, per ε"),
+     "logistic loss, real rows, one figure per p", "excess risk against n per ε, and exact hits where any"),
     ("ldp_marginals_*.png", "plot_ldp.py", "LDP ERM Section 6, k-way marginals (no paper figure), one figure per "
      "player source", "max error over the marginals against d, per (k, ε)"),
     ("ldp_smooth_queries_*.png", "plot_ldp.py", "LDP ERM Section 6.2, smooth queries (no paper figure), one figure "

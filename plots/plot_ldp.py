@@ -135,7 +135,8 @@ def load_erm_cells(records):
 
 def plot_erm(name, records, quick, out_dir):
     """One figure per (player source, dimension p): excess risk against n (top row, one panel
-    per epsilon) and the fraction of exact hits of theta* (bottom row); returns the fitted
+    per epsilon) and the fraction of exact hits of theta* (bottom row, drawn only where some
+    repetition hit it); returns the fitted
     slopes as (name, source, p, eps, method, slope, lo, hi, cells fitted, cells)."""
     cells = load_erm_cells(records)
     slopes = []
@@ -148,11 +149,15 @@ def plot_erm(name, records, quick, out_dir):
         if source == "real" and not stand_in and data.get("substitute"):
             stand_in = f" ({common.substitute_label([{'data': data}])})"
         for p in ps:
-            fig, axes = style.panels(2 * len(epss), ncols=min(len(epss), style.MAX_COLS))
+            # The exact-hit row only where some repetition hit theta* exactly: a row of zeros
+            # says nothing the note cannot.
+            show_hits = any(c["hit"] > 0 for key, by_n in cells.items() if key[:2] == (source, p)
+                            for reps_at_n in by_n.values() for c in reps_at_n)
+            fig, axes = style.panels((2 if show_hits else 1) * len(epss), ncols=min(len(epss), style.MAX_COLS))
             reps_seen = set()
             any_nd = False
             for j, eps in enumerate(epss):
-                ax, hax = axes[j], axes[len(epss) + j]
+                ax, hax = axes[j], (axes[len(epss) + j] if show_hits else None)
                 positive = []
                 all_ns = set()
                 bound_b = None
@@ -181,7 +186,8 @@ def plot_erm(name, records, quick, out_dir):
                         ax.plot(nd, [means[ns.index(n)] for n in nd], "o", ms=11, mfc="none", mec="gray", mew=1.0,
                                 label="_nd")
                     hits = [float(np.mean([c["hit"] for c in by_n[n]])) for n in ns]
-                    style.line(hax, ns, hits, label, lw=1.0)
+                    if hax is not None:
+                        style.line(hax, ns, hits, label, lw=1.0)
                     if bound_b is None:
                         bound_b = next((c["loss_bound"] for n in ns for c in by_n[n] if c["loss_bound"]), None)
                     print(f"{name} {source} p={p} eps={eps:g} {method}: slope {s_fit:.3f} [{lo:.3f}, {hi:.3f}] over "
@@ -207,13 +213,15 @@ def plot_erm(name, records, quick, out_dir):
                 ax.yaxis.set_minor_locator(style.NullLocator())
                 ax.set_title(f"excess risk, ε = {eps:g}")
                 ax.set_xlabel("players n")
-                hax.set_xscale("log")
-                hax.set_ylim(-0.02, 1.02)
-                hax.set_title(f"exact hits θ = θ*, ε = {eps:g}")
-                hax.set_xlabel("players n")
                 if j == 0:
                     ax.set_ylabel("excess empirical risk (symlog)")
-                    hax.set_ylabel("fraction of repetitions")
+                if hax is not None:
+                    hax.set_xscale("log")
+                    hax.set_ylim(-0.02, 1.02)
+                    hax.set_title(f"exact hits θ = θ*, ε = {eps:g}")
+                    hax.set_xlabel("players n")
+                    if j == 0:
+                        hax.set_ylabel("fraction of repetitions")
             handles, labels = style._dedupe_handles(axes, order="style")
             handles.append(style.Line2D([], [], color="gray", marker="o", mfc="none", ls="none", ms=4.5))
             labels.append("median and IQR (hollow, drawn right of n)")
@@ -226,7 +234,8 @@ def plot_erm(name, records, quick, out_dir):
                     "Line and band: mean and bootstrap 95% interval. Excess clamped at 0; symlog axis (linear below the "
                     "dotted line), so zeros are shown. Theorem 3's bound b (ε √n)^(-h/(h+p)) with h = p "
                     f"(slope {rate:.2f} in n) is drawn, not fitted. Fitted log-log slopes with bootstrap intervals: "
-                    f"{name}{'-quick' if quick else ''}_slopes.csv in the results directory, and printed.")
+                    f"{name}{'-quick' if quick else ''}_slopes.csv in the results directory, and printed."
+                    + ("" if show_hits else " No repetition hit θ* exactly, so the exact-hit row is not drawn."))
             style.finish(fig, axes, handles=handles, labels=labels, note=note,
                          title=f"{name}{' (quick)' if quick else ''}: {src}{stand_in}, p = {p}")
             common.save(fig, out_dir, f"{name}_{source}_p{p}")
