@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <queue>
 
 #include "privrace/core/error.hpp"
 
@@ -126,6 +128,22 @@ double CellCostModel::any_group_seconds(std::size_t n, int threads) const {
 }
 
 double CellCostModel::prepare_seconds(int threads) const { return prepare_thread_seconds_ / std::max(threads, 1); }
+
+double makespan_seconds(const std::vector<double>& group_seconds, int jobs) {
+  jobs = std::max(jobs, 1);
+  // When each worker is next free; a group goes to the one free first.
+  std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
+  for (int j = 0; j < jobs; ++j) free_at.push(0.0);
+  double end = 0.0;
+  for (const double c : group_seconds) {
+    const double start = free_at.top();
+    free_at.pop();
+    const double done = start + (std::isfinite(c) ? std::max(c, 0.0) : 0.0) * jobs;
+    free_at.push(done);
+    end = std::max(end, done);
+  }
+  return end;
+}
 
 std::string cell_cost_table_path(const std::string& repo_root) {
   return (std::filesystem::path(repo_root) / "configs" / "calibration" / "cell_costs.json").string();

@@ -69,6 +69,13 @@ class CellCostModel {
   double prepare_thread_seconds_ = 0;
 };
 
+// Seconds until the last group ends when `jobs` workers take the groups in order, as the runner
+// does under --jobs: `group_seconds[i]` is a group's thread-seconds over the run's threads (what
+// CellCostModel returns), so on its threads / jobs threads it takes jobs times that. Groups that
+// pack evenly give the sum; a dear group late in the order leaves the other workers idle, and the
+// estimate waits for it (a quick profile's one slow baseline). One job: the sum.
+double makespan_seconds(const std::vector<double>& group_seconds, int jobs);
+
 // The calibration table's path under a checkout or an install's share/privrace.
 std::string cell_cost_table_path(const std::string& repo_root);
 

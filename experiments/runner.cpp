@@ -290,7 +290,7 @@ void estimate(const std::vector<CellGroup>& groups, const Outputs& out, const st
       out.stem.compare(out.stem.size() - quick_suffix.size(), quick_suffix.size(), quick_suffix) == 0)
     read_cost_table(table_path, out.stem.substr(0, out.stem.size() - quick_suffix.size()), full, full_meta);
   std::size_t from_full = 0;
-  double total = 0;
+  std::vector<double> group_costs;  // in the order the workers take the groups
   bool any = false;
   std::set<std::string> shared_paid;  // label + params whose shared work is priced
   for (const auto& g : groups) {
@@ -309,10 +309,11 @@ void estimate(const std::vector<CellGroup>& groups, const Outputs& out, const st
       c = own.empty() ? table.any_group_seconds(n, threads) : own.any_group_seconds(n, threads);
     }
     if (!std::isnan(c)) {
-      total += c;
+      group_costs.push_back(c);
       any = true;
     }
   }
+  double total = makespan_seconds(group_costs, report.jobs);
   // A resumed run prepares again (data, cached exact answers): priced as last measured.
   if (pending > 0) total += measured > 0 ? own.prepare_seconds(threads) : table.prepare_seconds(threads);
   report.estimate_seconds = pending == 0 ? 0.0 : any ? total : NAN;

@@ -792,6 +792,17 @@ TEST(CellCostModel, TableEntryErrorsNameTheField) {
   EXPECT_EQ(format_duration(NAN), "?");
 }
 
+// Under --jobs the workers take the groups in order, each group on its share of the threads: a
+// dear group late in the order leaves the other worker idle, and the estimate waits for it.
+TEST(CellCostModel, EstimateWaitsForTheLastGroupOfTheJobs) {
+  EXPECT_DOUBLE_EQ(makespan_seconds({1.0, 2.0, 3.0}, 1), 6.0);       // one job: the sum
+  EXPECT_DOUBLE_EQ(makespan_seconds({1.0, 1.0, 1.0, 1.0}, 2), 4.0);  // packed evenly: the sum
+  // Two jobs: the two 1 s groups (2 s each on one of the two threads), then the 5 s one alone.
+  EXPECT_DOUBLE_EQ(makespan_seconds({1.0, 1.0, 5.0}, 2), 12.0);
+  EXPECT_DOUBLE_EQ(makespan_seconds({5.0, 1.0, 1.0, 1.0}, 2), 10.0);  // the dear group first: the rest beside it
+  EXPECT_DOUBLE_EQ(makespan_seconds({}, 2), 0.0);
+}
+
 TEST(ExperimentRun, PlanCountsCellsWritesNothingAndPricesFromMeasuredCells) {
   Repo repo;
   const auto cfg = write_config(repo, base_config());
