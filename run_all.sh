@@ -59,13 +59,19 @@ fi
 # PRIVRACE_BUILD_DIR picks another build directory (default: build/).
 BUILD=${PRIVRACE_BUILD_DIR:-build}
 JOBS=$(nproc 2>/dev/null || echo 2)
+# A fresh one uses Ninja where it is installed: its objects compile while the libraries they
+# link are still building (Make waits for each library in turn), which keeps both cores busy
+# (docs/experiments.md, "How long a run takes").
 if [[ ! -f "$BUILD/CMakeCache.txt" ]]; then
-  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DPRIVRACE_TESTS=OFF -DPRIVRACE_BENCH=OFF
+  generator=()
+  command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+  cmake -S . -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DPRIVRACE_TESTS=OFF -DPRIVRACE_BENCH=OFF
 else
   cmake -S . -B "$BUILD" >/dev/null
 fi
 cmake --build "$BUILD" --target privrace-experiment -j "$JOBS"
 EXP=$BUILD/privrace-experiment
+built=$(date +%s)
 
 configs=()
 if (( ${#chosen[@]} > 0 )); then
@@ -248,6 +254,7 @@ echo
 (( PLAN == 0 )) || exit 0
 
 mkdir -p results
+configs_start=$(date +%s)
 LOG=results/run_all.log
 mode=${QUICK[0]:-full}
 mode=${mode#--}
@@ -299,20 +306,35 @@ for cand in "${PRIVRACE_PYTHON:-}" /usr/bin/python3 python3; do
   fi
 done
 plots_ok=1
+plots_start=$(date +%s)
 if [[ -z "$PY" ]]; then
   echo "run_all.sh: no python3 with matplotlib and numpy found (apt-get install python3-matplotlib python3-numpy); plots skipped" >&2
   plots_ok=0
 else
+  # The plot scripts are independent (one figure family each, single-threaded): as many at once
+  # as there are cores.
+  declare -A plot_of=()
+  plot_reap() {  # waits for one plot script to end and checks its exit status
+    local pid rc=0
+    wait -n -p pid "${!plot_of[@]}" || rc=$?
+    (( rc == 0 )) || { echo "run_all.sh: ${plot_of[$pid]} failed" >&2; plots_ok=0; }
+    unset "plot_of[$pid]"
+  }
   for script in plots/plot_*.py; do
     [[ -e "$script" ]] || continue
-    "$PY" "$script" || { echo "run_all.sh: $script failed" >&2; plots_ok=0; }
+    (( ${#plot_of[@]} < cores )) || plot_reap
+    "$PY" "$script" &
+    plot_of[$!]=$script
   done
+  while (( ${#plot_of[@]} )); do plot_reap; done
 fi
 
 echo
 echo "results: $REPO/results/*.jsonl (one record per cell), *.csv, *.summary.json"
 echo "figures: $REPO/plots/*.png and *.pdf"
-echo "total time: $(( $(date +%s) - start )) s (estimated $(duration "$est_total")); one line per config in $LOG"
+end=$(date +%s)
+echo "total time: $(( end - start )) s: set-up and build $(( built - start )) s, configs $(( plots_start - configs_start )) s" \
+     "(estimated $(duration "$est_total")), plots $(( end - plots_start )) s; one line per config in $LOG"
 if (( ${#stand_ins[@]} )); then
   printf '%s stand_ins=%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(printf '%s\n' "${stand_ins[@]}" | cut -d: -f1 | paste -sd,)" >>"$LOG"
   stand_in_banner
