@@ -75,7 +75,8 @@ table.setdefault("machine", machine)
 table["how"] = ("scripts/measure_cell_costs.sh: per config, a sample (repetition 0, K grid points per method "
                 "and K epsilons) or every cell of a full run, as the entry's basis says; first_seconds = median wall time of "
                 "a group's first cell (it carries the work the group's epsilons share), seconds = of the "
-                "later cells (of any cell where first_seconds is absent); shared_seconds = work the "
+                "later cells (of any cell where first_seconds is absent), the median over repetitions at each epsilon "
+                "averaged over the epsilons; shared_seconds = work the "
                 "repetitions of a parameter point reuse (records' shared_work_seconds), priced once "
                 "per point and not included in first_seconds")
 def cell_entry(label, params, first, later, shared):
@@ -84,11 +85,17 @@ def cell_entry(label, params, first, later, shared):
     # The median, not the mean: a cell that ran while its job was stopped (kill -STOP, to free
     # the machine for a measurement) carries the pause in its wall time.
     median = lambda v: round(statistics.median(v), 4)
+    # A later cell's cost can depend on its epsilon (Corollary 1's R, an optimiser's iterations):
+    # the median over the repetitions at each epsilon (which drops a paused cell), then the mean
+    # over the epsilons, so that the dear epsilons are priced as often as they run.
+    by_eps = lambda v: round(statistics.fmean(statistics.median(x) for x in v.values()), 4)
     e = {"label": label, "params": json.loads(params)}
     if first and later:
-        e["first_seconds"], e["seconds"] = median(first), median(later)
+        e["first_seconds"], e["seconds"] = median(first), by_eps(later)
+    elif first:
+        e["seconds"] = median(first)
     else:
-        e["seconds"] = median(first or later)
+        e["seconds"] = by_eps(later)
     if shared:
         e["shared_seconds"] = median(shared)
     return e
@@ -99,13 +106,17 @@ for path in sorted(glob.glob(os.path.join(scratch, "*.jsonl"))):
         for line in f:
             r = json.loads(line)
             key = (r["label"], json.dumps(r["params"], sort_keys=True))
-            first, later, shared = cells.setdefault(key, ([], [], []))
+            first, later, shared = cells.setdefault(key, ([], {}, []))
             made = r.get("shared_work_seconds", 0.0) or 0.0
             if made > 0:
                 # Stored at the record's threads: work made on all of the run's threads under
                 # --jobs (shared_work_threads) counts as that many times its wall time.
                 shared.append(made * (r.get("shared_work_threads", 0) or r["threads"]) / r["threads"])
-            (first if r.get("first_of_group", False) else later).append(r["wall_seconds"] - min(made, r["wall_seconds"]))
+            seconds = r["wall_seconds"] - min(made, r["wall_seconds"])
+            if r.get("first_of_group", False):
+                first.append(seconds)
+            else:
+                later.setdefault(r.get("epsilon"), []).append(seconds)
             threads, jobs, prepare, commit = r["threads"], r.get("jobs", 1), r["run_prepare_seconds"], r["git_commit"]
     new_cells = [cell_entry(l, p, *c) for (l, p), c in sorted(cells.items())]
     old = table["configs"].get(stem)
