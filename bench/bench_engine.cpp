@@ -11,6 +11,7 @@
 #include "privrace/io/sketch_file.hpp"
 #include "privrace/lsh/family.hpp"
 #include "privrace/lsh/gaussian.hpp"
+#include "privrace/privacy/discrete_gaussian.hpp"
 #include "privrace/privacy/mechanisms.hpp"
 #include "privrace/sketch/builder.hpp"
 #include "privrace/sketch/privatize.hpp"
@@ -194,6 +195,24 @@ static void BM_DiscreteLaplaceDraw(benchmark::State& state) {
                  (state.range(1) == 1 ? ", seeded" : ", csprng"));
 }
 BENCHMARK(BM_DiscreteLaplaceDraw)->ArgsProduct({{0, 1, 2}, {0, 1}})->Unit(benchmark::kMicrosecond);
+
+// One exact discrete Gaussian draw: the rejection construction (DiscreteGaussian::sample,
+// range(0) = 0) and the table inversion of add_to (1), at sigma = range(1) (3: MST/AIM's
+// small sigmas; 272: the audit's R = 2000 at eps 1, delta 1e-5; 2000: a wide sketch's
+// noise), from the CSPRNG and from the seeded stream (range(2)). Items: draws.
+static void BM_DiscreteGaussianDraw(benchmark::State& state) {
+  const DiscreteGaussian noise(static_cast<double>(state.range(1)));
+  const auto table = state.range(0) == 1 ? noise.bulk_sampler() : nullptr;
+  std::unique_ptr<RandomSource> rng = make_noise_source(state.range(2) == 1, 7);
+  std::vector<std::int64_t> counts(4096, 0);
+  for (auto _ : state) {
+    noise.add_to(counts, *rng, table.get());
+    benchmark::DoNotOptimize(counts.data());
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * 4096);
+  state.SetLabel(std::string(table ? "table" : "rejection (sample)") + (state.range(2) == 1 ? ", seeded" : ", csprng"));
+}
+BENCHMARK(BM_DiscreteGaussianDraw)->ArgsProduct({{0, 1}, {3, 272, 2000}, {0, 1}})->Unit(benchmark::kMicrosecond);
 
 // range(0): MiB of int64 counts (128: a PrivBayes table of 16^6 cells; 1536: a graph sketch of
 // R = 2000, W = 100k); range(1): 0 = every block fresh (page cache limit 0), 1 = kept blocks

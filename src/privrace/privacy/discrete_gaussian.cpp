@@ -1,8 +1,18 @@
 #include "privrace/privacy/discrete_gaussian.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
+
+// <cstdint> before mpfr.h declares mpfr_get_uj.
+#include <cstdint>
+#include <gmp.h>
+#include <mpfr.h>
 
 #include "privrace/core/error.hpp"
 #include "privrace/privacy/mechanisms.hpp"
@@ -94,6 +104,250 @@ std::int64_t DiscreteGaussian::sample(RandomSource& rng) const {
     if (ok) ok = bernoulli_exp_fraction(rng, num % den, den);
     if (ok) return negative ? -static_cast<std::int64_t>(x) : static_cast<std::int64_t>(x);
   }
+}
+
+double DiscreteGaussian::pmf(std::int64_t y) const {
+  const double s2 = sigma2();
+  const auto reach = static_cast<std::int64_t>(std::ceil(40.0 * std::sqrt(s2))) + 10;
+  double z = 0.0;
+  for (std::int64_t k = -reach; k <= reach; ++k) z += std::exp(-static_cast<double>(k) * static_cast<double>(k) / (2.0 * s2));
+  const auto d = static_cast<double>(y);
+  return std::exp(-d * d / (2.0 * s2)) / z;
+}
+
+// ---------------------------------------------------------------- the table sampler
+
+namespace {
+
+constexpr mpfr_prec_t kTablePrecision = 384;    // entries: error below 2^-300, 2^-192 needed
+constexpr mpfr_prec_t kPrecisePrecision = 1152;  // ties: 1024 bits checked, error below 2^-1000
+constexpr int kPreciseWords = 14;                // words 2 .. 15: bits 128 .. 1023
+
+class Mpfr {
+ public:
+  explicit Mpfr(mpfr_prec_t precision) { mpfr_init2(v_, precision); }
+  ~Mpfr() { mpfr_clear(v_); }
+  Mpfr(const Mpfr&) = delete;
+  Mpfr& operator=(const Mpfr&) = delete;
+  mpfr_ptr get() { return v_; }
+
+ private:
+  mpfr_t v_;
+};
+
+// floor(x 2^64) of x in [0, 1), leaving x = frac(x 2^64); both steps exact.
+std::uint64_t next_word(mpfr_ptr x) {
+  mpfr_mul_2ui(x, x, 64, MPFR_RNDN);
+  const std::uint64_t word = mpfr_get_uj(x, MPFR_RNDZ);
+  mpfr_frac(x, x, MPFR_RNDN);
+  return word;
+}
+
+// The remainder after the last extracted word at least 2^-64 from 0 and 1: the computation's
+// error (far below 2^-64 in these units) cannot have changed an extracted bit.
+void check_margin(mpfr_ptr remainder, const char* what) {
+  Mpfr complement(mpfr_get_prec(remainder));
+  mpfr_ui_sub(complement.get(), 1, remainder, MPFR_RNDN);
+  if (mpfr_cmp_ui_2exp(remainder, 1, -64) <= 0 || mpfr_cmp_ui_2exp(complement.get(), 1, -64) <= 0)
+    throw Error(std::string("discrete Gaussian table: ") + what +
+                " lies too close to a rounding boundary to be tabulated (probability 2^-63)");
+}
+
+// The terms H(k) = exp(-k^2 c), c = q / (2 p), by H(k + 1) = H(k) r^(2k + 1), r = exp(-c): two
+// multiplications a term. After K terms the relative error is below K^2 2^-precision (K <= 2^21
+// here), and the argument's rounding moves exp(-k^2 c) by at most k^2 c 2^-precision <= 2^10
+// 2^-precision relatively for the k that matter (H(k) >= 2^-precision).
+class GaussianTerms {
+ public:
+  GaussianTerms(std::uint64_t p, std::uint64_t q, mpfr_prec_t precision)
+      : r2_(precision), ratio_(precision), h_(precision) {
+    Mpfr c(precision);
+    mpfr_set_ui(c.get(), q, MPFR_RNDN);
+    mpfr_div_ui(c.get(), c.get(), p, MPFR_RNDN);
+    mpfr_div_2ui(c.get(), c.get(), 1, MPFR_RNDN);  // c = q / (2p)
+    mpfr_neg(c.get(), c.get(), MPFR_RNDN);
+    mpfr_exp(ratio_.get(), c.get(), MPFR_RNDN);  // r^1 = H(1) / H(0)
+    mpfr_sqr(r2_.get(), ratio_.get(), MPFR_RNDN);
+    mpfr_set_ui(h_.get(), 1, MPFR_RNDN);
+  }
+  mpfr_ptr term() { return h_.get(); }  // H(k)
+  void advance() {                      // k -> k + 1
+    mpfr_mul(h_.get(), h_.get(), ratio_.get(), MPFR_RNDN);
+    mpfr_mul(ratio_.get(), ratio_.get(), r2_.get(), MPFR_RNDN);
+  }
+
+ private:
+  Mpfr r2_, ratio_, h_;
+};
+
+// The magnitude's weights W(0) = 1, W(k) = 2 H(k) for k >= 1 (both signs of Y).
+void add_weight(mpfr_ptr sum, GaussianTerms& terms, std::uint64_t k) {
+  if (k == 0) mpfr_add_ui(sum, sum, 1, MPFR_RNDN);
+  else {
+    mpfr_add(sum, sum, terms.term(), MPFR_RNDN);
+    mpfr_add(sum, sum, terms.term(), MPFR_RNDN);
+  }
+}
+
+// Z = sum_{k >= 0} W(k) = sum_y exp(-y^2 c), summed until a term falls below
+// 2^-(precision + 40): the rest is below twice that term over 1 - r^(2K + 1), under
+// 2^-(precision + 20) for the sigmas tabulated (Z >= 1).
+void normaliser(mpfr_ptr z, std::uint64_t p, std::uint64_t q, mpfr_prec_t precision) {
+  GaussianTerms terms(p, q, precision);
+  mpfr_set_ui(z, 0, MPFR_RNDN);
+  const long stop = -static_cast<long>(precision) - 40;
+  for (std::uint64_t k = 0; mpfr_cmp_ui_2exp(terms.term(), 1, stop) >= 0; ++k) {
+    if (k > (std::uint64_t{1} << 22)) throw Error("discrete Gaussian table: normaliser did not converge");
+    add_weight(z, terms, k);
+    terms.advance();
+  }
+}
+
+using u128_t = unsigned __int128;
+
+}  // namespace
+
+DiscreteGaussianTable::DiscreteGaussianTable(const DiscreteGaussian& noise) : p_(noise.p_), q_(noise.q_) {
+  if (!(noise.sigma2() <= DiscreteGaussian::kMaxTableSigma * DiscreteGaussian::kMaxTableSigma * (1.0 + 1e-9)))
+    throw UsageError("discrete Gaussian table: sigma above " + std::to_string(DiscreteGaussian::kMaxTableSigma));
+  // N = the smallest k with k^2 c > 32, i.e. k^2 q > 64 p: H(N - 1) >= e^-32, so consecutive
+  // entries differ by at least e^-32 / Z > 2^-64 (Z < 1.3 sigma + 1) and their first words
+  // are strictly increasing; P(M >= N) <= e^-32 (1 + ...) goes to the exact tail sampler.
+  std::uint64_t n = static_cast<std::uint64_t>(std::floor(8.0 * std::sqrt(noise.sigma2())));
+  while (n > 0 && static_cast<u128_t>(n) * n * q_ > static_cast<u128_t>(64) * p_) --n;
+  while (!(static_cast<u128_t>(n) * n * q_ > static_cast<u128_t>(64) * p_)) ++n;
+  ExactGeometric::Level level;
+  level.shift = 0;
+  level.size = static_cast<std::uint32_t>(n);
+  level.truncated = false;  // r = N means U >= C(N): the tail
+  level.hi.resize(n + 1);
+  level.lo.resize(n + 1);
+  Mpfr z(kTablePrecision), c(kTablePrecision), sum(kTablePrecision);
+  normaliser(z.get(), p_, q_, kTablePrecision);
+  GaussianTerms terms(p_, q_, kTablePrecision);
+  mpfr_set_ui(sum.get(), 0, MPFR_RNDN);
+  for (std::uint64_t k = 0; k <= n; ++k) {
+    if (k == 0) {
+      level.hi[0] = level.lo[0] = 0;  // C(0) = 0 exactly
+    } else {
+      mpfr_div(c.get(), sum.get(), z.get(), MPFR_RNDN);  // C(k) = (W(0) + ... + W(k - 1)) / Z
+      level.hi[k] = next_word(c.get());
+      level.lo[k] = next_word(c.get());
+      check_margin(c.get(), "a CDF entry");
+      if (level.hi[k] <= level.hi[k - 1]) throw Error("discrete Gaussian table: CDF entries closer than 2^-64");
+    }
+    add_weight(sum.get(), terms, k);
+    terms.advance();
+  }
+  // Guides of at most 2^18 buckets leaving at most 1/32 of the probability to scanned buckets.
+  level_ = ExactGeometric::compact(std::move(level), 18, 5);
+}
+
+std::shared_ptr<const DiscreteGaussianTable> DiscreteGaussianTable::shared(const DiscreteGaussian& noise) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<const DiscreteGaussianTable>> cache;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto& entry = cache[{noise.p_, noise.q_}];
+  if (!entry) entry = std::make_shared<const DiscreteGaussianTable>(noise);
+  return entry;
+}
+
+std::vector<std::uint64_t> DiscreteGaussianTable::precise_words(std::uint32_t r) const {
+  Mpfr z(kPrecisePrecision), sum(kPrecisePrecision);
+  normaliser(z.get(), p_, q_, kPrecisePrecision);
+  GaussianTerms terms(p_, q_, kPrecisePrecision);
+  mpfr_set_ui(sum.get(), 0, MPFR_RNDN);
+  for (std::uint32_t k = 0; k < r; ++k) {
+    add_weight(sum.get(), terms, k);
+    terms.advance();
+  }
+  mpfr_div(sum.get(), sum.get(), z.get(), MPFR_RNDN);
+  next_word(sum.get());  // words 0 and 1 are in the table
+  next_word(sum.get());
+  std::vector<std::uint64_t> words(kPreciseWords);
+  for (auto& w : words) w = next_word(sum.get());
+  check_margin(sum.get(), "a CDF value at 1024 bits");
+  return words;
+}
+
+std::uint32_t DiscreteGaussianTable::resolve(std::uint32_t v32, RandomSource& rng) const {
+  return ExactGeometric::resolve_compact_tie(level_.exact, v32, rng, [this](std::uint32_t r) { return precise_words(r); });
+}
+
+std::uint64_t DiscreteGaussianTable::sample_tail(RandomSource& rng) const {
+  // P(M = N + g) is proportional to W(N + g) = 2 exp(-(N + g)^2 c) = exp(-N^2 c) exp(-2 N g c) exp(-g^2 c):
+  // propose g geometric with parameter exp(-2 N c) = exp(-N q / p) (CKS 2020, Algorithm 2: X
+  // geometric of scale p by U + p V, g = floor(X / (N q))) and accept with probability
+  // exp(-g^2 q / (2 p)). A g of 2^40 or more (proposal probability below exp(-2^28) for the
+  // sigmas tabulated) is rejected outright, as sample() rejects its far proposals.
+  const std::uint64_t n = level_.exact.size;
+  const std::uint64_t t = p_, s = n * q_;
+  const u128_t den = static_cast<u128_t>(2) * p_;
+  for (;;) {
+    const std::uint64_t u = rng.below(t);
+    if (!bernoulli_exp(rng, u, t)) continue;
+    std::uint64_t v = 0;
+    while (bernoulli_exp(rng, 1, 1)) ++v;
+    const u128_t g = (static_cast<u128_t>(u) + static_cast<u128_t>(t) * v) / s;
+    if ((g >> 40) != 0) continue;
+    const u128_t num = g * g * q_;
+    bool ok = true;
+    for (u128_t whole = num / den; whole > 0 && ok; --whole) ok = bernoulli_exp(rng, 1, 1);
+    if (ok) ok = bernoulli_exp_fraction(rng, num % den, den);
+    if (ok) return n + static_cast<std::uint64_t>(g);
+  }
+}
+
+std::shared_ptr<const DiscreteGaussianTable> DiscreteGaussian::bulk_sampler() const {
+  if (!(sigma2() <= kMaxTableSigma * kMaxTableSigma)) return nullptr;
+  return DiscreteGaussianTable::shared(*this);
+}
+
+void DiscreteGaussian::add_to(std::span<std::int64_t> counts, RandomSource& rng, const DiscreteGaussianTable* table) const {
+  if (!table) {
+    for (auto& c : counts) c += sample(rng);
+    return;
+  }
+  // Y = +-M with M = |Y| from the table (weights W(0) = 1, W(k) = 2 exp(-k^2 c)) and a fair
+  // sign (-0 = 0): P(Y = y) = exp(-y^2 c) / Z for every y, as sample()'s. No draw is rejected.
+  CompactWordBatch batch(rng);
+  const CompactLevelView view(table->level());
+  const std::uint32_t n = table->size();
+  const auto slow = [&](const ExactGeometric::CompactLevel&, std::uint32_t v) { return table->resolve(v, rng); };
+  std::int64_t* __restrict out = counts.data();
+  const std::size_t size = counts.size();
+  for (std::size_t k = 0; k < size; ++k) {
+    std::uint64_t m = view.draw(batch, slow);
+    if (m >= n) [[unlikely]]
+      m = table->sample_tail(rng);
+    const std::uint64_t negative = batch.bit();
+    out[k] += static_cast<std::int64_t>((m ^ (0 - negative)) + negative);  // branch-free +-m
+  }
+}
+
+void DiscreteGaussian::add_to_blocks(std::span<std::int64_t> counts, const DiscreteGaussianTable* table,
+                                     std::optional<std::uint64_t> seed) const {
+  const std::size_t cells = counts.size();
+  const std::size_t blocks = (cells + kNoiseBlock - 1) / kNoiseBlock;
+  std::exception_ptr failure;
+#pragma omp parallel if (blocks > 1)
+  {
+    std::unique_ptr<RandomSource> os_rng;
+    if (!seed) os_rng = std::make_unique<CryptoRandom>();
+#pragma omp for schedule(dynamic, 1)
+    for (std::size_t b = 0; b < blocks; ++b) {
+      try {
+        std::unique_ptr<RandomSource> block_rng;
+        if (seed) block_rng = std::make_unique<SeededRandom>(derive_seed(*seed, b));
+        const std::size_t at = b * kNoiseBlock;
+        add_to(counts.subspan(at, std::min(kNoiseBlock, cells - at)), seed ? *block_rng : *os_rng, table);
+      } catch (...) {
+#pragma omp critical(privrace_gaussian_noise_error)
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace privrace

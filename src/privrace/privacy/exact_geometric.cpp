@@ -162,34 +162,6 @@ std::vector<ExactGeometric::Level> build_levels(std::uint64_t t, std::uint64_t s
   return levels;
 }
 
-// The 32-bit guide of a level: the fewest buckets (at most 2^12) that leave at most 1/64 of the
-// probability in buckets holding a second boundary.
-ExactGeometric::CompactLevel compact_level(ExactGeometric::Level level) {
-  ExactGeometric::CompactLevel out;
-  const auto last = static_cast<std::uint32_t>(level.hi.size() - 1);
-  if (last >= 0xFFFFu) throw Error("exact geometric sampler: a compact level is too large");
-  out.hi32.resize(level.hi.size());
-  for (std::size_t r = 0; r < level.hi.size(); ++r) out.hi32[r] = static_cast<std::uint32_t>(level.hi[r] >> 32);
-  const std::uint32_t* hi = out.hi32.data();
-  for (unsigned bits = 1;; ++bits) {
-    out.guide_bits = bits;
-    out.guide.assign(std::size_t{1} << bits, {});
-    std::size_t scanned = 0;
-    std::uint32_t r = 0;
-    for (std::size_t j = 0; j < out.guide.size(); ++j) {
-      const std::uint64_t start = static_cast<std::uint64_t>(j) << (32 - bits);
-      const std::uint64_t end = start + (std::uint64_t{1} << (32 - bits)) - 1;  // inclusive
-      while (r < last && hi[r + 1] < start) ++r;  // r = max{r : r == 0 or hi32[r] < start}
-      const std::uint32_t next = r < last ? hi[r + 1] : 0xFFFFFFFFu;
-      const bool scan = r + 1 < last && hi[r + 2] <= end;
-      out.guide[j] = {next, static_cast<std::uint16_t>(r), static_cast<std::uint16_t>(scan ? 1 : 0)};
-      scanned += scan;
-    }
-    if (scanned * 64 <= out.guide.size() || bits == 12) break;
-  }
-  out.exact = std::move(level);
-  return out;
-}
 }  // namespace
 
 ExactGeometric::ExactGeometric(std::uint64_t t, std::uint64_t s) : t_(t), s_(s) {
@@ -206,46 +178,43 @@ ExactGeometric::ExactGeometric(std::uint64_t t, std::uint64_t s) : t_(t), s_(s) 
     t_ = t * divisor_;
   }
   levels_ = build_levels(t_, s_, kLevelBits);
-  for (Level& level : build_levels(t_, s_, kCompactLevelBits)) compact_.push_back(compact_level(std::move(level)));
+  // Guides of at most 2^12 buckets leaving at most 1/64 of the probability to scanned buckets.
+  for (Level& level : build_levels(t_, s_, kCompactLevelBits)) compact_.push_back(compact(std::move(level), 12, 6));
+}
+
+ExactGeometric::CompactLevel ExactGeometric::compact(Level level, unsigned max_bits, unsigned scan_share_log2) {
+  ExactGeometric::CompactLevel out;
+  const auto last = static_cast<std::uint32_t>(level.hi.size() - 1);
+  if (last >= 0x7FFFFFFFu || max_bits > 31) throw Error("exact CDF table: a compact level is too large");
+  out.hi32.resize(level.hi.size());
+  for (std::size_t r = 0; r < level.hi.size(); ++r) out.hi32[r] = static_cast<std::uint32_t>(level.hi[r] >> 32);
+  const std::uint32_t* hi = out.hi32.data();
+  for (unsigned bits = 1;; ++bits) {
+    out.guide_bits = bits;
+    out.guide.assign(std::size_t{1} << bits, {});
+    std::size_t scanned = 0;
+    std::uint32_t r = 0;
+    for (std::size_t j = 0; j < out.guide.size(); ++j) {
+      const std::uint64_t start = static_cast<std::uint64_t>(j) << (32 - bits);
+      const std::uint64_t end = start + (std::uint64_t{1} << (32 - bits)) - 1;  // inclusive
+      while (r < last && hi[r + 1] < start) ++r;  // r = max{r : r == 0 or hi32[r] < start}
+      const std::uint32_t next = r < last ? hi[r + 1] : 0xFFFFFFFFu;
+      const bool scan = r + 1 < last && hi[r + 2] <= end;
+      out.guide[j] = {next, r, scan ? 1u : 0u};
+      scanned += scan;
+    }
+    if ((scanned << scan_share_log2) <= out.guide.size() || bits >= max_bits) break;
+  }
+  out.exact = std::move(level);
+  return out;
 }
 
 std::uint32_t ExactGeometric::sample_level_slow(const Level& level, std::uint64_t v, RandomSource& rng) const {
-  return resolve_slow(level, v, rng);
-}
-
-template <typename More>
-std::uint32_t ExactGeometric::resolve_slow(const Level& level, std::uint64_t v, More& more) const {
-  const std::uint32_t last = static_cast<std::uint32_t>(level.hi.size() - 1);
-  std::uint32_t r = level.guide[v >> (64 - level.guide_bits)].r;
-  while (r < last && level.hi[r + 1] <= v) ++r;
-  // hi[r] <= v < hi[r + 1]. If hi[r] < v then C(r) < (hi[r] + 1) 2^-64 <= U and
-  // C(r + 1) >= hi[r + 1] 2^-64 > U: r is the answer. C(0) = 0 <= U always.
-  if (level.hi[r] != v || r == 0) return r;
-  // Tie on the first word: U >= C(r) decides between r and r - 1 (hi[r - 1] < v).
-  const std::uint64_t w = more.next();
-  if (w != level.lo[r]) return w > level.lo[r] ? r : r - 1;
-  for (const std::uint64_t word : precise_words(level, r)) {
-    const std::uint64_t x = more.next();
-    if (x != word) return x > word ? r : r - 1;
-  }
-  throw Error("exact geometric sampler: a uniform agreed with a CDF value on 1024 bits (probability 2^-960)");
+  return resolve_tie(level, v, rng, [&](std::uint32_t r) { return precise_words(level, r); });
 }
 
 std::uint32_t ExactGeometric::sample_compact_slow(const CompactLevel& level, std::uint32_t v32, RandomSource& rng) const {
-  // U = 0.v32 w x ... with w, x, ... fresh words: its 64-bit words are (v32, high half of w),
-  // (low half of w, high half of x), ...
-  struct Shifted {
-    RandomSource& rng;
-    std::uint64_t carry;  // the low 32 bits of the last word drawn
-    std::uint64_t next() {
-      const std::uint64_t x = rng.next();
-      const std::uint64_t out = (carry << 32) | (x >> 32);
-      carry = x & 0xFFFFFFFFu;
-      return out;
-    }
-  } more{rng, v32};
-  const std::uint64_t v = more.next();
-  return resolve_slow(level.exact, v, more);
+  return resolve_compact_tie(level.exact, v32, rng, [&](std::uint32_t r) { return precise_words(level.exact, r); });
 }
 
 std::vector<std::uint64_t> ExactGeometric::precise_words(const Level& level, std::uint32_t r) const {

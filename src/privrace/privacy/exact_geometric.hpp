@@ -22,11 +22,14 @@
 // therefore split into levels of m = 2^16 (truncated tables); the last level is the full
 // geometric over [0, m) whose tail P(M >= m) = a^m <= 2^-10 restarts the draw with m added,
 // which memorylessness makes exact.
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <vector>
 
+#include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
 
 namespace privrace {
@@ -86,9 +89,9 @@ class ExactGeometric {
   // expansion decide, as in sample_level_slow. A different use of the words than sample():
   // seeded bulk outputs differ from the 2^16-level form's, the distribution is the same.
   struct Guide32 {
-    std::uint32_t next;  // first 32 bits of C(r + 1) (all ones past the end: a tie, slow path)
-    std::uint16_t r;     // r = max{r : r == 0 or hi32[r] < bucket start}
-    std::uint16_t scan;  // 1: a second boundary inside the bucket
+    std::uint32_t next;      // first 32 bits of C(r + 1) (all ones past the end: a tie, slow path)
+    std::uint32_t r : 31;    // r = max{r : r == 0 or hi32[r] < bucket start}
+    std::uint32_t scan : 1;  // 1: a second boundary inside the bucket
   };
   struct CompactLevel {
     Level exact;                     // shift, size, truncated, the 128-bit entries (slow path)
@@ -107,9 +110,20 @@ class ExactGeometric {
   // bits from fresh words of `rng`, then the 64-bit logic of sample_level_slow.
   std::uint32_t sample_compact_slow(const CompactLevel& level, std::uint32_t v32, RandomSource& rng) const;
 
+  // Shared with other CDF tables held the same way (the discrete Gaussian's, discrete_gaussian.hpp).
+  // The 32-bit guide of a level: the fewest buckets (at most 2^max_bits) that leave at most
+  // 2^-scan_share_log2 of the probability in buckets holding a second boundary.
+  static CompactLevel compact(Level level, unsigned max_bits, unsigned scan_share_log2);
+  // Decides C(r) <= U < C(r + 1) from U's first word v and, on a tie with an entry's first
+  // word, U's further words from `more` against the entry's second word and then against
+  // precise(r), C(r)'s words 2 .. 15 (bits 128 .. 1023, computed on demand).
+  template <typename More, typename Precise>
+  static std::uint32_t resolve_tie(const Level& level, std::uint64_t v, More& more, const Precise& precise);
+  // The same from U's first 32 bits v32 (a compact draw's tie), U's next bits from fresh words of rng.
+  template <typename Precise>
+  static std::uint32_t resolve_compact_tie(const Level& level, std::uint32_t v32, RandomSource& rng, const Precise& precise);
+
  private:
-  template <typename More>
-  std::uint32_t resolve_slow(const Level& level, std::uint64_t v, More& more) const;
   std::uint64_t sample_tail(std::uint64_t tail, unsigned shift) const;
   std::uint64_t t_, s_;        // the tables' parameter: t_ = c t for a scale below 1
   std::uint64_t divisor_ = 1;  // c
@@ -207,6 +221,118 @@ std::uint64_t ExactGeometric::sample(Words& words, RandomSource& rng) const {
   const std::uint64_t y = total + sample_tail(tail, shift);
   return divisor_ == 1 ? y : y / divisor_;
 }
+
+template <typename More, typename Precise>
+std::uint32_t ExactGeometric::resolve_tie(const Level& level, std::uint64_t v, More& more, const Precise& precise) {
+  const std::uint32_t last = static_cast<std::uint32_t>(level.hi.size() - 1);
+  std::uint32_t r = 0;
+  if (level.guide.empty())  // a table without a 64-bit guide: r = max{r : hi[r] <= v}
+    r = static_cast<std::uint32_t>(std::upper_bound(level.hi.begin(), level.hi.end(), v) - level.hi.begin() - 1);
+  else
+    r = level.guide[v >> (64 - level.guide_bits)].r;
+  while (r < last && level.hi[r + 1] <= v) ++r;
+  // hi[r] <= v < hi[r + 1]. If hi[r] < v then C(r) < (hi[r] + 1) 2^-64 <= U and
+  // C(r + 1) >= hi[r + 1] 2^-64 > U: r is the answer. C(0) = 0 <= U always.
+  if (level.hi[r] != v || r == 0) return r;
+  // Tie on the first word: U >= C(r) decides between r and r - 1 (hi[r - 1] < v).
+  const std::uint64_t w = more.next();
+  if (w != level.lo[r]) return w > level.lo[r] ? r : r - 1;
+  for (const std::uint64_t word : precise(r)) {
+    const std::uint64_t x = more.next();
+    if (x != word) return x > word ? r : r - 1;
+  }
+  throw Error("exact CDF table: a uniform agreed with a CDF value on 1024 bits (probability 2^-960)");
+}
+
+template <typename Precise>
+std::uint32_t ExactGeometric::resolve_compact_tie(const Level& level, std::uint32_t v32, RandomSource& rng,
+                                                  const Precise& precise) {
+  // U = 0.v32 w x ... with w, x, ... fresh words: its 64-bit words are (v32, high half of w),
+  // (low half of w, high half of x), ...
+  struct Shifted {
+    RandomSource& rng;
+    std::uint64_t carry;  // the low 32 bits of the last word drawn
+    std::uint64_t next() {
+      const std::uint64_t x = rng.next();
+      const std::uint64_t out = (carry << 32) | (x >> 32);
+      carry = x & 0xFFFFFFFFu;
+      return out;
+    }
+  } more{rng, v32};
+  const std::uint64_t v = more.next();
+  return resolve_tie(level, v, more, precise);
+}
+
+// The bulk kernels' word source (DiscreteLaplace::add_to, DiscreteGaussian::add_to): table
+// words and sign bits from a local batch, so the loop keeps its stream position in registers
+// instead of the generator's members (a store-to-load chain per word). Compact levels read
+// 32-bit halves: the low half of a word first, then its high half.
+struct CompactWordBatch {
+  RandomSource& rng;
+  std::array<std::uint64_t, 256> words;
+  std::uint32_t pos = 256;  // 32-bit members: an int64 store to the counts cannot alias them
+  std::uint32_t half = 0;
+  std::uint32_t half_ready = 0;
+  std::uint32_t signs_left = 0;
+  std::uint64_t signs = 0;
+  explicit CompactWordBatch(RandomSource& source) : rng(source) {}
+  std::uint64_t next() {
+    if (pos == words.size()) [[unlikely]] {
+      rng.take(words.data(), words.size());
+      pos = 0;
+    }
+    return words[pos++];
+  }
+  std::uint32_t next32() {
+    if (half_ready) {
+      half_ready = 0;
+      return half;
+    }
+    const std::uint64_t w = next();
+    half = static_cast<std::uint32_t>(w >> 32);
+    half_ready = 1;
+    return static_cast<std::uint32_t>(w);
+  }
+  std::uint64_t bit() {
+    if (signs_left == 0) [[unlikely]] {
+      signs = next();
+      signs_left = 64;
+    }
+    const std::uint64_t b = signs & 1;
+    signs >>= 1;
+    --signs_left;
+    return b;
+  }
+};
+
+// A compact level's tables in locals (sample_compact_level's logic and word order); `slow`
+// (v32) -> r resolves ties and words in scanned buckets that equal an entry's first 32 bits.
+struct CompactLevelView {
+  const ExactGeometric::Guide32* guide;
+  const std::uint32_t* hi32;
+  std::uint32_t last;
+  unsigned drop;  // 32 - guide bits
+  const ExactGeometric::CompactLevel* level;
+  explicit CompactLevelView(const ExactGeometric::CompactLevel& l)
+      : guide(l.guide.data()), hi32(l.hi32.data()), last(static_cast<std::uint32_t>(l.hi32.size() - 1)),
+        drop(32 - l.guide_bits), level(&l) {}
+  CompactLevelView() = default;
+  template <typename Slow>
+  [[gnu::always_inline]] std::uint32_t draw(CompactWordBatch& batch, const Slow& slow) const {
+    const std::uint32_t v = batch.next32();
+    const ExactGeometric::Guide32 e = guide[v >> drop];
+    if (e.scan) [[unlikely]] {
+      std::uint32_t r = e.r;
+      while (r < last && hi32[r + 1] < v) ++r;
+      if (r < last && hi32[r + 1] == v) [[unlikely]]
+        return slow(*level, v);
+      return r;
+    }
+    if (v == e.next) [[unlikely]]
+      return slow(*level, v);
+    return e.r + static_cast<std::uint32_t>(v > e.next);
+  }
+};
 
 inline std::uint64_t ExactGeometric::sample_tail(std::uint64_t tail, unsigned shift) const {
   if ((tail >> (63 - shift)) != 0) [[unlikely]]

@@ -78,95 +78,32 @@ std::shared_ptr<const ExactGeometric> DiscreteLaplace::bulk_sampler() const { re
 
 namespace {
 
-// The table words and sign bits come from a local batch, so the loop keeps its stream position
-// in registers instead of the generator's members (a store-to-load chain per word). The compact
-// levels read 32-bit halves: the low half of a word first, then its high half.
-struct WordBatch {
-  RandomSource& rng;
-  std::array<std::uint64_t, 256> words;
-  std::uint32_t pos = 256;  // 32-bit members: an int64 store to the counts cannot alias them
-  std::uint32_t half = 0;
-  std::uint32_t half_ready = 0;
-  std::uint32_t signs_left = 0;
-  std::uint64_t signs = 0;
-  std::uint64_t next() {
-    if (pos == words.size()) [[unlikely]] {
-      rng.take(words.data(), words.size());
-      pos = 0;
-    }
-    return words[pos++];
-  }
-  std::uint32_t next32() {
-    if (half_ready) {
-      half_ready = 0;
-      return half;
-    }
-    const std::uint64_t w = next();
-    half = static_cast<std::uint32_t>(w >> 32);
-    half_ready = 1;
-    return static_cast<std::uint32_t>(w);
-  }
-  std::uint64_t bit() {
-    if (signs_left == 0) [[unlikely]] {
-      signs = next();
-      signs_left = 64;
-    }
-    const std::uint64_t b = signs & 1;
-    signs >>= 1;
-    --signs_left;
-    return b;
-  }
-};
-
-// A level's tables in locals (ExactGeometric::sample_compact_level, with the same word order).
-struct LevelView {
-  const ExactGeometric::Guide32* guide;
-  const std::uint32_t* hi32;
-  std::uint32_t last;
-  unsigned drop;  // 32 - guide bits
-  const ExactGeometric::CompactLevel* level;
-};
-
-[[gnu::always_inline]] inline std::uint32_t draw_level(const LevelView& l, WordBatch& batch, RandomSource& rng,
-                                                       const ExactGeometric& g) {
-  const std::uint32_t v = batch.next32();
-  const ExactGeometric::Guide32 e = l.guide[v >> l.drop];
-  if (e.scan) [[unlikely]] {
-    std::uint32_t r = e.r;
-    while (r < l.last && l.hi32[r + 1] < v) ++r;
-    if (r < l.last && l.hi32[r + 1] == v) [[unlikely]]
-      return g.sample_compact_slow(*l.level, v, rng);
-    return r;
-  }
-  if (v == e.next) [[unlikely]]
-    return g.sample_compact_slow(*l.level, v, rng);
-  return e.r + static_cast<std::uint32_t>(v > e.next);
-}
-
 // counts[i] += +-M with M = ExactGeometric::sample_compact's draw (its word order), a sign bit
 // per draw and "-0" rejected. `counts` is restrict: its stores do not alias the batch.
 template <bool Divide>
-void add_two_sided(std::int64_t* __restrict counts, std::size_t size, WordBatch& batch, RandomSource& rng, const ExactGeometric& g) {
+void add_two_sided(std::int64_t* __restrict counts, std::size_t size, CompactWordBatch& batch, RandomSource& rng,
+                   const ExactGeometric& g) {
   const auto& levels = g.compact_levels();
   const std::size_t n = levels.size();
-  std::array<LevelView, 32> views{};
+  std::array<CompactLevelView, 32> views{};
   if (n == 0 || n > views.size()) throw Error("discrete Laplace: unexpected bulk sampler levels");
-  for (std::size_t i = 0; i < n; ++i)
-    views[i] = {levels[i].guide.data(), levels[i].hi32.data(), static_cast<std::uint32_t>(levels[i].hi32.size() - 1),
-                32 - levels[i].guide_bits, &levels[i]};
-  const LevelView top = views[n - 1];
+  for (std::size_t i = 0; i < n; ++i) views[i] = CompactLevelView(levels[i]);
+  const CompactLevelView top = views[n - 1];
+  const auto slow = [&](const ExactGeometric::CompactLevel& level, std::uint32_t v) {
+    return g.sample_compact_slow(level, v, rng);
+  };
   const std::uint32_t top_size = levels[n - 1].exact.size;
   const unsigned top_shift = static_cast<unsigned>(8 * (n - 1));
   const std::uint64_t divisor = g.divisor();
   for (std::size_t k = 0; k < size; ++k) {
     for (;;) {
       std::uint64_t m = 0;
-      for (std::size_t i = 0; i + 1 < n; ++i) m += static_cast<std::uint64_t>(draw_level(views[i], batch, rng, g)) << (8 * i);
-      std::uint64_t tail = draw_level(top, batch, rng, g);
+      for (std::size_t i = 0; i + 1 < n; ++i) m += static_cast<std::uint64_t>(views[i].draw(batch, slow)) << (8 * i);
+      std::uint64_t tail = top.draw(batch, slow);
       if (tail >= top_size) [[unlikely]] {  // M >= m: restart with m added (memorylessness)
         tail = top_size;
         for (;;) {
-          const std::uint32_t r = draw_level(top, batch, rng, g);
+          const std::uint32_t r = top.draw(batch, slow);
           if (r < top_size) {
             tail += r;
             break;
@@ -196,7 +133,7 @@ void DiscreteLaplace::add_to(std::span<std::int64_t> counts, RandomSource& rng, 
   }
   // |Y| geometric with parameter a = exp(-s / t) (P(M = k) = (1 - a) a^k), a fair sign, and
   // "-0" rejected: P(Y = y) is then proportional to a^|y|, as in the construction above.
-  WordBatch batch{rng, {}};
+  CompactWordBatch batch(rng);
   if (magnitude->divisor() == 1) add_two_sided<false>(counts.data(), counts.size(), batch, rng, *magnitude);
   else add_two_sided<true>(counts.data(), counts.size(), batch, rng, *magnitude);
 }
