@@ -82,9 +82,142 @@ TEST(PrivBayesFast, NoiseFreeDistributionsAreTheJointCounts) {
   const PrivBayesModel m = pb.fit(1.0, nullptr);
   for (std::size_t i = m.first(); i < d; ++i) {
     const std::vector<double> joint = pb.joint_counts(m.network().order[i], m.distribution_parents(i));
-    const std::span<const double> p = m.distribution(i);
+    const std::vector<double> p = m.distribution(i);
     ASSERT_EQ(p.size(), joint.size());
     for (std::size_t c = 0; c < p.size(); ++c) ASSERT_EQ(p[c], joint[c] / static_cast<double>(n));
+  }
+}
+
+// The scores the greedy search computes (grouped by parent set, from the parents' cell index
+// formed once; four interleaved histograms for joints up to 4096 cells) and caches (in the flat
+// cache indexed by the parent set's rank) equal, bit for bit, the score of one (x, parent set)
+// computed alone from its sparse joint (as the former search computed every score), for every
+// (x, parent set) a search can meet: the same scores, so the same networks. Both are within
+// 1e-12 of the dense sum (written here, compiled with other contractions into FMAs).
+TEST(PrivBayesFast, GroupedCachedScoresEqualDense) {
+  struct Shape {
+    int bins, degree;
+    std::size_t d;
+  };
+  // 4 bins k 2 (64 cells: four histograms), 16 bins k 2 (4096), 16 bins k 3 (65536: one
+  // histogram), 16 bins k 4 (16^5 > n: sorted one by one), 3 bins k 5 (d 9: small cells).
+  for (const Shape sh : {Shape{4, 2, 7}, Shape{16, 2, 6}, Shape{16, 3, 6}, Shape{16, 4, 6}, Shape{3, 5, 9}}) {
+    const std::size_t n = 2503;  // not a multiple of 4: the histograms' tail
+    const DenseMatrix t = correlated_table(n, sh.d, 40 + static_cast<std::uint64_t>(sh.bins * 10 + sh.degree));
+    PrivBayesOptions o;
+    o.degree = sh.degree;
+    o.bins = sh.bins;
+    const PrivBayes pb(t, TableBox::uniform(sh.d, 0, 1), o);
+    for (std::uint64_t seed = 1; seed <= 12; ++seed) {  // random first attributes and choices
+      SeededRandom r(seed);
+      pb.fit(0.5 * static_cast<double>(seed), &r);
+    }
+    pb.fit(1.0, nullptr);
+    const std::size_t computed = pb.score_evaluations();
+    ASSERT_GT(computed, sh.d);
+    // Every ascending parent set of size min(k, |V|) - here all of size <= k - and every x
+    // outside it: the cached ones (the greedy search's) and the rest (computed one at a time).
+    std::vector<std::vector<int>> sets = {{}};
+    for (std::size_t size = 1; size <= static_cast<std::size_t>(sh.degree); ++size) {
+      std::vector<std::vector<int>> next;
+      for (const auto& s : sets)
+        if (s.size() == size - 1)
+          for (int a = s.empty() ? 0 : s.back() + 1; a < static_cast<int>(sh.d); ++a) {
+            next.push_back(s);
+            next.back().push_back(a);
+          }
+      sets.insert(sets.end(), next.begin(), next.end());
+    }
+    const PrivBayes alone(t, TableBox::uniform(sh.d, 0, 1), o);  // empty cache: every score alone
+    for (const auto& ps : sets)
+      for (int x = 0; x < static_cast<int>(sh.d); ++x) {
+        if (std::find(ps.begin(), ps.end(), x) != ps.end()) continue;
+        const double cached = pb.mutual_information(x, ps);
+        ASSERT_EQ(cached, alone.mutual_information(x, ps))
+            << "bins " << sh.bins << " k " << sh.degree << " x " << x << " |parents| " << ps.size();
+        ASSERT_NEAR(cached, dense_mi(pb, x, ps, static_cast<std::size_t>(sh.bins), n), 1e-12);
+      }
+    EXPECT_GT(pb.score_evaluations(), computed);  // some were not cached: both paths checked
+    // An unsorted parent set is its own key (its joint sums in another order).
+    const std::vector<int> rev = {2, 0};
+    EXPECT_EQ(pb.mutual_information(1, rev), alone.mutual_information(1, rev));
+  }
+}
+
+// The former sampler, written from the model's public accessors: the joint's cell by
+// std::upper_bound over the running sums of all its frequencies, then each attribute by inversion
+// of its conditional slice, blocks of 4096 rows from streams derived from one sampler word.
+DoubleMatrix reference_sample(const PrivBayesModel& m, std::size_t bins, std::size_t rows, RandomSource& sampler) {
+  const auto draw = [](const double* p, std::size_t len, RandomSource& rng) -> std::size_t {
+    double total = 0;
+    for (std::size_t i = 0; i < len; ++i) total += p[i];
+    if (!(total > 0)) return static_cast<std::size_t>(rng.below(len));
+    double u = rng.unit() * total;
+    for (std::size_t i = 0; i < len; ++i) {
+      if (u < p[i]) return i;
+      u -= p[i];
+    }
+    return len - 1;
+  };
+  const PrivBayesNetwork& net = m.network();
+  const std::size_t d = net.order.size(), b = bins, i0 = m.first();
+  std::vector<std::vector<double>> dist(d);
+  for (std::size_t i = i0; i < d; ++i) dist[i] = m.distribution(i);
+  const std::vector<double>& joint = dist[i0];
+  std::vector<double> cdf(joint.size());
+  double run = 0;
+  for (std::size_t c = 0; c < joint.size(); ++c) cdf[c] = (run += joint[c]);
+  DoubleMatrix out(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(d));
+  const std::uint64_t base = sampler.next();
+  std::vector<std::size_t> bin(d);
+  for (std::size_t blk = 0; blk * 4096 < rows; ++blk) {
+    SeededRandom rng(derive_seed(base, blk));
+    for (std::size_t s = blk * 4096; s < std::min(rows, (blk + 1) * 4096); ++s) {
+      std::size_t cell;
+      if (!(run > 0)) {
+        cell = static_cast<std::size_t>(rng.below(joint.size()));
+      } else {
+        const double u = rng.unit() * run;
+        cell = std::min<std::size_t>(static_cast<std::size_t>(std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin()),
+                                     joint.size() - 1);
+      }
+      for (std::size_t i = i0 + 1; i-- > 0;) {
+        bin[static_cast<std::size_t>(net.order[i])] = cell % b;
+        cell /= b;
+      }
+      for (std::size_t i = i0 + 1; i < d; ++i) {
+        std::size_t idx = 0;
+        for (int p : m.distribution_parents(i)) idx = idx * b + bin[static_cast<std::size_t>(p)];
+        bin[static_cast<std::size_t>(net.order[i])] = draw(&dist[i][idx * b], b, rng);
+      }
+      for (std::size_t j = 0; j < d; ++j)
+        out(static_cast<Eigen::Index>(s), static_cast<Eigen::Index>(j)) = (static_cast<double>(bin[j]) + rng.unit()) / static_cast<double>(b);
+    }
+  }
+  return out;
+}
+
+TEST(PrivBayesFast, SamplingEqualsTheFullRunningSumInversion) {
+  // Joints of 8^4 = 4096 cells (64 blocks of running sums) and 16^4 = 65536 with heavy noise
+  // (many clipped cells, u in every part of the table), and the exact model; rows span blocks.
+  struct Case {
+    int bins;
+    double eps;  // 0: no noise
+  };
+  for (const Case cs : {Case{8, 0.0}, Case{8, 0.05}, Case{16, 1.0}, Case{16, 1e-3}}) {
+    const std::size_t n = 3000, d = 6;
+    const DenseMatrix t = correlated_table(n, d, 77);
+    PrivBayesOptions o;
+    o.degree = 3;
+    o.bins = cs.bins;
+    const PrivBayes pb(t, TableBox::uniform(d, 0, 1), o);
+    SeededRandom noise(5);
+    const PrivBayesModel m = cs.eps > 0 ? pb.fit(cs.eps, &noise) : pb.fit(1.0, nullptr);
+    SeededRandom s1(99), s2(99);
+    const DoubleMatrix fast = m.sample(9000, s1);
+    const DoubleMatrix ref = reference_sample(m, static_cast<std::size_t>(cs.bins), 9000, s2);
+    EXPECT_TRUE(fast == ref) << "bins " << cs.bins << " eps " << cs.eps;
+    EXPECT_EQ(s1.next(), s2.next());
   }
 }
 
@@ -127,7 +260,7 @@ TEST(PrivBayesFast, NoisyConditionalsKeepTheDiscreteLaplaceLaw) {
     for (std::uint64_t seed = 1; zero_cells.size() < 200000; ++seed, ++fits) {
       SeededRandom rng(seed);
       const PrivBayesModel m = pb.fit(eps, &rng);
-      const std::span<const double> p = m.distribution(m.first());
+      const std::vector<double> p = m.distribution(m.first());
       ASSERT_EQ(p.size(), static_cast<std::size_t>(bins * bins));
       for (std::size_t c = 1; c < p.size(); ++c) zero_cells.push_back(std::round(p[c] * static_cast<double>(n)));
       const double noise = std::round(p[0] * static_cast<double>(n)) - static_cast<double>(n);  // n >> scale: never clipped
@@ -227,7 +360,7 @@ TEST(PrivBayesFast, SamplingIsDeterministicPerSeedForAnyThreadCount) {
   const int x0 = m.network().order[0];
   std::vector<double> freq(16, 0.0), model_freq(16, 0.0);
   for (Eigen::Index r = 0; r < a.rows(); ++r) ++freq[static_cast<std::size_t>(std::min(15.0, a(r, x0) * 16))];
-  const std::span<const double> joint = m.distribution(m.first());
+  const std::vector<double> joint = m.distribution(m.first());
   double total = 0;
   for (double v : joint) total += v;
   std::size_t stride = 1;

@@ -69,6 +69,35 @@ PrivBayes::PrivBayes(const DenseRef& train, const TableBox& box, const PrivBayes
       codes_[j * n_ + static_cast<std::size_t>(i)] =
           static_cast<std::uint16_t>(std::min(opt.bins - 1, static_cast<int>(t * opt.bins)));
     }
+  // The flat score cache when d * sum_{s<=k} C(d, s) <= 2^22 (32 MiB of scores).
+  double total = 0, c = 1;  // c = C(d, s)
+  for (std::size_t sz = 0; sz <= k; ++sz) {
+    total += c;
+    c = c * static_cast<double>(d_ - sz) / static_cast<double>(sz + 1);
+  }
+  if (total * static_cast<double>(d_) <= double(1 << 22)) {
+    binom_.assign(k, std::vector<std::size_t>(d_ + 1, 0));
+    for (std::size_t i = 0; i < k; ++i)
+      for (std::size_t m = i + 1; m <= d_; ++m) {  // C(m, i + 1) = C(m - 1, i + 1) + C(m - 1, i)
+        const std::size_t below = i == 0 ? 1 : binom_[i - 1][m - 1];
+        binom_[i][m] = binom_[i][m - 1] + below;
+      }
+    size_offset_.assign(k + 2, 0);
+    for (std::size_t sz = 0; sz <= k; ++sz) size_offset_[sz + 1] = size_offset_[sz] + (sz == 0 ? 1 : binom_[sz - 1][d_]);
+    subsets_ = size_offset_[k + 1];
+    mi_flat_.assign(d_ * subsets_, kNoScore);
+  }
+}
+
+std::ptrdiff_t PrivBayes::flat_index(int x, const std::vector<int>& parents) const {
+  if (mi_flat_.empty() || parents.size() + 1 >= size_offset_.size()) return -1;
+  std::size_t rank = size_offset_[parents.size()];
+  for (std::size_t i = 0; i < parents.size(); ++i) {
+    const int p = parents[i];
+    if (p < 0 || static_cast<std::size_t>(p) >= d_ || (i > 0 && p <= parents[i - 1])) return -1;
+    rank += binom_[i][static_cast<std::size_t>(p)];
+  }
+  return static_cast<std::ptrdiff_t>(static_cast<std::size_t>(x) * subsets_ + rank);
 }
 
 // keys[i] = (parents..., x) of row i in mixed radix `bins`, x fastest (the joint's cell index).
@@ -150,14 +179,19 @@ double PrivBayes::network_work(std::size_t n, std::size_t d, int degree, int bin
 }
 
 double PrivBayes::compute_mi(int x, const std::vector<int>& parents, Scratch& s) const {
+  sparse_counts(x, parents, s);
+  return mi_of_cells(s);
+}
+
+double PrivBayes::mi_of_cells(Scratch& s) const {
   // The same sum as over the dense joint, in the same order (cell index ascending: parents-major,
   // x fastest), skipping the zero cells as the dense sum does: the marginals are integer counts
   // (exact in doubles), so the result is the dense computation's to the last bit.
-  sparse_counts(x, parents, s);
   const auto b = static_cast<std::uint32_t>(opt_.bins);
-  s.px.assign(b, 0.0);
+  std::vector<double>& px = s.px;
+  px.assign(b, 0.0);
   const std::size_t m = s.cell_key.size();
-  for (std::size_t c = 0; c < m; ++c) s.px[s.cell_key[c] % b] += static_cast<double>(s.cell_count[c]);
+  for (std::size_t c = 0; c < m; ++c) px[s.cell_key[c] % b] += static_cast<double>(s.cell_count[c]);
   const double n = static_cast<double>(n_);
   double mi = 0;
   for (std::size_t c = 0; c < m;) {
@@ -167,13 +201,78 @@ double PrivBayes::compute_mi(int x, const std::vector<int>& parents, Scratch& s)
     for (; e < m && s.cell_key[e] / b == p; ++e) pp += static_cast<double>(s.cell_count[e]);
     for (; c < e; ++c) {
       const double cnt = static_cast<double>(s.cell_count[c]);
-      mi += cnt / n * std::log2(cnt * n / (s.px[s.cell_key[c] % b] * pp));
+      mi += cnt / n * std::log2(cnt * n / (px[s.cell_key[c] % b] * pp));
     }
   }
   return mi;
 }
 
+void PrivBayes::compute_mi_group(const std::vector<int>& parents, const std::vector<int>& xs, Scratch& s, double* out) const {
+  const auto b = static_cast<std::uint32_t>(opt_.bins);
+  std::size_t parent_cells = 1;
+  for (std::size_t i = 0; i < parents.size(); ++i) parent_cells *= b;
+  const std::size_t cells = parent_cells * b;
+  if (cells > std::max<std::size_t>(n_, std::size_t{1} << 16)) {  // large joints: sorted, one by one
+    for (std::size_t j = 0; j < xs.size(); ++j) out[j] = compute_mi(xs[j], parents, s);
+    return;
+  }
+  // The parents' cell index of every row, once for the group.
+  const std::size_t n = n_;
+  s.keys.assign(n, 0u);
+  std::uint32_t* key = s.keys.data();
+  for (const int p : parents) {
+    const std::uint16_t* col = &codes_[static_cast<std::size_t>(p) * n];
+    for (std::size_t i = 0; i < n; ++i) key[i] = key[i] * b + col[i];
+  }
+  // Small joints are counted into four interleaved histograms (rows i, i + 1, i + 2, i + 3 in
+  // different ones), so that neighbouring rows in the same cell do not wait on one counter;
+  // integer counts, summed exactly.
+  const std::size_t ways = cells <= 4096 ? 4 : 1;
+  const double nd = static_cast<double>(n);
+  std::vector<double>& px = s.px;
+  for (std::size_t j = 0; j < xs.size(); ++j) {
+    const std::uint16_t* col = &codes_[static_cast<std::size_t>(xs[j]) * n];
+    s.tmp.assign(cells * ways, 0u);
+    std::uint32_t* h = s.tmp.data();
+    std::size_t i = 0;
+    if (ways == 4) {
+      std::uint32_t* h1 = h + cells;
+      std::uint32_t* h2 = h1 + cells;
+      std::uint32_t* h3 = h2 + cells;
+      for (; i + 4 <= n; i += 4) {
+        ++h[key[i] * b + col[i]];
+        ++h1[key[i + 1] * b + col[i + 1]];
+        ++h2[key[i + 2] * b + col[i + 2]];
+        ++h3[key[i + 3] * b + col[i + 3]];
+      }
+      for (std::size_t c = 0; c < cells; ++c) h[c] += h1[c] + h2[c] + h3[c];
+    }
+    for (; i < n; ++i) ++h[key[i] * b + col[i]];
+    // I from the dense counts: the sum of compute_mi (mi_of_cells) over the same non-zero cells
+    // in the same order; px and the parents' counts are integer sums, exact in any order.
+    px.assign(b, 0.0);
+    for (std::size_t c = 0; c < cells; ++c) px[c % b] += static_cast<double>(h[c]);
+    double mi = 0;
+    for (std::size_t p = 0; p < parent_cells; ++p) {
+      const std::uint32_t* row = h + p * b;
+      double pp = 0;
+      for (std::uint32_t v = 0; v < b; ++v) pp += static_cast<double>(row[v]);
+      if (pp == 0) continue;
+      for (std::uint32_t v = 0; v < b; ++v) {
+        if (row[v] == 0) continue;
+        const double cnt = static_cast<double>(row[v]);
+        mi += cnt / nd * std::log2(cnt * nd / (px[v] * pp));
+      }
+    }
+    out[j] = mi;
+  }
+}
+
 bool PrivBayes::cache_find(int x, const std::vector<int>& parents, double& mi) const {
+  if (const std::ptrdiff_t f = flat_index(x, parents); f >= 0) {
+    mi = mi_flat_[static_cast<std::size_t>(f)];
+    return !std::isnan(mi);
+  }
   if (d_ < 1024 && parents.size() <= 5) {
     std::uint64_t packed = static_cast<std::uint64_t>(x);
     for (std::size_t i = 0; i < parents.size(); ++i) packed |= static_cast<std::uint64_t>(parents[i] + 1) << (10 * (i + 1));
@@ -189,7 +288,9 @@ bool PrivBayes::cache_find(int x, const std::vector<int>& parents, double& mi) c
 }
 
 void PrivBayes::cache_store(int x, const std::vector<int>& parents, double mi) const {
-  if (d_ < 1024 && parents.size() <= 5) {
+  if (const std::ptrdiff_t f = flat_index(x, parents); f >= 0) {
+    mi_flat_[static_cast<std::size_t>(f)] = mi;
+  } else if (d_ < 1024 && parents.size() <= 5) {
     std::uint64_t packed = static_cast<std::uint64_t>(x);
     for (std::size_t i = 0; i < parents.size(); ++i) packed |= static_cast<std::uint64_t>(parents[i] + 1) << (10 * (i + 1));
     mi_cache_packed_[packed] = mi;
@@ -220,18 +321,43 @@ void PrivBayes::score(const std::vector<std::pair<int, const std::vector<int>*>>
     for (std::size_t c = 0; c < cand.size(); ++c)
       if (!cache_find(cand[c].first, *cand[c].second, out[c])) todo.push_back(c);
   }
-  // Each score is a deterministic function of the table: computing them concurrently changes
-  // no value. One thread per score (a few ms each on n = 10^5 rows).
-#pragma omp parallel if (todo.size() > 1)
+  if (todo.empty()) return;
+  // The missing scores grouped by parent set (the same vector), in pieces of at most kPiece
+  // attributes: one task forms its parents' cell indices once for all its attributes.
+  constexpr std::size_t kPiece = 16;
+  struct Task {
+    const std::vector<int>* parents;
+    std::vector<int> xs;
+    std::vector<std::size_t> at;  // positions in cand
+  };
+  std::vector<Task> tasks;
   {
-    Scratch s;
-#pragma omp for schedule(dynamic, 1)
-    for (std::ptrdiff_t t = 0; t < static_cast<std::ptrdiff_t>(todo.size()); ++t) {
-      const std::size_t c = todo[static_cast<std::size_t>(t)];
-      out[c] = compute_mi(cand[c].first, *cand[c].second, s);
+    std::unordered_map<const std::vector<int>*, std::size_t> open;  // parent set -> its task being filled
+    for (const std::size_t c : todo) {
+      const std::vector<int>* ps = cand[c].second;
+      auto it = open.find(ps);
+      if (it == open.end() || tasks[it->second].xs.size() == kPiece) {
+        tasks.push_back({ps, {}, {}});
+        it = open.insert_or_assign(ps, tasks.size() - 1).first;
+      }
+      tasks[it->second].xs.push_back(cand[c].first);
+      tasks[it->second].at.push_back(c);
     }
   }
-  if (todo.empty()) return;
+  // Each score is a deterministic function of the table: computing them concurrently changes
+  // no value.
+#pragma omp parallel if (tasks.size() > 1)
+  {
+    Scratch s;
+    std::vector<double> mi;
+#pragma omp for schedule(dynamic, 1)
+    for (std::ptrdiff_t t = 0; t < static_cast<std::ptrdiff_t>(tasks.size()); ++t) {
+      const Task& task = tasks[static_cast<std::size_t>(t)];
+      mi.resize(task.xs.size());
+      compute_mi_group(*task.parents, task.xs, s, mi.data());
+      for (std::size_t j = 0; j < task.xs.size(); ++j) out[task.at[j]] = mi[j];
+    }
+  }
   std::unique_lock lock(cache_mutex_.m);
   for (const std::size_t c : todo) cache_store(cand[c].first, *cand[c].second, out[c]);
   mi_evaluations_ += todo.size();
@@ -326,20 +452,15 @@ PrivBayesModel PrivBayes::noisy_model(const PrivBayesNetwork& net, double epsilo
     if (cells > 2e5) magnitude = count_noise->bulk_sampler();
   }
   Scratch scratch;
-  std::vector<std::int64_t, ZeroedPageAllocator<std::int64_t>> c;
+  // The noisy counts go straight into the model's tables (frequencies are formed when read).
   auto noisy = [&](int x, const std::vector<int>& parents) {
     std::size_t len = b;
     for (std::size_t i = 0; i < parents.size(); ++i) len *= b;
     sparse_counts(x, parents, scratch);
-    c.assign(len, 0);
+    PrivBayesModel::Table c(len);  // zeroed pages, untouched
     for (std::size_t i = 0; i < scratch.cell_key.size(); ++i) c[scratch.cell_key[i]] = scratch.cell_count[i];
     if (count_noise) count_noise->add_to(c, *rng, magnitude.get());
-    PrivBayesModel::Table p(len);
-    const double n = static_cast<double>(n_);
-#pragma omp parallel for schedule(static) if (len >= (std::size_t{1} << 20))
-    for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(len); ++i)
-      p[static_cast<std::size_t>(i)] = static_cast<double>(std::max<std::int64_t>(c[static_cast<std::size_t>(i)], 0)) / n;
-    return p;
+    return c;
   };
   dist[i0] = noisy(net.order[i0], dist_parents[i0]);
   for (std::size_t i = i0 + 1; i < d; ++i) {
@@ -350,16 +471,31 @@ PrivBayesModel PrivBayes::noisy_model(const PrivBayesNetwork& net, double epsilo
   model.box_ = box_;
   model.bins_ = b;
   model.first_ = i0;
+  model.n_ = static_cast<double>(n_);
   model.net_ = net;
   model.dist_parents_ = std::move(dist_parents);
   model.dist_ = std::move(dist);
-  // The first distribution has bins^(k+1) cells: inversion by binary search on its running
-  // sums (the same cell as the linear scan in `draw`, up to rounding at cell boundaries).
+  // The first distribution has bins^(k+1) cells: inversion on its running sums, kept at every
+  // kCdfBlock-th cell (the sequential sum of every cell's frequency, as a full table of running
+  // sums would hold them).
   const PrivBayesModel::Table& joint = model.dist_[i0];
-  model.first_cdf_.resize(joint.size());
+  const std::size_t B = PrivBayesModel::kCdfBlock;
+  model.block_cdf_.resize((joint.size() + B - 1) / B);
   double run = 0;
-  for (std::size_t cell = 0; cell < joint.size(); ++cell) model.first_cdf_[cell] = (run += joint[cell]);
+  const double n = model.n_;
+  for (std::size_t j = 0, cell = 0; j < model.block_cdf_.size(); ++j) {
+    const std::size_t end = std::min(joint.size(), cell + B);
+    for (; cell < end; ++cell) run += static_cast<double>(std::max<std::int64_t>(joint[cell], 0)) / n;
+    model.block_cdf_[j] = run;
+  }
   return model;
+}
+
+std::vector<double> PrivBayesModel::distribution(std::size_t i) const {
+  const Table& t = dist_.at(i);
+  std::vector<double> p(t.size());
+  for (std::size_t c = 0; c < t.size(); ++c) p[c] = static_cast<double>(std::max<std::int64_t>(t[c], 0)) / n_;
+  return p;
 }
 
 DoubleMatrix PrivBayesModel::sample(std::size_t rows, RandomSource& sampler) const {
@@ -371,12 +507,14 @@ DoubleMatrix PrivBayesModel::sample(std::size_t rows, RandomSource& sampler) con
   const std::size_t d = net_.order.size(), b = bins_, i0 = first_;
   DoubleMatrix out(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(d));
   const Table& joint = dist_[i0];
-  const double run = first_cdf_.empty() ? 0.0 : first_cdf_.back();
+  const double run = block_cdf_.empty() ? 0.0 : block_cdf_.back();
+  const double n = n_;
   const std::uint64_t base = sampler.next();
   const std::size_t blocks = (rows + kSampleBlock - 1) / kSampleBlock;
 #pragma omp parallel if (blocks > 1)
   {
     std::vector<std::size_t> bin(d);
+    std::vector<double> p(b);  // one conditional slice's frequencies
 #pragma omp for schedule(dynamic, 1)
     for (std::ptrdiff_t blk = 0; blk < static_cast<std::ptrdiff_t>(blocks); ++blk) {
       SeededRandom rng(derive_seed(base, static_cast<std::uint64_t>(blk)));
@@ -386,9 +524,23 @@ DoubleMatrix PrivBayesModel::sample(std::size_t rows, RandomSource& sampler) con
         if (!(run > 0)) {
           cell = static_cast<std::size_t>(rng.below(joint.size()));
         } else {
+          // The first cell whose running sum exceeds u (std::upper_bound over all running sums):
+          // its block by the block sums, then the running sum continued inside the block.
           const double u = rng.unit() * run;
-          cell = static_cast<std::size_t>(std::upper_bound(first_cdf_.begin(), first_cdf_.end(), u) - first_cdf_.begin());
-          cell = std::min(cell, joint.size() - 1);
+          const std::size_t j =
+              static_cast<std::size_t>(std::upper_bound(block_cdf_.begin(), block_cdf_.end(), u) - block_cdf_.begin());
+          if (j == block_cdf_.size()) {
+            cell = joint.size() - 1;
+          } else {
+            double r = j > 0 ? block_cdf_[j - 1] : 0.0;
+            cell = j * kCdfBlock;
+            const std::size_t end = std::min(joint.size(), cell + kCdfBlock);
+            for (; cell < end; ++cell) {
+              r += static_cast<double>(std::max<std::int64_t>(joint[cell], 0)) / n;
+              if (u < r) break;
+            }
+            cell = std::min(cell, joint.size() - 1);
+          }
         }
         for (std::size_t i = i0 + 1; i-- > 0;) {
           bin[static_cast<std::size_t>(net_.order[i])] = cell % b;
@@ -396,8 +548,10 @@ DoubleMatrix PrivBayesModel::sample(std::size_t rows, RandomSource& sampler) con
         }
         for (std::size_t i = i0 + 1; i < d; ++i) {
           std::size_t idx = 0;
-          for (int p : dist_parents_[i]) idx = idx * b + bin[static_cast<std::size_t>(p)];
-          bin[static_cast<std::size_t>(net_.order[i])] = draw(&dist_[i][idx * b], b, rng);
+          for (int q : dist_parents_[i]) idx = idx * b + bin[static_cast<std::size_t>(q)];
+          const std::int64_t* c = &dist_[i][idx * b];
+          for (std::size_t v = 0; v < b; ++v) p[v] = static_cast<double>(std::max<std::int64_t>(c[v], 0)) / n;
+          bin[static_cast<std::size_t>(net_.order[i])] = draw(p.data(), b, rng);
         }
         for (std::size_t j = 0; j < d; ++j)
           out(static_cast<Eigen::Index>(s), static_cast<Eigen::Index>(j)) =

@@ -30,11 +30,20 @@
 // * Cost. A score is computed from the SPARSE joint (at most n non-zero cells: the rows' cell
 //   indices counted directly for small joints, radix-sorted for large ones), summed in the
 //   dense order, so it equals the dense computation bit for bit; the scores of one greedy step
-//   are computed in parallel. The noisy conditionals draw one noise value per cell of the full
-//   domain (zero cells included: the mechanism's definition), serially from the caller's stream
-//   in cell order. Sampling runs in parallel over fixed blocks of rows, each from its own
-//   stream derived from one word of the sampler: the rows do not depend on the thread count.
+//   are computed in parallel, grouped by parent set (the parents' cell index is formed once for
+//   every X that needs it). Scores are cached in a flat array indexed by (X, rank of the sorted
+//   parent set) when d * sum_{s<=k} C(d, s) is small (a hash map otherwise). The noisy
+//   conditionals draw one noise value per cell of the full domain (zero cells included: the
+//   mechanism's definition), serially from the caller's stream in cell order, into the count
+//   table the model keeps: frequencies max(count, 0) / n are formed when read, so a fit
+//   allocates and passes over each table once. Sampling runs in parallel over fixed blocks of
+//   rows, each from its own stream derived from one word of the sampler: the rows do not depend
+//   on the thread count. The first (joint) distribution is drawn by inversion of its running
+//   sums through the sums at every 64th cell (the same running sums, so the same cell as a
+//   binary search of all of them).
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <memory>
@@ -72,19 +81,25 @@ class PrivBayesModel {
   // Distribution i (frequencies: noisy counts clipped at 0, over n) and the attributes it is
   // conditioned on; distribution first() is the joint of order[0..first()] (for tests).
   std::size_t first() const { return first_; }
-  std::span<const double> distribution(std::size_t i) const { return dist_.at(i); }
+  std::vector<double> distribution(std::size_t i) const;
+  // Its noisy counts (before clipping at 0; frequency = max(count, 0) / n).
+  std::span<const std::int64_t> noisy_counts(std::size_t i) const { return dist_.at(i); }
   const std::vector<int>& distribution_parents(std::size_t i) const { return dist_parents_.at(i); }
 
  private:
   friend class PrivBayes;
+  static constexpr std::size_t kCdfBlock = 64;  // cells per stored running sum of the joint
   TableBox box_;
   std::size_t bins_ = 0, first_ = 0;  // dist_[first_] covers order[0..first_] jointly
+  double n_ = 0;                       // rows of the table: frequency = max(count, 0) / n_
   PrivBayesNetwork net_;
   std::vector<std::vector<int>> dist_parents_;
-  // Up to 16^6 cells a table: huge pages, no zeroing pass (zeroed_pages.hpp says why).
-  using Table = std::vector<double, ZeroedPageAllocator<double>>;
+  // The noisy counts, up to 16^6 cells a table: huge pages, no zeroing pass (zeroed_pages.hpp).
+  using Table = std::vector<std::int64_t, ZeroedPageAllocator<std::int64_t>>;
   std::vector<Table> dist_;
-  Table first_cdf_;  // running sums of dist_[first_]
+  // block_cdf_[j]: the running sum of the joint's frequencies (in cell order, as one
+  // sequential sum) through cell (j + 1) kCdfBlock - 1, the last one through the last cell.
+  std::vector<double> block_cdf_;
 };
 
 // The binned table and the score cache: fit() releases a model per epsilon.
@@ -106,6 +121,7 @@ class PrivBayes {
     std::unique_lock lock(cache_mutex_.m);
     mi_cache_.clear();
     mi_cache_packed_.clear();
+    std::fill(mi_flat_.begin(), mi_flat_.end(), kNoScore);
   }
   std::size_t score_evaluations() const {
     std::shared_lock lock(cache_mutex_.m);
@@ -126,6 +142,13 @@ class PrivBayes {
   void cell_keys(int x, const std::vector<int>& parents, std::vector<std::uint32_t>& keys) const;
   void sparse_counts(int x, const std::vector<int>& parents, Scratch& s) const;
   double compute_mi(int x, const std::vector<int>& parents, Scratch& s) const;
+  // The scores of every x in `xs` with one parent set (dense joints: the parents' cell index
+  // formed once); out[j] is I(xs[j]; parents), equal to compute_mi's.
+  void compute_mi_group(const std::vector<int>& parents, const std::vector<int>& xs, Scratch& s, double* out) const;
+  double mi_of_cells(Scratch& s) const;  // I from s.cell_key / s.cell_count
+  // Position in mi_flat_ of (x, parents), or -1 when the flat cache does not hold it (parents
+  // not strictly ascending, or no flat cache).
+  std::ptrdiff_t flat_index(int x, const std::vector<int>& parents) const;
   bool cache_find(int x, const std::vector<int>& parents, double& mi) const;
   void cache_store(int x, const std::vector<int>& parents, double mi) const;
   // The scores of the candidates (cached ones looked up, the rest computed in parallel).
@@ -138,6 +161,14 @@ class PrivBayes {
   PrivBayesModel noisy_model(const PrivBayesNetwork& net, double epsilon, RandomSource* rng) const;
 
   std::vector<std::uint16_t> codes_;  // bin indices, column-major: codes_[j * n + i]
+  // Flat score cache: mi_flat_[x * subsets_ + rank(parents)], rank the combinatorial number of
+  // the ascending parent set among all subsets of size <= k (those of size s after those of
+  // smaller sizes); kNoScore marks a score not yet computed. Empty when too large.
+  static constexpr double kNoScore = std::numeric_limits<double>::quiet_NaN();  // a score is never NaN
+  std::size_t subsets_ = 0;
+  std::vector<std::size_t> size_offset_;                 // first rank of each subset size
+  std::vector<std::vector<std::size_t>> binom_;          // binom_[i][m] = C(m, i + 1)
+  mutable std::vector<double> mi_flat_;
   mutable std::map<std::pair<int, std::vector<int>>, double> mi_cache_;
   // Same cache with (x, parents) packed into 64 bits when d < 1024 and k <= 5: the greedy
   // search looks scores up O(d^(k+2)) times (11M lookups for d = 129, k = 2).
