@@ -135,19 +135,35 @@ def read_jsonl(path: Path):
                 raise SystemExit(f"{path}:{lineno}: not a JSON record ({e.msg})")
 
 
-def config_wall_seconds(results: Path, name: str, quick: bool) -> float | None:
-    """Seconds the runner spent on a config, summed over resumed runs (results/run_all.log)."""
+def config_wall_log(results: Path, name: str, quick: bool) -> tuple[float, int] | None:
+    """(seconds, cells) of the runner's finished runs of a config, summed over resumed runs
+    (results/run_all.log); None without a log line. A run cut off (a signal, a session's end)
+    writes no line: its cells are in the records but not here."""
     log = results / "run_all.log"
     if not log.is_file():
         return None
     mode = "quick" if quick else "full"
-    total, seen = 0.0, False
+    total, cells, seen = 0.0, 0, False
     for line in log.read_text().splitlines():
         fields = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
         if fields.get("config") == name and fields.get("mode") == mode and "seconds" in fields:
             total += float(fields["seconds"])
+            cells += int(fields.get("cells_to_run", 0) or 0)
             seen = True
-    return total if seen else None
+    return (total, cells) if seen else None
+
+
+def config_wall_seconds(logged: tuple[float, int] | None, cells: int, cell_seconds: float, jobs: int) -> dict:
+    """The config's wall time: the logged runs' seconds, plus, for the cells no log line covers,
+    their share of the summed cell time divided by the jobs that ran at once (an estimate,
+    said so on the page through "wall_estimated_seconds")."""
+    logged_s, logged_cells = logged or (0.0, 0)
+    uncovered = max(0, cells - logged_cells)
+    if uncovered == 0 or cells == 0:
+        return {"wall_seconds": logged_s if logged else None}
+    est = cell_seconds * uncovered / cells / max(1, jobs)
+    return {"wall_seconds": round(logged_s + est, 1), "wall_estimated_seconds": round(est, 1),
+            "wall_estimated_cells": uncovered}
 
 
 def make_digest(results: Path, stem: str, machine: str) -> dict:
@@ -215,11 +231,12 @@ def make_digest(results: Path, stem: str, machine: str) -> dict:
         "machine": machine,
         "cells": sum(len(v) for v in groups.values()),
         "cell_seconds": round(cell_seconds, 1),
-        "wall_seconds": config_wall_seconds(results, name, meta["quick"]),
         "jobs": sorted(j for j in jobs if j is not None),
         "threads": sorted(t for t in threads if t is not None),
         "rows": rows,
     }
+    digest.update(config_wall_seconds(config_wall_log(results, name, meta["quick"]), digest["cells"], cell_seconds,
+                                      max(digest["jobs"], default=1)))
     if summary.get("timing"):
         digest["timing"] = [{k: round_sig(v) if isinstance(v, float) else v for k, v in t.items()}
                             for t in summary["timing"]]
@@ -777,11 +794,14 @@ def render_report(data, digests: Digests, configs_dir: Path):
     commits = sorted({c for d in present for c in d["commits"]})
     machines = sorted({d["machine"] for d in present})
     total = sum(d.get("wall_seconds") or 0 for d in present)
+    estimated = sum(d.get("wall_estimated_seconds") or 0 for d in present)
     if present:
         out.append(f"Records: {len(present)} configs, {digests.profile} profiles, "
                    f"commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}; "
                    f"machine {'; '.join(machines)}; wall time {duration(total)} in all "
-                   f"(`./run_all.sh --no-fetch`, resumed).")
+                   + (f"({duration(estimated)} of it estimated from cell times where a run was cut off before "
+                      "its log line; " if estimated else "(")
+                   + "`./run_all.sh --no-fetch`, resumed).")
         notes = sorted({d["note"] for d in present if d.get("note")})
         if notes:
             out.append("")
@@ -895,7 +915,11 @@ def render_config_page(d: dict, config: dict | None):
         out += [config["description"], ""]
     out.append(f"* config: [configs/{name}.json](../../configs/{name}.json); task `{d['task']}`, data "
                f"`{d['dataset']}`{' (**synthetic stand-in**)' if d.get('stand_in') else ''}")
-    out.append(f"* profile: {d['profile']}; {d['cells']} cells; wall time {duration(d.get('wall_seconds'))} "
+    estimated = ""
+    if d.get("wall_estimated_seconds"):
+        estimated = (f", of which {duration(d['wall_estimated_seconds'])} estimated for {d['wall_estimated_cells']} cells "
+                     "of runs cut off before their log line, as their summed time over the jobs")
+    out.append(f"* profile: {d['profile']}; {d['cells']} cells; wall time {duration(d.get('wall_seconds'))}{estimated} "
                f"(cells {duration(d.get('cell_seconds'))} summed); jobs {d.get('jobs')}, threads {d.get('threads')}")
     out.append(f"* records: commit {', '.join(d['commits'])}; machine {d['machine']}"
                + (f"; {d['note']}" if d.get("note") else ""))

@@ -186,6 +186,15 @@ class Lint(unittest.TestCase):
 
 
 class Pipeline(unittest.TestCase):
+    def test_wall_time_of_cut_off_runs(self):
+        # Log lines cover every cell: their seconds alone.
+        self.assertEqual(report.config_wall_seconds((7.0, 8), 6, 6.0, 1), {"wall_seconds": 7.0})
+        # 2 of 6 cells logged (3 s); the other 4 cells' share of 12 s summed, over 2 jobs: 4 s.
+        self.assertEqual(report.config_wall_seconds((3.0, 2), 6, 12.0, 2),
+                         {"wall_seconds": 7.0, "wall_estimated_seconds": 4.0, "wall_estimated_cells": 4})
+        # No log line at all: every cell estimated.
+        self.assertEqual(report.config_wall_seconds(None, 4, 8.0, 2)["wall_seconds"], 4.0)
+
     def test_digest_write_check(self):
         with tempfile.TemporaryDirectory() as tmp:
             tmp = Path(tmp)
