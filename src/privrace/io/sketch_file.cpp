@@ -16,11 +16,13 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <memory>
 #include <algorithm>
+#include <array>
 #include <mutex>
 #include <numeric>
 
@@ -397,6 +399,118 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
   write_file_atomically(path, std::span<const std::string_view>(&piece, 1));
 }
 
+namespace {
+
+// A file written in place of `path` atomically: a locked temporary beside it, written at
+// offsets (pwritev), then fsync, chmod and rename (commit). Destroyed uncommitted, the
+// temporary is removed. Only a regular file is replaced (a rename onto a FIFO, a link or a
+// device would replace the node itself), and its permission bits are kept; a new file gets
+// 0666 & ~umask, `owner_only` 0600.
+class AtomicFile {
+ public:
+  AtomicFile(const std::string& path, bool owner_only) : path_(path) {
+    if (struct stat existing {}; ::lstat(path.c_str(), &existing) == 0) {
+      if (!S_ISREG(existing.st_mode)) throw Error(refused_target(path, existing.st_mode));
+      mode_ = existing.st_mode & 0777;
+    } else {
+      mode_ = 0666 & ~current_umask();
+    }
+    if (owner_only) mode_ = 0600;
+    const std::filesystem::path target(path);
+    dir_ = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+    prefix_ = "." + target.filename().string() + ".tmp";
+    for (int attempt = 0; fd_ < 0; ++attempt) {
+      tmpl_ = (dir_ / (prefix_ + "XXXXXX")).string();
+      fd_ = mkostemp(tmpl_.data(), O_CLOEXEC);
+      if (fd_ < 0) throw Error("cannot create a file in '" + dir_.string() + "': " + std::strerror(errno));
+      // Locked until the rename, so that another writer's clean-up never takes it for a stale
+      // temporary; one removed between mkostemp and flock (no links left) is made again.
+      struct stat st {};
+      if (::flock(fd_, LOCK_EX) == 0 && ::fstat(fd_, &st) == 0 && st.st_nlink == 0 && attempt < 8) {
+        ::close(fd_);
+        fd_ = -1;
+      }
+    }
+  }
+  ~AtomicFile() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+      ::unlink(tmpl_.c_str());
+    }
+  }
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  // Gathering pwritevs straight from the pieces (no concatenated copy) at `offset`, about
+  // kSyncChunk bytes a call (up to IOV_MAX pieces). Once kSyncChunk bytes past the last start
+  // are written, the device's writeback of them is started (sync_file_range, asynchronous),
+  // so that the disk writes while the rest is copied into the page cache and commit's fsync
+  // waits for the last chunk only (a 362 MB sketch was written back inside the fsync before).
+  void write_at(off_t offset, std::span<const std::string_view> pieces) {
+    constexpr std::size_t kSyncChunk = std::size_t{32} << 20;
+    std::vector<iovec> iov;
+    iov.reserve(pieces.size());
+    for (const std::string_view p : pieces)
+      if (!p.empty()) iov.push_back({const_cast<char*>(p.data()), p.size()});
+    std::size_t first = 0;
+    while (first < iov.size()) {
+      int n = 0;
+      for (std::size_t bytes = 0; first + n < iov.size() && n < IOV_MAX && bytes < kSyncChunk; ++n)
+        bytes += iov[first + static_cast<std::size_t>(n)].iov_len;
+      const ssize_t w = ::pwritev(fd_, iov.data() + first, n, offset);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        fail("write");
+      }
+      if (w == 0) {
+        errno = EIO;
+        fail("write");
+      }
+      offset += w;
+      // Skip what was written; a short write leaves the rest of a piece for the next call.
+      auto left = static_cast<std::size_t>(w);
+      while (left > 0 && left >= iov[first].iov_len) left -= iov[first++].iov_len;
+      if (left > 0) {
+        iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+        iov[first].iov_len -= left;
+      }
+#ifdef __linux__
+      if (offset - started_ >= static_cast<off_t>(kSyncChunk)) {
+        ::sync_file_range(fd_, started_, offset - started_, SYNC_FILE_RANGE_WRITE);  // advice: fsync reports errors
+        started_ = offset;
+      }
+#endif
+    }
+  }
+
+  // fsync, chmod, rename; returns fsync's seconds.
+  double commit() {
+    const double t_sync = now_seconds();
+    if (::fsync(fd_) != 0) fail("fsync");
+    const double sync_seconds = now_seconds() - t_sync;
+    if (::fchmod(fd_, mode_) != 0) fail("chmod");
+    if (std::rename(tmpl_.c_str(), path_.c_str()) != 0) fail("rename");
+    // Closed (and unlocked) only after the rename; the bytes are already durable (fsync above).
+    ::close(fd_);
+    fd_ = -1;
+    remove_stale_temporaries(dir_, prefix_);
+    return sync_seconds;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) {
+    const int err = errno;
+    throw Error("cannot write '" + path_ + "': " + what + ": " + std::strerror(err));
+  }
+  std::string path_, tmpl_, prefix_;
+  std::filesystem::path dir_;
+  mode_t mode_ = 0;
+  int fd_ = -1;
+  off_t started_ = 0;  // writeback started for the file's bytes before this offset (writes in order)
+};
+
+}  // namespace
+
 void write_file_atomically(const std::string& path, std::span<const std::string_view> pieces, double* sync_seconds,
                            bool owner_only) {
   if (path == "-") {
@@ -405,75 +519,10 @@ void write_file_atomically(const std::string& path, std::span<const std::string_
     if (std::fflush(stdout) != 0) throw Error("cannot write to standard output");
     return;
   }
-  // Only a regular file is replaced (a rename onto a FIFO, a link or a device would replace
-  // the node itself), and its permission bits are kept; a new file gets 0666 & ~umask.
-  mode_t mode = 0;
-  if (struct stat existing {}; ::lstat(path.c_str(), &existing) == 0) {
-    if (!S_ISREG(existing.st_mode)) throw Error(refused_target(path, existing.st_mode));
-    mode = existing.st_mode & 0777;
-  } else {
-    mode = 0666 & ~current_umask();
-  }
-  if (owner_only) mode = 0600;
-  const std::filesystem::path target(path);
-  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
-  const std::string prefix = "." + target.filename().string() + ".tmp";
-  std::string tmpl;
-  int fd = -1;
-  for (int attempt = 0; fd < 0; ++attempt) {
-    tmpl = (dir / (prefix + "XXXXXX")).string();
-    fd = mkostemp(tmpl.data(), O_CLOEXEC);
-    if (fd < 0) throw Error("cannot create a file in '" + dir.string() + "': " + std::strerror(errno));
-    // Locked until the rename, so that another writer's clean-up never takes it for a stale
-    // temporary; one removed between mkostemp and flock (no links left) is made again.
-    struct stat st {};
-    if (::flock(fd, LOCK_EX) == 0 && ::fstat(fd, &st) == 0 && st.st_nlink == 0 && attempt < 8) {
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  auto fail = [&](const std::string& what) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(tmpl.c_str());
-    throw Error("cannot write '" + path + "': " + what + ": " + std::strerror(err));
-  };
-  // One gathering pwritev for all the pieces (up to IOV_MAX of them a call), straight from
-  // the encoded blocks: no concatenated copy, one system call for a typical file.
-  std::vector<iovec> iov;
-  iov.reserve(pieces.size());
-  for (const std::string_view p : pieces)
-    if (!p.empty()) iov.push_back({const_cast<char*>(p.data()), p.size()});
-  std::size_t first = 0;
-  off_t offset = 0;
-  while (first < iov.size()) {
-    const int n = static_cast<int>(std::min<std::size_t>(iov.size() - first, IOV_MAX));
-    const ssize_t w = ::pwritev(fd, iov.data() + first, n, offset);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      fail("write");
-    }
-    if (w == 0) {
-      errno = EIO;
-      fail("write");
-    }
-    offset += w;
-    // Skip what was written; a short write leaves the rest of a piece for the next call.
-    auto left = static_cast<std::size_t>(w);
-    while (left > 0 && left >= iov[first].iov_len) left -= iov[first++].iov_len;
-    if (left > 0) {
-      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
-      iov[first].iov_len -= left;
-    }
-  }
-  const double t_sync = now_seconds();
-  if (::fsync(fd) != 0) fail("fsync");
-  if (sync_seconds) *sync_seconds = now_seconds() - t_sync;
-  if (::fchmod(fd, mode) != 0) fail("chmod");
-  if (std::rename(tmpl.c_str(), path.c_str()) != 0) fail("rename");
-  // Closed (and unlocked) only after the rename; the bytes are already durable (fsync above).
-  ::close(fd);
-  remove_stale_temporaries(dir, prefix);
+  AtomicFile file(path, owner_only);
+  file.write_at(0, pieces);
+  const double synced = file.commit();
+  if (sync_seconds) *sync_seconds = synced;
 }
 
 std::uint64_t EncodedCountBlocks::frame_bytes() const {
@@ -527,12 +576,36 @@ EncodedCountBlocks EncodedCountBlocks::adopt(std::string bytes, std::uint64_t co
   return out;
 }
 
-EncodedCountBlocks encode_count_blocks(std::span<const std::int64_t> counts) {
+namespace {
+
+// encode_count_blocks, handing each block's frame to `sink` (when given) in block order as
+// soon as it and every block before it are encoded: the thread that finishes a block takes
+// the sink's turn if no other thread holds it and passes on every finished block in order;
+// a block finished while another thread holds the turn waits for the next turn or for the
+// end, where the rest is passed on in order. So a writer's copies into the page cache run on
+// one thread while the others go on encoding.
+using BlockSink = std::function<void(std::size_t block, std::string_view frame)>;
+
+EncodedCountBlocks encode_blocks(std::span<const std::int64_t> counts, const BlockSink* sink) {
   const std::size_t blocks = (counts.size() + kBlockCounts - 1) / kBlockCounts;
   std::vector<EncodedBlock> encoded(blocks);
   std::vector<std::uint32_t> block_crc(blocks);
   std::vector<std::int64_t> block_total(blocks, 0);
+  std::vector<char> done(blocks, 0);
+  std::size_t next = 0;  // the next block for the sink
+  std::mutex state, turn;
   std::exception_ptr failure;
+  auto pass_on_finished = [&] {  // with `turn` held
+    for (;;) {
+      std::size_t k = 0;
+      {
+        const std::lock_guard<std::mutex> lock(state);
+        if (next >= blocks || !done[next] || failure) return;
+        k = next++;
+      }
+      (*sink)(k, encoded[k].bytes);
+    }
+  };
 #pragma omp parallel
   {
     std::string planes;
@@ -545,13 +618,27 @@ EncodedCountBlocks encode_count_blocks(std::span<const std::int64_t> counts) {
         block_total[b] = std::accumulate(block.begin(), block.end(), std::int64_t{0});
         block_crc[b] = static_cast<std::uint32_t>(
             crc32_z(0L, reinterpret_cast<const Bytef*>(encoded[b].bytes.data()), encoded[b].bytes.size()));
+        if (sink) {
+          {
+            const std::lock_guard<std::mutex> lock(state);
+            done[b] = 1;
+          }
+          if (turn.try_lock()) {
+            const std::lock_guard<std::mutex> held(turn, std::adopt_lock);
+            pass_on_finished();
+          }
+        }
       } catch (...) {
-#pragma omp critical(privrace_encode_error)
+        const std::lock_guard<std::mutex> lock(state);
         if (!failure) failure = std::current_exception();
       }
     }
   }
   if (failure) std::rethrow_exception(failure);
+  if (sink) {
+    const std::lock_guard<std::mutex> held(turn);
+    pass_on_finished();  // every block is done: the rest, in order
+  }
   EncodedCountBlocks out;
   out.counts = counts.size();
   out.total = std::accumulate(block_total.begin(), block_total.end(), std::int64_t{0});  // block order: fixed
@@ -563,6 +650,10 @@ EncodedCountBlocks encode_count_blocks(std::span<const std::int64_t> counts) {
   }
   return out;
 }
+
+}  // namespace
+
+EncodedCountBlocks encode_count_blocks(std::span<const std::int64_t> counts) { return encode_blocks(counts, nullptr); }
 
 void decode_count_blocks(const EncodedCountBlocks& blocks, std::span<std::int64_t> counts, const std::string& from,
                          std::size_t held_begin, std::size_t held_end) {
@@ -596,20 +687,20 @@ void decode_count_blocks(const EncodedCountBlocks& blocks, std::span<std::int64_
   if (!error.empty()) throw InputError(from + ": encoded counts are damaged: " + error);
 }
 
-void write_sketch_file(const std::string& path, const nlohmann::json& header, std::span<const std::int64_t> counts,
-                       SketchWriteTimings* timings, bool exact_counts) {
-  if (struct stat st {}; path != "-" && ::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    throw Error(refused_target(path, st.st_mode));  // before the encoding (the writer checks again)
-  const double t_encode = now_seconds();
-  const EncodedCountBlocks blocks = encode_count_blocks(counts);
-  const double encode_seconds = now_seconds() - t_encode;
-  write_sketch_file(path, header, blocks, timings, exact_counts);
-  if (timings) timings->encode_seconds = encode_seconds;
+namespace {
+
+// The container's bytes before the blocks (magic, version, header, payload length, block
+// table) and after them (the CRC-32 of every byte before it).
+struct HeadAndTail {
+  std::string head, tail;
+  std::uint64_t file_bytes = 0;
+};
+
+std::size_t head_size(const std::string& header_text, std::size_t blocks) {
+  return sizeof(kMagic) + 4 + 8 + header_text.size() + 8 + 16 + 9 * blocks;
 }
 
-void write_sketch_file(const std::string& path, const nlohmann::json& header, const EncodedCountBlocks& blocks,
-                       SketchWriteTimings* timings, bool exact_counts) {
-  const std::string header_text = header.dump();
+HeadAndTail head_and_tail(const std::string& header_text, const EncodedCountBlocks& blocks) {
   const std::size_t n = blocks.frames.size();
   if (n != (blocks.counts + kBlockCounts - 1) / kBlockCounts || blocks.planes.size() != n || blocks.crcs.size() != n)
     throw Error("write_sketch_file: the encoded blocks do not hold their counts");
@@ -622,21 +713,72 @@ void write_sketch_file(const std::string& path, const nlohmann::json& header, co
     put_le<std::uint64_t>(table, blocks.frames[b].size());
     payload_len += blocks.frames[b].size();
   }
-  std::string head(kMagic, sizeof(kMagic));
-  put_le<std::uint32_t>(head, kSketchFileVersion);
-  put_le<std::uint64_t>(head, header_text.size());
-  head += header_text;
-  put_le<std::uint64_t>(head, payload_len);
-  head += table;
-  uLong crc = crc32_z(0L, reinterpret_cast<const Bytef*>(head.data()), head.size());
+  HeadAndTail out;
+  out.head.assign(kMagic, sizeof(kMagic));
+  put_le<std::uint32_t>(out.head, kSketchFileVersion);
+  put_le<std::uint64_t>(out.head, header_text.size());
+  out.head += header_text;
+  put_le<std::uint64_t>(out.head, payload_len);
+  out.head += table;
+  uLong crc = crc32_z(0L, reinterpret_cast<const Bytef*>(out.head.data()), out.head.size());
   for (std::size_t b = 0; b < n; ++b) crc = crc32_combine(crc, blocks.crcs[b], static_cast<z_off_t>(blocks.frames[b].size()));
-  std::string tail;
-  put_le<std::uint32_t>(tail, static_cast<std::uint32_t>(crc));
+  put_le<std::uint32_t>(out.tail, static_cast<std::uint32_t>(crc));
+  out.file_bytes = sizeof(kMagic) + 4 + 8 + header_text.size() + 8 + payload_len + 4;
+  return out;
+}
+
+}  // namespace
+
+void write_sketch_file(const std::string& path, const nlohmann::json& header, std::span<const std::int64_t> counts,
+                       SketchWriteTimings* timings, bool exact_counts) {
+  if (struct stat st {}; path != "-" && ::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw Error(refused_target(path, st.st_mode));  // before the encoding (the writer checks again)
+  if (path == "-") {
+    const double t_encode = now_seconds();
+    const EncodedCountBlocks blocks = encode_count_blocks(counts);
+    const double encode_seconds = now_seconds() - t_encode;
+    write_sketch_file(path, header, blocks, timings, exact_counts);
+    if (timings) timings->encode_seconds = encode_seconds;
+    return;
+  }
+  // The blocks are written as they are encoded: the head's size is known before (the block
+  // table has a fixed size a block), so block k goes at the head's size plus the sizes of the
+  // blocks before it; the head (with the sizes) and the CRC follow once every block is done.
+  // The same bytes as encoding everything first.
+  const std::string header_text = header.dump();
+  const std::size_t n = (counts.size() + kBlockCounts - 1) / kBlockCounts;
+  AtomicFile file(path, exact_counts);
+  off_t offset = static_cast<off_t>(head_size(header_text, n));
+  const BlockSink sink = [&](std::size_t, std::string_view frame) {
+    file.write_at(offset, std::span<const std::string_view>(&frame, 1));
+    offset += static_cast<off_t>(frame.size());
+  };
+  const double t_encode = now_seconds();
+  const EncodedCountBlocks blocks = encode_blocks(counts, &sink);
+  const double encode_seconds = now_seconds() - t_encode;
+  const double t_write = now_seconds();
+  const HeadAndTail bytes = head_and_tail(header_text, blocks);
+  if (bytes.head.size() != head_size(header_text, n)) throw Error("write_sketch_file: unexpected head size");
+  file.write_at(0, std::span<const std::string_view>(std::array<std::string_view, 1>{bytes.head}));
+  file.write_at(offset, std::span<const std::string_view>(std::array<std::string_view, 1>{bytes.tail}));
+  const double sync_seconds = file.commit();
+  if (timings) {
+    timings->encode_seconds = encode_seconds;
+    timings->write_seconds = now_seconds() - t_write - sync_seconds;
+    timings->sync_seconds = sync_seconds;
+    timings->bytes = bytes.file_bytes;
+  }
+}
+
+void write_sketch_file(const std::string& path, const nlohmann::json& header, const EncodedCountBlocks& blocks,
+                       SketchWriteTimings* timings, bool exact_counts) {
+  const std::string header_text = header.dump();
+  const HeadAndTail bytes = head_and_tail(header_text, blocks);
   std::vector<std::string_view> pieces;
-  pieces.reserve(n + 2);
-  pieces.emplace_back(head);
+  pieces.reserve(blocks.frames.size() + 2);
+  pieces.emplace_back(bytes.head);
   for (const auto f : blocks.frames) pieces.emplace_back(f);
-  pieces.emplace_back(tail);
+  pieces.emplace_back(bytes.tail);
   const double t_write = now_seconds();
   double sync_seconds = 0.0;
   write_file_atomically(path, pieces, &sync_seconds, exact_counts);
@@ -644,7 +786,7 @@ void write_sketch_file(const std::string& path, const nlohmann::json& header, co
     timings->encode_seconds = 0.0;
     timings->write_seconds = now_seconds() - t_write - sync_seconds;
     timings->sync_seconds = sync_seconds;
-    timings->bytes = sizeof(kMagic) + 4 + 8 + header_text.size() + 8 + payload_len + 4;
+    timings->bytes = bytes.file_bytes;
   }
 }
 
