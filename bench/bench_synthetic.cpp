@@ -11,7 +11,8 @@
 // points, 2,000 queries; target: under 3 s): the fit at one epsilon (network scores shared, as
 // in an experiment), the sampling, and the released function at the queries. AIM's size check (a
 // min-fill triangulation per candidate) by bit masks and by the pair-by-pair elimination that
-// the tests check it against (triangulate_by_definition).
+// the tests check it against (triangulate_by_definition), and its candidates' weights. PrivBayes's
+// greedy network from scratch on regress_gas's shape (5,400 x 129, degree 2, 4 bins).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -133,6 +134,23 @@ static void BM_PrivBayesCodrnaSample(benchmark::State& state) {
 }
 BENCHMARK(BM_PrivBayesCodrnaSample)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// The greedy network from scratch on regress_gas's shape (5,400 x 129, degree 2, 4 bins: about
+// 350k mutual informations and 11M score look-ups a fit), its conditionals and 100,000 rows; the
+// score cache cleared before each fit. One iteration: seconds.
+static void BM_PrivBayesGasShapedFit(benchmark::State& state) {
+  static const DenseMatrix t = unit_rows(5400, 129, 8);
+  static const PrivBayes pb(t, TableBox::uniform(129, 0, 1), PrivBayesOptions{.degree = 2, .bins = 4});
+  std::uint64_t seed = 30;
+  for (auto _ : state) {
+    pb.clear_score_cache();
+    SeededRandom noise(++seed), sampler(seed);
+    const std::size_t before = pb.score_evaluations();
+    benchmark::DoNotOptimize(pb.fit(1.0, &noise).sample(kSynthetic, sampler).data());
+    state.counters["scores"] = static_cast<double>(pb.score_evaluations() - before);
+  }
+}
+BENCHMARK(BM_PrivBayesGasShapedFit)->Iterations(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // The released function (weighted_kernel_sums over the synthetic points) at the queries.
 static void BM_ReleasedFunctionAtQueries(benchmark::State& state) {
   const WeightedPoints& wp = codrna_release();
@@ -231,6 +249,18 @@ static void BM_AimSizeCheckTriangulation(benchmark::State& state) {
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_AimSizeCheckTriangulation)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// AIM's candidates of covtype's workload (54 attributes, every 3-way marginal: 26,289 candidates
+// and their weights, each summing its attributes' workload counts).
+static void BM_AimCandidates(benchmark::State& state) {
+  std::vector<pgm::Clique> workload;
+  for (int a = 0; a < 54; ++a)
+    for (int b = a + 1; b < 54; ++b)
+      for (int c = b + 1; c < 54; ++c) workload.push_back({a, b, c});
+  const std::vector<int> domain(54, 16);
+  for (auto _ : state) benchmark::DoNotOptimize(aim_detail::candidates_of(workload, domain, double(1 << 20)).weights.data());
+}
+BENCHMARK(BM_AimCandidates)->Unit(benchmark::kMillisecond);
 
 // Private-PGM: range(0) = 0: MST's 19 measurements (10 one-way, a 9-edge chain of pairs) of the
 // binned table; 1: one 3-way and three 2-way measurements inside one 4096-cell clique. 200

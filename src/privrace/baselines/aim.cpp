@@ -59,11 +59,6 @@ std::vector<pgm::Clique> checked_workload(const AimOptions& opt, std::size_t d) 
 // Candidates: the workload's downward closure with weights (w_r: the attributes r shares with
 // each workload clique, summed); those larger than the bound can never be measured and are
 // dropped before their tables exist.
-struct Candidates {
-  std::vector<pgm::Clique> cliques;
-  std::vector<double> weights;
-};
-
 Candidates candidates_of(const std::vector<pgm::Clique>& workload, const std::vector<int>& domain, double max_cells) {
   std::map<pgm::Clique, double> weight;
   for (const pgm::Clique& w : workload) {
@@ -75,12 +70,13 @@ Candidates candidates_of(const std::vector<pgm::Clique>& workload, const std::ve
       weight.emplace(r, 0.0);
     }
   }
+  // sum_s |r intersect s| = sum_{a in r} #{s : a in s}: integer sums, exact in doubles (the same
+  // value as summing |r intersect s| over the workload, in |r| additions instead of |workload|).
+  std::vector<double> containing(domain.size(), 0.0);
+  for (const pgm::Clique& s : workload)
+    for (const int a : s) containing[static_cast<std::size_t>(a)] += 1.0;
   for (auto& [r, wr] : weight)
-    for (const pgm::Clique& s : workload) {
-      std::size_t common = 0;
-      for (const int a : r) common += std::binary_search(s.begin(), s.end(), a);
-      wr += static_cast<double>(common);
-    }
+    for (const int a : r) wr += containing[static_cast<std::size_t>(a)];
   Candidates cands;
   for (const auto& [r, wr] : weight)
     if (pgm::clique_cells(r, domain) <= max_cells) {
@@ -90,6 +86,28 @@ Candidates candidates_of(const std::vector<pgm::Clique>& workload, const std::ve
   return cands;
 }
 
+void DataMarginals::count(const Candidates& cands, const std::vector<char>& needed) {
+  std::vector<std::size_t> todo;
+  for (std::size_t c = 0; c < needed.size(); ++c)
+    if (needed[c] && !done_[c]) todo.push_back(c);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::ptrdiff_t t = 0; t < static_cast<std::ptrdiff_t>(todo.size()); ++t) {
+    const std::size_t c = todo[static_cast<std::size_t>(t)];
+    // pgm::data_marginal's counts, kept as 32-bit integers (half the memory; the same doubles).
+    const pgm::Clique& r = cands.cliques[c];
+    std::vector<std::uint32_t>& out = table_[c];
+    out.assign(static_cast<std::size_t>(pgm::clique_cells(r, domain_)), 0u);
+    std::vector<std::uint32_t> key(n_, 0u);
+    for (const int a : r) {
+      const auto b = static_cast<std::uint32_t>(domain_[static_cast<std::size_t>(a)]);
+      const std::uint16_t* col = &codes_[static_cast<std::size_t>(a) * n_];
+      for (std::size_t i = 0; i < n_; ++i) key[i] = key[i] * b + col[i];
+    }
+    for (const std::uint32_t k : key) ++out[k];
+  }
+  for (const std::size_t c : todo) done_[c] = 1;
+}
+
 // A round's choice: the eligible candidates (inside the current tree, or a tree within the
 // annealed size bound `limit`) and their qualities, in candidate order.
 struct Eligible {
@@ -97,15 +115,13 @@ struct Eligible {
   std::vector<double> quality;
 };
 
-Eligible eligible_candidates(pgm::GraphicalModel& model, const Candidates& cands,
-                             const std::map<pgm::Clique, std::vector<double>>& data_cache,
+Eligible eligible_candidates(pgm::GraphicalModel& model, const Candidates& cands, DataMarginals& data,
                              const std::vector<pgm::Clique>& measured, const std::vector<int>& domain, double limit,
                              double sigma) {
   const double sqrt2pi = std::sqrt(2.0 / std::numbers::pi);
   const std::size_t count = cands.cliques.size();
   std::vector<double> quality(count);
   std::vector<char> eligible(count);
-  model.prepare_conditionals();  // read by every candidate's marginal below
 #pragma omp parallel for schedule(dynamic, 1)
   for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(count); ++c) {
     const auto ci = static_cast<std::size_t>(c);
@@ -116,20 +132,27 @@ Eligible eligible_candidates(pgm::GraphicalModel& model, const Candidates& cands
       with.push_back(r);
       ok = pgm::JunctionTree::size_of(with, domain) <= limit;
     }
-    if (ok) {
-      // (Nothing may escape the parallel loop: a model marginal too large to compute, which
-      // depends on the model only, makes the candidate ineligible this round.)
-      try {
-        const std::vector<double> est = model.marginal(r);
-        const std::vector<double>& dat = data_cache.at(r);
-        double l1 = 0;
-        for (std::size_t k = 0; k < est.size(); ++k) l1 += std::abs(dat[k] - model.total() * est[k]);
-        quality[ci] = cands.weights[ci] * (l1 - sqrt2pi * sigma * static_cast<double>(est.size()));
-      } catch (const std::exception&) {
-        ok = false;
-      }
-    }
     eligible[ci] = ok;
+  }
+  // The data marginals of the eligible candidates not counted before (a candidate never
+  // eligible is never counted).
+  data.count(cands, eligible);
+  model.prepare_conditionals();  // read by every candidate's marginal below
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(count); ++c) {
+    const auto ci = static_cast<std::size_t>(c);
+    if (!eligible[ci]) continue;
+    // (Nothing may escape the parallel loop: a model marginal too large to compute, which
+    // depends on the model only, makes the candidate ineligible this round.)
+    try {
+      const std::vector<double> est = model.marginal(cands.cliques[ci]);
+      const std::vector<std::uint32_t>& dat = data.of(ci);
+      double l1 = 0;
+      for (std::size_t k = 0; k < est.size(); ++k) l1 += std::abs(static_cast<double>(dat[k]) - model.total() * est[k]);
+      quality[ci] = cands.weights[ci] * (l1 - sqrt2pi * sigma * static_cast<double>(est.size()));
+    } catch (const std::exception&) {
+      eligible[ci] = 0;
+    }
   }
   Eligible out;
   for (std::size_t c = 0; c < count; ++c)
@@ -146,7 +169,7 @@ struct RoundInputs {
   std::size_t n;
   const std::vector<int>& domain;
   const Candidates& cands;
-  const std::map<pgm::Clique, std::vector<double>>& data_cache;
+  DataMarginals& data;
   double rho, alpha, l2, quality_sens, max_cells;
 };
 
@@ -194,7 +217,7 @@ bool aim_round(int t, const RoundInputs& in, const pgm::EstimationOptions& round
     last = true;
   }
   const double limit = s.rho_used / in.rho * in.max_cells;
-  const Eligible el = eligible_candidates(s.model, in.cands, in.data_cache, s.measured, in.domain, limit, s.sigma);
+  const Eligible el = eligible_candidates(s.model, in.cands, in.data, s.measured, in.domain, limit, s.sigma);
   const std::size_t pick = el.index[pgm::exponential_mechanism(el.quality, s.eps_t, in.quality_sens, noise)];
   const pgm::Clique& r = in.cands.cliques[pick];
   const std::vector<double> before = s.model.marginal(r);
@@ -256,8 +279,7 @@ void AimGenerator::fit(const DenseRef& table, const TableBox& box, const Synthet
   const double quality_sens = score_sens * max_w;
 
   const std::vector<std::uint16_t> codes = pgm::encode_table(table, box, opt_.bins);
-  std::map<pgm::Clique, std::vector<double>> data_cache;
-  for (const pgm::Clique& r : cands.cliques) data_cache.emplace(r, pgm::data_marginal(codes, n, r, domain));
+  aim_detail::DataMarginals data(codes, n, domain, cands.cliques.size());
 
   const double rho = pgm::zcdp_rho(privacy.epsilon, privacy.delta);
   const double T = static_cast<double>(opt_.rounds_per_attribute) * static_cast<double>(d);
@@ -270,7 +292,7 @@ void AimGenerator::fit(const DenseRef& table, const TableBox& box, const Synthet
   const double rho_one_way = static_cast<double>(d) * l2 * l2 / (2 * s.sigma * s.sigma);
   s.rho_used = rho_one_way;
 
-  const aim_detail::RoundInputs in{codes, n, domain, cands, data_cache, rho, alpha, l2, quality_sens, opt_.max_cells};
+  const aim_detail::RoundInputs in{codes, n, domain, cands, data, rho, alpha, l2, quality_sens, opt_.max_cells};
   for (int t = 1; s.rho_used < rho; ++t)
     if (aim_detail::aim_round(t, in, round_opt, noise, s, selected_)) break;
   pgm::EstimationOptions final_opt;

@@ -28,6 +28,7 @@
 // * Estimation: Private-PGM, warm-started from the previous round's potentials, round_iterations
 //   per round (stopping early once a step lowers the loss by less than 1e-4 of it: a round's model
 //   only guides the next choice) and final_iterations at the end (tolerance 1e-8).
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,37 @@ struct AimOptions {
   int final_iterations = 1000;         // ... for the released model
   std::string neighbors = "add-remove";
 };
+
+namespace aim_detail {
+
+// Candidates: the workload's downward closure (sorted, clique order) with weights
+// w_r = sum over workload cliques s of |r intersect s|, computed as sum_{a in r} #{s : a in s}
+// (integers: the same doubles); those over max_cells cells are dropped.
+struct Candidates {
+  std::vector<pgm::Clique> cliques;
+  std::vector<double> weights;
+};
+Candidates candidates_of(const std::vector<pgm::Clique>& workload, const std::vector<int>& domain, double max_cells);
+
+// The data's marginal of each candidate, counted the first time a round finds it eligible (most
+// of the 26k candidates of a 54-attribute 3-way workload never are at small epsilon).
+class DataMarginals {
+ public:
+  DataMarginals(const std::vector<std::uint16_t>& codes, std::size_t n, const std::vector<int>& domain, std::size_t count)
+      : codes_(codes), n_(n), domain_(domain), table_(count), done_(count, 0) {}
+  // Counts (in parallel) every candidate with needed[c] = 1 not counted yet (n < 2^32 rows).
+  void count(const Candidates& cands, const std::vector<char>& needed);
+  const std::vector<std::uint32_t>& of(std::size_t c) const { return table_[c]; }  // counts, as pgm::data_marginal
+
+ private:
+  const std::vector<std::uint16_t>& codes_;
+  std::size_t n_;
+  const std::vector<int>& domain_;
+  std::vector<std::vector<std::uint32_t>> table_;
+  std::vector<char> done_;
+};
+
+}  // namespace aim_detail
 
 class AimGenerator final : public PgmSynthesizer {
  public:
