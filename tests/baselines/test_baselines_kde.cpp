@@ -319,6 +319,41 @@ TEST(Kme, BatchedStepsChooseThePivotsOfOnePassPerStep) {
   }
 }
 
+// The batch pass sums blocks of consecutive rows at once and the rows left over one at a time
+// (kme.cpp); both must do each sum's operations in the same order, so a point's residuals must
+// not depend on where its row sits. Rotating the input moves every point to another slot (and
+// the rows past each block to others): the same points must be chosen, and the largest residual
+// left must be the same double, bit for bit. A block whose sums were made in another order (a
+// matrix product, or additions not fused as in the per-row pass) changes residuals in their last
+// bits, and so max_residual.
+TEST(Kme, BlockedRowsSumAsSingleRows) {
+  DoubleMatrix p(1999, 2);  // uniform: no two residuals tie, so the lower-index rule never decides
+  SeededRandom rng(17);
+  for (Eigen::Index i = 0; i < p.size(); ++i) p.data()[i] = rng.unit();
+  const KernelSpec k = l2(0.05);
+  for (const auto rows : {PivotRows::Float, PivotRows::Double}) {
+    const auto base = pivoted_cholesky(p, k, 1e-5, 300, rows);
+    ASSERT_EQ(base.pivots.size(), 300u);
+    for (const Eigen::Index shift : {1, 2, 3, 4, 7}) {
+      // Point 0 stays first: every residual starts at k(z, z) = 1, and that tie goes to the
+      // lowest index; after it the residuals differ.
+      const auto n = static_cast<std::size_t>(p.rows()), s = static_cast<std::size_t>(shift);
+      DoubleMatrix q(p.rows(), p.cols());
+      q.row(0) = p.row(0);
+      for (std::size_t i = 1; i < n; ++i) q.row(static_cast<Eigen::Index>(1 + (i - 1 + s) % (n - 1))) = p.row(static_cast<Eigen::Index>(i));
+      const auto rotated = pivoted_cholesky(q, k, 1e-5, 300, rows);
+      std::vector<std::size_t> back(rotated.pivots.size());
+      for (std::size_t a = 0; a < back.size(); ++a) {
+        const std::size_t j = rotated.pivots[a];
+        back[a] = j == 0 ? 0 : 1 + (j - 1 + (n - 1) - s) % (n - 1);
+      }
+      EXPECT_EQ(back, base.pivots) << "shift " << shift;
+      EXPECT_EQ(rotated.max_residual, base.max_residual) << "shift " << shift;
+      EXPECT_TRUE(rotated.L == base.L) << "shift " << shift;
+    }
+  }
+}
+
 TEST(Kme, PivotedCholeskyIsTheSameOnAnyNumberOfThreads) {
   const DoubleMatrix p = unit_data(2500, 3, 12).cast<double>();
   const KernelSpec k = l2(0.15);

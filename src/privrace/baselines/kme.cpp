@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -52,6 +53,55 @@ void add_dots(const Stored* x, const Stored* c, std::size_t len, std::size_t str
   for (std::size_t w = 0; w < W; ++w) dots[w] += static_cast<double>(acc[w]);
 }
 constexpr std::size_t kDotWidth = 16;
+
+// The same sums for R consecutive rows of a panel at once (rows `xstride` apart, their dots
+// `dstride` apart): each candidate column is loaded once for R rows and the R x W sums are
+// independent chains, where one row's W sums wait on the latency of their own additions. Each
+// sum is the same sequence of operations as add_dots's (acc += x[j] c[j] in the order of j,
+// then added to dots in double), so the sums, and the pivots, are bit for bit the same.
+template <typename Stored>
+struct Vec32;
+template <>
+struct Vec32<float> {
+  typedef float type __attribute__((vector_size(32)));
+};
+template <>
+struct Vec32<double> {
+  typedef double type __attribute__((vector_size(32)));
+};
+template <typename V, typename S, std::size_t... L>
+V splat(S s, std::index_sequence<L...>) {
+  return V{((void)L, s)...};
+}
+template <typename Stored, std::size_t R, std::size_t W>
+void add_dots_rows(const Stored* x, std::size_t xstride, const Stored* c, std::size_t len, std::size_t stride,
+                   double* dots, std::size_t dstride) {
+  // GCC / clang vector extensions, so that the R x W sums stay in registers (plain arrays left
+  // a row's sums on the stack, a store and a load per step on their chain).
+  using V = typename Vec32<Stored>::type;
+  constexpr std::size_t kLanes = sizeof(V) / sizeof(Stored), kVectors = W / kLanes;
+  static_assert(W % kLanes == 0);
+  V acc[R][kVectors];
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t v = 0; v < kVectors; ++v) acc[r][v] = V{};
+  for (std::size_t j = 0; j < len; ++j) {
+    const Stored* cj = c + j * stride;
+    V cv[kVectors];
+    for (std::size_t v = 0; v < kVectors; ++v) std::memcpy(&cv[v], cj + v * kLanes, sizeof(V));
+    for (std::size_t r = 0; r < R; ++r) {
+      const V xr = splat<V>(x[r * xstride + j], std::make_index_sequence<kLanes>{});
+      for (std::size_t v = 0; v < kVectors; ++v) acc[r][v] += xr * cv[v];
+    }
+  }
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t v = 0; v < kVectors; ++v)
+      for (std::size_t l = 0; l < kLanes; ++l) dots[r * dstride + v * kLanes + l] += static_cast<double>(acc[r][v][l]);
+}
+// Rows per register block: 5 x kDotWidth float sums in 10 of the 16 AVX2 registers. Double
+// rows (tol below kFloatPivotTolerance) keep one row at a time: GCC 12 left a block's double
+// sums on the stack.
+template <typename Stored>
+inline constexpr std::size_t kDotRows = sizeof(Stored) == 4 ? 5 : 1;
 
 // Greedy pivot selection: the pivot and residual recurrences of pivoted Cholesky with the rows
 // held as `Stored`. Step t needs every active row's dot product with the pivot's row (t entries),
@@ -148,8 +198,19 @@ class PivotSelection {
       for (std::size_t k = 0; k < panels; ++k) {  // one contiguous stretch of each panel
         const std::size_t len = std::min(P, t - k * P);
         const Stored* ck = cand.data() + k * P * count;
-        for (std::size_t i = i0; i < i1; ++i) {
-          // The same arithmetic for every row, so equal rows get equal sums (ties stay ties).
+        constexpr std::size_t R = kDotRows<Stored>;
+        std::size_t i = i0;
+        for (; R > 1 && i + R <= i1 && count >= kDotWidth; i += R) {  // rows_.row_in(k, i + r) = row_in(k, i) + r P
+          const Stored* x = rows_.row_in(k, i);
+          double* dots = batch_dots_.data() + i * b_;
+          std::size_t c = 0;
+          for (; c + kDotWidth <= count; c += kDotWidth)
+            add_dots_rows<Stored, R, kDotWidth>(x, P, ck + c, len, count, dots + c, b_);
+          for (std::size_t r = 0; r < R; ++r)
+            for (std::size_t cc = c; cc < count; ++cc) add_dots<Stored, 1>(x + r * P, ck + cc, len, count, dots + r * b_ + cc);
+        }
+        for (; i < i1; ++i) {
+          // The same arithmetic for every row, blocked or not, so equal rows get equal sums (ties stay ties).
           const Stored* x = rows_.row_in(k, i);
           double* dots = batch_dots_.data() + i * b_;
           std::size_t c = 0;
