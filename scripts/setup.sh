@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake git pkg-config
+  build-essential cmake ninja-build git pkg-config  # run_all.sh's fresh build directory uses Ninja
   libeigen3-dev nlohmann-json3-dev libboost-program-options-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libnlopt-cxx-dev libmpfr-dev libssl-dev libzstd-dev
