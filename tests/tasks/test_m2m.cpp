@@ -183,6 +183,46 @@ TEST(M2m, ThreadInvariant) {
   omp_set_num_threads(before);
 }
 
+// Conjugate gradients and the factorisation solve the same ridge system (A + lambda I) x = r.
+// CG stops at ||b - A x|| <= tau ||b|| (tau = kRidgeCgTolerance), so ||x_cg - x|| <= kappa tau ||x||;
+// Cholesky is backward stable, (A + dA) x_ch = r with ||dA|| <= c m u ||A|| (u = 2^-53; c = 4
+// covers the factorisation and both triangular solves), so ||x_ch - x|| <= kappa c m u ||x||.
+// Hence ||x_cg - x_ch|| <= kappa (tau + 4 m u) ||x_ch|| up to second order, with kappa bounded
+// by (gram_norm_bound + lambda) / lambda. A RACE design (m = 640) at two epsilons; Automatic
+// takes CG exactly where m2m_cg_affordable says so.
+TEST(M2m, ConjugateGradientsAgreeWithTheFactorisationToRounding) {
+  const DenseMatrix x = uniform_rows(3000, 4, 21);
+  const auto sums = build_feature_sums(x, race_spec(20, 32, 0.2));
+  for (const double eps : {0.05, 2.0}) {
+    FeatureSketchPrivacy privacy;
+    privacy.epsilon = eps;
+    const FeatureSketchRelease rel = release_feature_sketch(*sums, privacy, NoiseSource{true, 31});
+    M2mOptions chol = unit_box(4, 20000), cg = chol, automatic = chol;
+    chol.ridge_solver = M2mRidgeSolver::Cholesky;
+    cg.ridge_solver = M2mRidgeSolver::ConjugateGradient;
+    const auto design = std::make_shared<const M2mDesign>(rel.map, chol);
+    const M2mModel a(design, rel), b(std::make_shared<const M2mDesign>(rel.map, cg), rel),
+        c(std::make_shared<const M2mDesign>(rel.map, automatic), rel);
+    ASSERT_EQ(a.solver(), "cholesky");
+    ASSERT_EQ(b.solver(), "cg") << "eps " << eps;
+    const double m = static_cast<double>(design->features()), lambda = a.lambda();
+    ASSERT_GT(lambda, 0);
+    const double kappa = (design->gram_norm_bound() + lambda) / lambda;
+    const double tol = kappa * (kRidgeCgTolerance + 4 * m * std::ldexp(1.0, -53));
+    EXPECT_LE((a.solution() - b.solution()).norm(), tol * a.solution().norm()) << "eps " << eps << " kappa " << kappa;
+    EXPECT_GT((a.solution() - b.solution()).norm(), 0.0) << "two solvers, bit for bit: the test compares nothing";
+    // The exact system: the residual of the factorisation's solution is at rounding level too.
+    const Eigen::VectorXd r = a.z_hat();
+    EXPECT_LE((design->ridge_product(b.solution(), lambda) - r).norm(), 2 * kRidgeCgTolerance * r.norm() + tol * r.norm());
+    EXPECT_EQ(c.solver(), m2m_cg_affordable(*design, lambda) ? "cg" : "cholesky") << "eps " << eps;
+    // w = P x and ||P||_2 = sqrt(n_s lambda_max(A)) <= sqrt(n_s gram_norm_bound).
+    EXPECT_LE((a.weights() - b.weights()).norm(),
+              std::sqrt(20000.0 * design->gram_norm_bound()) * tol * a.solution().norm());
+    // The factor is made on demand for a CG model, and it is the factorisation's.
+    EXPECT_EQ(Eigen::MatrixXd(b.factor().triangularView<Eigen::Lower>()), Eigen::MatrixXd(a.factor().triangularView<Eigen::Lower>()));
+  }
+}
+
 TEST(M2m, BlockedCholeskyMatchesEigenAndIsThreadInvariant) {
   SeededRandom rng(5);
   Eigen::MatrixXd b(450, 460);

@@ -226,7 +226,66 @@ M2mDesign::M2mDesign(std::shared_ptr<const FeatureMap> map, const M2mOptions& op
   else accumulate_dense(gram_);
   gram_.triangularView<Eigen::Lower>() /= static_cast<double>(ns);
   if (options_.intercept) feature_mean_ = cross(Eigen::MatrixXd::Ones(static_cast<Eigen::Index>(ns), 1)).col(0);
+  // Gershgorin's bound from the lower triangle: row i's sum is its stored part and column i's.
+  Eigen::VectorXd row_sums = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(m_));
+  for (Eigen::Index j = 0; j < static_cast<Eigen::Index>(m_); ++j) {
+    const auto below = gram_.col(j).tail(static_cast<Eigen::Index>(m_) - j).cwiseAbs();
+    row_sums.tail(static_cast<Eigen::Index>(m_) - j) += below;
+    row_sums(j) += below.sum() - below(0);
+  }
+  norm_bound_ = m_ == 0 ? 0.0 : row_sums.maxCoeff();
   gram_seconds_ = seconds_since(t0);
+}
+
+Eigen::VectorXd M2mDesign::ridge_product(const Eigen::VectorXd& v, double lambda) const {
+  Eigen::VectorXd out = gram_.selfadjointView<Eigen::Lower>() * v;
+  if (options_.intercept) out -= feature_mean_ * feature_mean_.dot(v);
+  out += lambda * v;
+  return out;
+}
+
+int ridge_conjugate_gradient(const M2mDesign& design, double lambda, const Eigen::VectorXd& b, double tol,
+                             int max_iterations, Eigen::VectorXd& x) {
+  x = Eigen::VectorXd::Zero(b.size());
+  const double target = tol * b.norm();
+  if (b.norm() == 0) return 0;
+  Eigen::VectorXd r = b, p = b;
+  double rr = r.squaredNorm();
+  for (int k = 1; k <= max_iterations; ++k) {
+    const Eigen::VectorXd q = design.ridge_product(p, lambda);
+    const double alpha = rr / p.dot(q);
+    x += alpha * p;
+    r -= alpha * q;
+    const double next = r.squaredNorm();
+    if (std::sqrt(next) <= target) return k;
+    p = r + (next / rr) * p;
+    rr = next;
+  }
+  return -1;
+}
+
+int cg_iteration_bound(double kappa, double reduction) {
+  if (!(kappa >= 1) || !std::isfinite(kappa)) return std::numeric_limits<int>::max();
+  const double s = std::sqrt(kappa);
+  if (s - 1 <= 0) return 1;
+  const double k = std::ceil(std::log(2.0 / reduction) / std::log((s + 1) / (s - 1)));
+  return k > 1e9 ? std::numeric_limits<int>::max() : std::max(1, static_cast<int>(k));
+}
+
+namespace {
+// The bound for a residual of kRidgeCgTolerance: ||r|| / ||b|| <= sqrt(kappa) times the energy
+// norm's reduction, so the latter must reach tol / sqrt(kappa).
+int ridge_cg_bound(const M2mDesign& design, double lambda) {
+  if (!(lambda > 0)) return std::numeric_limits<int>::max();
+  const double kappa = (design.gram_norm_bound() + lambda) / lambda;
+  return cg_iteration_bound(kappa, kRidgeCgTolerance / std::sqrt(kappa));
+}
+}  // namespace
+
+bool m2m_cg_affordable(const M2mDesign& design, double lambda, int* bound) {
+  const int b = ridge_cg_bound(design, lambda);
+  if (bound) *bound = b;
+  return b != std::numeric_limits<int>::max() && static_cast<double>(b) * 64.0 <= static_cast<double>(design.features());
 }
 
 void M2mDesign::accumulate_dense(Eigen::MatrixXd& gram) const {
@@ -397,22 +456,48 @@ void M2mModel::fit(const FeatureSketchRelease& release) {
   lambda_ = choose_lambda(*design_, release);
 
   auto t0 = std::chrono::steady_clock::now();
-  factor_ = design_->gram();
-  // The intercept: the centred design C = P^T P / n_s - mu mu^T (lower triangle).
-  if (o.intercept) factor_.selfadjointView<Eigen::Lower>().rankUpdate(design_->feature_mean(), -1.0);
-  factor_.diagonal().array() += lambda_;
-  if (!parallel_cholesky_lower(factor_))
-    throw Error(std::string("m2m: ") + (o.intercept ? "C" : "P^T P / n_s") +
-                " + lambda I is not numerically positive definite (lambda = " + number_text(lambda_) +
-                ", m = " + std::to_string(m) + "); raise the regularisation");
-  solved_ = o.intercept ? Eigen::VectorXd(z_ - design_->feature_mean()) : z_;
-  cholesky_solve_lower(factor_, solved_);
+  const Eigen::VectorXd rhs = o.intercept ? Eigen::VectorXd(z_ - design_->feature_mean()) : z_;
+  // Conjugate gradients where lambda keeps the system well conditioned (m2m_cg_affordable);
+  // a run that misses its bound (rounding) falls back to the factorisation.
+  const bool affordable = m2m_cg_affordable(*design_, lambda_, &cg_bound_);
+  solver_ = "cholesky";
+  cg_iterations_ = 0;
+  if (o.ridge_solver == M2mRidgeSolver::ConjugateGradient ||
+      (o.ridge_solver == M2mRidgeSolver::Automatic && affordable)) {
+    const int limit = cg_bound_ == std::numeric_limits<int>::max() ? 10 * static_cast<int>(m) + 10 : cg_bound_ + 5;
+    cg_iterations_ = ridge_conjugate_gradient(*design_, lambda_, rhs, kRidgeCgTolerance, limit, solved_);
+    if (cg_iterations_ >= 0) solver_ = "cg";
+  }
+  if (solver_ == "cholesky") {
+    factorise();
+    solved_ = rhs;
+    cholesky_solve_lower(factor_, solved_);
+  }
   factor_seconds_ = seconds_since(t0);
   t0 = std::chrono::steady_clock::now();
   weights_ = design_->apply(solved_);  // w_i = Phi(x~_i)^T S z-hat
   // With the intercept, w_i = 1 + (Phi(x~_i) - mu)^T S (z-hat - mu).
   if (o.intercept) weights_.array() += 1.0 - design_->feature_mean().dot(solved_);
   weight_seconds_ = seconds_since(t0);
+}
+
+void M2mModel::factorise() const {
+  const M2mOptions& o = design_->options();
+  factor_ = design_->gram();
+  // The intercept: the centred design C = P^T P / n_s - mu mu^T (lower triangle).
+  if (o.intercept) factor_.selfadjointView<Eigen::Lower>().rankUpdate(design_->feature_mean(), -1.0);
+  factor_.diagonal().array() += lambda_;
+  if (!parallel_cholesky_lower(factor_)) {
+    factor_.resize(0, 0);
+    throw Error(std::string("m2m: ") + (o.intercept ? "C" : "P^T P / n_s") +
+                " + lambda I is not numerically positive definite (lambda = " + number_text(lambda_) +
+                ", m = " + std::to_string(design_->features()) + "); raise the regularisation");
+  }
+}
+
+const Eigen::MatrixXd& M2mModel::factor() const {
+  if (factor_.size() == 0) factorise();
+  return factor_;
 }
 
 std::string to_string(M2mLambdaRule rule) { return rule == M2mLambdaRule::AutoNoise ? "auto-noise" : "eq5"; }
@@ -464,7 +549,7 @@ Eigen::VectorXd M2mModel::estimate(const Eigen::Ref<const Eigen::MatrixXd>& f_va
 Eigen::MatrixXd M2mModel::coefficients(const Eigen::Ref<const Eigen::MatrixXd>& f_values) const {
   Eigen::MatrixXd a = design_->cross(f_values);
   if (intercept()) a -= design_->feature_mean() * f_values.colwise().mean();
-  cholesky_solve_lower(factor_, a);
+  cholesky_solve_lower(factor(), a);
   return a;
 }
 
@@ -497,6 +582,9 @@ nlohmann::json M2mModel::describe() const {
           {"count_used", count_used_},
           {"gram_seconds", design_->gram_seconds()},
           {"factor_seconds", factor_seconds_},
+          {"solver", solver_},
+          {"cg_iterations", cg_iterations_},
+          {"cg_iteration_bound", cg_bound_ == std::numeric_limits<int>::max() ? nlohmann::json(nullptr) : nlohmann::json(cg_bound_)},
           {"weight_seconds", weight_seconds_},
           {"solve_bytes", solve_bytes()}};
 }

@@ -67,6 +67,16 @@ struct BoxDomain {
   nlohmann::json to_json() const;
 };
 
+// How the ridge system (A + lambda I) x = r is solved (A = P^T P / n_s, or C with the intercept).
+// Cholesky: one factorisation per release. ConjugateGradient: iterations of one product with the
+// shared A each, to a residual of kRidgeCgTolerance; a release whose lambda is large against A's
+// spectrum needs few. Automatic: conjugate gradients where their bound on the iterations costs
+// less than a factorisation (m_cg_affordable), else Cholesky. The two agree to rounding
+// (docs/privacy-tasks.md; tests/tasks/test_m2m.cpp derives the tolerance).
+enum class M2mRidgeSolver { Automatic, Cholesky, ConjugateGradient };
+// Relative residual ||r|| / ||b|| at which conjugate gradients stop.
+inline constexpr double kRidgeCgTolerance = 1e-14;
+
 // How lambda is chosen for a private release (eq. 5 is the paper's; see the options above).
 enum class M2mLambdaRule { Eq5, AutoNoise };
 std::string to_string(M2mLambdaRule rule);    // "eq5" | "auto-noise"
@@ -84,6 +94,7 @@ struct M2mOptions {
   int threads = 0;                    // 0 = OpenMP default
   bool intercept = false;             // an unpenalised constant feature with sketch value 1
   M2mLambdaRule lambda_rule = M2mLambdaRule::Eq5;
+  M2mRidgeSolver ridge_solver = M2mRidgeSolver::Automatic;
   // answer_m2m only: answer a task the feature map cannot identify (m2m_unsupported_reason)
   // instead of refusing it; the answer then carries a warning.
   bool allow_unsupported = false;
@@ -128,6 +139,11 @@ class M2mDesign {
   // mu = P^T 1 / n_s, the synthetic mean of each feature (computed when options().intercept).
   const Eigen::VectorXd& feature_mean() const { return feature_mean_; }
   double gram_seconds() const { return gram_seconds_; }
+  // max_i sum_j |(P^T P / n_s)_ij| >= its largest eigenvalue (Gershgorin), and so >= C's, C being
+  // P^T P / n_s less a positive semi-definite term: kappa(A + lambda I) <= (bound + lambda) / lambda.
+  double gram_norm_bound() const { return norm_bound_; }
+  // (A + lambda I) v with A = P^T P / n_s, less mu mu^T with the intercept.
+  Eigen::VectorXd ridge_product(const Eigen::VectorXd& v, double lambda) const;
   // Phi(x~_i)^T v for every synthetic point (chunk by chunk, P never materialised).
   Eigen::VectorXd apply(const Eigen::VectorXd& v) const;
   // P^T F / n_s (m x k) for F(i, k) = f_k(x~_i).
@@ -144,8 +160,24 @@ class M2mDesign {
   DenseMatrix synthetic_;
   Eigen::MatrixXd gram_;
   Eigen::VectorXd feature_mean_;
-  double gram_seconds_ = 0;
+  double gram_seconds_ = 0, norm_bound_ = 0;
 };
+
+// Conjugate gradients on design.ridge_product(., lambda) x = b from x = 0: stops when the
+// recurrence's residual is at most tol ||b||. Returns the iterations taken, or -1 when
+// max_iterations did not get there.
+int ridge_conjugate_gradient(const M2mDesign& design, double lambda, const Eigen::VectorXd& b, double tol,
+                             int max_iterations, Eigen::VectorXd& x);
+// Iterations after which conjugate gradients have cut the error's energy norm by `reduction` on
+// any system of condition number <= kappa: ceil(ln(2 / reduction) / ln((sqrt(kappa) + 1) /
+// (sqrt(kappa) - 1))) (the Chebyshev bound).
+int cg_iteration_bound(double kappa, double reduction);
+// Whether conjugate gradients are used for lambda under Automatic: the bound for a residual of
+// kRidgeCgTolerance is at most m / 64 iterations. An iteration reads the m^2 / 2 stored entries
+// once (memory bound, 2 m^2 flops), a factorisation does m^3 / 3 flops at matrix-product speed,
+// about 8 times the product's rate here (bench_m2m BM_RidgeSolve): m / 64 iterations cost about
+// a quarter of a factorisation.
+bool m2m_cg_affordable(const M2mDesign& design, double lambda, int* bound = nullptr);
 
 class M2mModel {
  public:
@@ -165,6 +197,10 @@ class M2mModel {
   std::size_t samples() const { return design_->samples(); }
   std::size_t features() const { return design_->features(); }
   const DenseMatrix& synthetic() const { return design_->synthetic(); }
+  // x = S z-hat (S (z-hat - mu) with the intercept), the solution of the ridge system.
+  const Eigen::VectorXd& solution() const { return solved_; }
+  // "cholesky" or "cg" (M2mRidgeSolver), and the iterations taken by the latter.
+  const std::string& solver() const { return solver_; }
   // w_i = Phi(x~_i)^T S z-hat, one per synthetic point.
   const Eigen::VectorXd& weights() const { return weights_; }
   // omega_i = w_i / n_s: f-hat = sum_i omega_i f(x~_i) for every target f.
@@ -179,8 +215,8 @@ class M2mModel {
   Eigen::VectorXd intercepts(const Eigen::Ref<const Eigen::MatrixXd>& f_values) const;
   bool intercept() const { return design_->options().intercept; }
   // The factor L of the solved system (lower triangle): L L^T = P^T P / n_s + lambda I, or
-  // C + lambda I with the intercept.
-  const Eigen::MatrixXd& factor() const { return factor_; }
+  // C + lambda I with the intercept. Made on first use where conjugate gradients solved it.
+  const Eigen::MatrixXd& factor() const;
   // The lambda of a rule for a release on a design, from public quantities only (the release's
   // z-hat, count and noise variance; the design's P^T P / n_s and mu). No noise: nonprivate_lambda.
   static double choose_lambda(const M2mDesign& design, const FeatureSketchRelease& release);
@@ -193,12 +229,15 @@ class M2mModel {
 
  private:
   void fit(const FeatureSketchRelease& release);
+  void factorise() const;
 
   std::shared_ptr<const M2mDesign> design_;
   double lambda_ = 0, count_used_ = 0;
   bool noisy_ = false;
   Eigen::VectorXd z_, solved_, weights_;
-  Eigen::MatrixXd factor_;  // lower triangle: the Cholesky factor L of P^T P / n_s + lambda I
+  mutable Eigen::MatrixXd factor_;  // lower triangle: the Cholesky factor L of P^T P / n_s + lambda I
+  std::string solver_ = "cholesky";
+  int cg_iterations_ = 0, cg_bound_ = 0;
   double factor_seconds_ = 0, weight_seconds_ = 0;
 };
 
