@@ -8,6 +8,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <memory>
 
 #include "privrace/core/random.hpp"
 #include "privrace/tasks/m2m.hpp"
@@ -102,5 +103,41 @@ static void BM_Cholesky(benchmark::State& state) {
 }
 BENCHMARK(BM_Cholesky)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1)->Repetitions(3)
     ->ReportAggregatesOnly(true);
+
+// The ridge solve of one release on a shared RACE design (R = W = 80, m = 6400, n_s = 10^5),
+// range(0): 0 the factorisation, 1 conjugate gradients (M2mRidgeSolver); range(1): epsilon in
+// hundredths (1: eps 0.01, lambda ~ 10^3; 100: eps 1, lambda ~ 0.5). Counters: the solve's
+// seconds and the CG iterations (docs: the Automatic rule takes CG where its bound is <= m / 64).
+static void BM_RidgeSolve(benchmark::State& state) {
+  const bool cg = state.range(0) == 1;
+  static const DenseMatrix data = random10();
+  FeatureSketchSpec spec;
+  spec.kind = "race";
+  spec.rows = 80;
+  spec.width = 80;
+  spec.bandwidth = 0.1;
+  spec.seed = 7;
+  static const auto sums = build_feature_sums(data, spec);
+  FeatureSketchPrivacy privacy;
+  privacy.epsilon = static_cast<double>(state.range(1)) / 100.0;
+  const FeatureSketchRelease rel = release_feature_sketch(*sums, privacy, NoiseSource{true, 3});
+  M2mOptions opt;
+  opt.domain = BoxDomain::uniform(10, 0.0, 1.0);
+  opt.samples = 100000;
+  opt.ridge_solver = cg ? M2mRidgeSolver::ConjugateGradient : M2mRidgeSolver::Cholesky;
+  const auto design = std::make_shared<const M2mDesign>(rel.map, opt);
+  nlohmann::json last;
+  for (auto _ : state) {
+    const M2mModel model(design, rel);
+    benchmark::DoNotOptimize(model.weights().data());
+    last = model.describe();
+  }
+  state.counters["factor_s"] = last.at("factor_seconds").get<double>();
+  state.counters["cg_iterations"] = last.at("cg_iterations").get<double>();
+  state.counters["lambda"] = last.at("lambda").get<double>();
+  state.SetLabel(cg ? "conjugate gradients" : "cholesky");
+}
+BENCHMARK(BM_RidgeSolve)->Args({0, 1})->Args({1, 1})->Args({0, 100})->Args({1, 100})->Unit(benchmark::kMillisecond)
+    ->UseRealTime()->Iterations(1);
 
 BENCHMARK_MAIN();
