@@ -71,8 +71,8 @@ struct BoxDomain {
 // Cholesky: one factorisation per release. ConjugateGradient: iterations of one product with the
 // shared A each, to a residual of kRidgeCgTolerance; a release whose lambda is large against A's
 // spectrum needs few. Automatic: conjugate gradients where their bound on the iterations costs
-// less than a factorisation (m_cg_affordable), else Cholesky. The two agree to rounding
-// (docs/privacy-tasks.md; tests/tasks/test_m2m.cpp derives the tolerance).
+// less than a factorisation (m2m_cg_affordable), else Cholesky. The two agree to rounding
+// (tests/tasks/test_m2m.cpp derives the tolerance).
 enum class M2mRidgeSolver { Automatic, Cholesky, ConjugateGradient };
 // Relative residual ||r|| / ||b|| at which conjugate gradients stop.
 inline constexpr double kRidgeCgTolerance = 1e-14;
