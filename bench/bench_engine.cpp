@@ -140,61 +140,23 @@ BENCHMARK_CAPTURE(BM_Privatize, discrete_laplace, NoiseMechanism::DiscreteLaplac
 BENCHMARK_CAPTURE(BM_Privatize, floored_laplace, NoiseMechanism::FlooredLaplace)->Unit(benchmark::kMillisecond);
 
 // One exact discrete Laplace draw at scale 2000 (R = 2000, eps = 1): the Bernoulli(exp)
-// construction (range(0) = 0), table inversion as add_to draws it (1: the compact levels of
-// 2^8, 32-bit first reads) and the former bulk form (2: one level of 2^15 entries, 64-bit
-// reads, ExactGeometric::sample, its loop as add_to had it), from the CSPRNG and from the
-// seeded stream (range(1)).
+// construction (range(0) = 0) and the table inversion as add_to draws it (1: the compact levels
+// of 2^8, 32-bit first reads), from the CSPRNG and from the seeded stream (range(1)). The former
+// forms are measured by building this benchmark at the previous main, not by copies kept here.
 static void BM_DiscreteLaplaceDraw(benchmark::State& state) {
   const DiscreteLaplace noise(2000.0);
   const auto table = noise.bulk_sampler();
-  const int form = static_cast<int>(state.range(0));
+  const bool use_table = state.range(0) == 1;
   std::unique_ptr<RandomSource> rng = make_noise_source(state.range(1) == 1, 7);
   std::vector<std::int64_t> counts(4096, 0);
-  struct Batch {  // the former add_to's batch
-    RandomSource& rng;
-    std::array<std::uint64_t, 256> words;
-    std::size_t pos = 256;
-    std::uint64_t signs = 0;
-    int signs_left = 0;
-    std::uint64_t next() {
-      if (pos == words.size()) {
-        rng.take(words.data(), words.size());
-        pos = 0;
-      }
-      return words[pos++];
-    }
-    std::uint64_t bit() {
-      if (signs_left == 0) {
-        signs = next();
-        signs_left = 64;
-      }
-      const std::uint64_t b = signs & 1;
-      signs >>= 1;
-      --signs_left;
-      return b;
-    }
-  };
   for (auto _ : state) {
-    if (form == 2) {
-      Batch batch{*rng, {}};
-      for (auto& c : counts)
-        for (;;) {
-          const std::uint64_t m = table->sample(batch, *rng);
-          const std::uint64_t negative = batch.bit();
-          if (negative && m == 0) continue;
-          c += static_cast<std::int64_t>((m ^ (0 - negative)) + negative);
-          break;
-        }
-    } else {
-      noise.add_to(counts, *rng, form == 1 ? table.get() : nullptr);
-    }
+    noise.add_to(counts, *rng, use_table ? table.get() : nullptr);
     benchmark::DoNotOptimize(counts.data());
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * 4096);
-  state.SetLabel(std::string(form == 1 ? "table" : form == 2 ? "table_2^16_levels_64bit" : "bernoulli_exp") +
-                 (state.range(1) == 1 ? ", seeded" : ", csprng"));
+  state.SetLabel(std::string(use_table ? "table" : "bernoulli_exp") + (state.range(1) == 1 ? ", seeded" : ", csprng"));
 }
-BENCHMARK(BM_DiscreteLaplaceDraw)->ArgsProduct({{0, 1, 2}, {0, 1}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DiscreteLaplaceDraw)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMicrosecond);
 
 // One exact discrete Gaussian draw: the rejection construction (DiscreteGaussian::sample,
 // range(0) = 0) and the table inversion of add_to (1), at sigma = range(1) (3: MST/AIM's

@@ -15,6 +15,7 @@
 #include <mpfr.h>
 
 #include "privrace/core/error.hpp"
+#include "privrace/privacy/mpfr_words.hpp"
 #include "privrace/privacy/mechanisms.hpp"
 
 namespace privrace {
@@ -33,6 +34,10 @@ double zcdp_rho(double epsilon, double delta) {
 double zcdp_epsilon(double rho, double delta) { return rho + 2.0 * std::sqrt(rho * std::log(1.0 / delta)); }
 
 namespace {
+
+using mpfr_words::check_margin;
+using mpfr_words::Mpfr;
+using mpfr_words::next_word;
 
 using u128 = unsigned __int128;
 
@@ -123,35 +128,8 @@ constexpr mpfr_prec_t kTablePrecision = 384;    // entries: error below 2^-300, 
 constexpr mpfr_prec_t kPrecisePrecision = 1152;  // ties: 1024 bits checked, error below 2^-1000
 constexpr int kPreciseWords = 14;                // words 2 .. 15: bits 128 .. 1023
 
-class Mpfr {
- public:
-  explicit Mpfr(mpfr_prec_t precision) { mpfr_init2(v_, precision); }
-  ~Mpfr() { mpfr_clear(v_); }
-  Mpfr(const Mpfr&) = delete;
-  Mpfr& operator=(const Mpfr&) = delete;
-  mpfr_ptr get() { return v_; }
 
- private:
-  mpfr_t v_;
-};
 
-// floor(x 2^64) of x in [0, 1), leaving x = frac(x 2^64); both steps exact.
-std::uint64_t next_word(mpfr_ptr x) {
-  mpfr_mul_2ui(x, x, 64, MPFR_RNDN);
-  const std::uint64_t word = mpfr_get_uj(x, MPFR_RNDZ);
-  mpfr_frac(x, x, MPFR_RNDN);
-  return word;
-}
-
-// The remainder after the last extracted word at least 2^-64 from 0 and 1: the computation's
-// error (far below 2^-64 in these units) cannot have changed an extracted bit.
-void check_margin(mpfr_ptr remainder, const char* what) {
-  Mpfr complement(mpfr_get_prec(remainder));
-  mpfr_ui_sub(complement.get(), 1, remainder, MPFR_RNDN);
-  if (mpfr_cmp_ui_2exp(remainder, 1, -64) <= 0 || mpfr_cmp_ui_2exp(complement.get(), 1, -64) <= 0)
-    throw Error(std::string("discrete Gaussian table: ") + what +
-                " lies too close to a rounding boundary to be tabulated (probability 2^-63)");
-}
 
 // The terms H(k) = exp(-k^2 c), c = q / (2 p), by H(k + 1) = H(k) r^(2k + 1), r = exp(-c): two
 // multiplications a term. After K terms the relative error is below K^2 2^-precision (K <= 2^21
@@ -233,7 +211,7 @@ DiscreteGaussianTable::DiscreteGaussianTable(const DiscreteGaussian& noise) : p_
       mpfr_div(c.get(), sum.get(), z.get(), MPFR_RNDN);  // C(k) = (W(0) + ... + W(k - 1)) / Z
       level.hi[k] = next_word(c.get());
       level.lo[k] = next_word(c.get());
-      check_margin(c.get(), "a CDF entry");
+      check_margin(c.get(), "discrete Gaussian table", "a CDF entry");
       if (level.hi[k] <= level.hi[k - 1]) throw Error("discrete Gaussian table: CDF entries closer than 2^-64");
     }
     add_weight(sum.get(), terms, k);
@@ -266,7 +244,7 @@ std::vector<std::uint64_t> DiscreteGaussianTable::precise_words(std::uint32_t r)
   next_word(sum.get());
   std::vector<std::uint64_t> words(kPreciseWords);
   for (auto& w : words) w = next_word(sum.get());
-  check_margin(sum.get(), "a CDF value at 1024 bits");
+  check_margin(sum.get(), "discrete Gaussian table", "a CDF value at 1024 bits");
   return words;
 }
 

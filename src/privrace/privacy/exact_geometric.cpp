@@ -15,9 +15,14 @@
 #include <utility>
 
 #include "privrace/core/error.hpp"
+#include "privrace/privacy/mpfr_words.hpp"
 
 namespace privrace {
 namespace {
+
+using mpfr_words::check_margin;
+using mpfr_words::Mpfr;
+using mpfr_words::next_word;
 
 constexpr mpfr_prec_t kTablePrecision = 384;    // table entries: error < 2^-300, need 2^-192
 constexpr mpfr_prec_t kPrecisePrecision = 1152;  // ties: 1024 bits checked, error < 2^-1100
@@ -25,17 +30,6 @@ constexpr unsigned kLevelBits = 16;              // m = 2^16 on truncated levels
 constexpr unsigned kCompactLevelBits = 8;        // m = 2^8 in the bulk form
 constexpr int kPreciseWords = 14;                // words 2 .. 15: bits 128 .. 1023
 
-class Mpfr {
- public:
-  explicit Mpfr(mpfr_prec_t precision) { mpfr_init2(v_, precision); }
-  ~Mpfr() { mpfr_clear(v_); }
-  Mpfr(const Mpfr&) = delete;
-  Mpfr& operator=(const Mpfr&) = delete;
-  mpfr_ptr get() { return v_; }
-
- private:
-  mpfr_t v_;
-};
 
 // rate = s 2^shift / t = -ln(a_level), rounded to nearest at the variable's precision.
 void set_rate(mpfr_ptr rate, std::uint64_t s, unsigned shift, std::uint64_t t) {
@@ -44,24 +38,7 @@ void set_rate(mpfr_ptr rate, std::uint64_t s, unsigned shift, std::uint64_t t) {
   mpfr_div_ui(rate, rate, t, MPFR_RNDN);
 }
 
-// Takes the next 64 bits of the fraction in x (in [0, 1)): returns floor(x 2^64), leaves
-// x = frac(x 2^64). Both steps are exact at the variable's precision.
-std::uint64_t next_word(mpfr_ptr x) {
-  mpfr_mul_2ui(x, x, 64, MPFR_RNDN);
-  const std::uint64_t word = mpfr_get_uj(x, MPFR_RNDZ);
-  mpfr_frac(x, x, MPFR_RNDN);
-  return word;
-}
 
-// The remainder after the last extracted word must be at least 2^-64 from 0 and 1, so the
-// computation error (far below 2^-64 in these units) cannot have changed any extracted bit.
-void check_margin(mpfr_ptr remainder, const char* what) {
-  Mpfr complement(mpfr_get_prec(remainder));
-  mpfr_ui_sub(complement.get(), 1, remainder, MPFR_RNDN);  // exact: remainder has bits below 2^-1 only
-  if (mpfr_cmp_ui_2exp(remainder, 1, -64) <= 0 || mpfr_cmp_ui_2exp(complement.get(), 1, -64) <= 0)
-    throw Error(std::string("exact geometric sampler: ") + what +
-                " lies too close to a rounding boundary to be tabulated (probability 2^-63)");
-}
 
 // C(r) at high precision, directly: -expm1(-r x) for the full geometric, and
 // expm1(-r x) / expm1(-m x) truncated to [0, m).
@@ -111,7 +88,7 @@ ExactGeometric::Level build_level(std::uint64_t t, std::uint64_t s, unsigned shi
       if (truncated) mpfr_div(c.get(), c.get(), denom.get(), MPFR_RNDN);
       level.hi[r] = next_word(c.get());
       level.lo[r] = next_word(c.get());
-      check_margin(c.get(), "a CDF entry");
+      check_margin(c.get(), "exact geometric sampler", "a CDF entry");
       // Strictly increasing first words: a tie with V == hi[r] then leaves only r and r - 1.
       if (level.hi[r] <= level.hi[r - 1])
         throw Error("exact geometric sampler: CDF entries closer than 2^-64 (scale outside the supported range)");
@@ -224,7 +201,7 @@ std::vector<std::uint64_t> ExactGeometric::precise_words(const Level& level, std
   next_word(c.get());
   std::vector<std::uint64_t> words(kPreciseWords);
   for (auto& w : words) w = next_word(c.get());
-  check_margin(c.get(), "a CDF value at 1024 bits");
+  check_margin(c.get(), "exact geometric sampler", "a CDF value at 1024 bits");
   return words;
 }
 
