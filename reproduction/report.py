@@ -219,6 +219,16 @@ def make_digest(results: Path, stem: str, machine: str) -> dict:
         if cost:
             row["cost"] = cost
         rows.append(row)
+    # Metrics that no repetition moves in any row (the setting's own quantities: grid sizes,
+    # the optimum's risk, a range) are not results: where some row has repetitions to show it,
+    # they are named once instead of repeated in every row. The primary metric always stays.
+    fixed = sorted({m for row in rows for m in row["metrics"]} - {meta["primary_metric"]})
+    fixed = [m for m in fixed
+             if any(row["metrics"][m][2] > 1 for row in rows if m in row["metrics"])
+             and all(row["metrics"][m][1] == 0 for row in rows if m in row["metrics"])]
+    for row in rows:
+        for m in fixed:
+            row["metrics"].pop(m, None)
     name = meta["config"]
     digest = {
         "config": name,
@@ -235,6 +245,8 @@ def make_digest(results: Path, stem: str, machine: str) -> dict:
         "threads": sorted(t for t in threads if t is not None),
         "rows": rows,
     }
+    if fixed:
+        digest["setting_metrics"] = fixed
     digest.update(config_wall_seconds(config_wall_log(results, name, meta["quick"]), digest["cells"], cell_seconds,
                                       max(digest["jobs"], default=1)))
     if summary.get("timing"):
@@ -932,6 +944,10 @@ def render_config_page(d: dict, config: dict | None):
         for m in config.get("methods", []):
             out.append(f"| {m.get('label', m['name'])} (`{m['name']}`) | {cell(json.dumps(m.get('grid', {})))} | "
                        f"{cell(json.dumps(m.get('fixed', {})))} |")
+    if d.get("setting_metrics"):
+        out.append("")
+        out.append("Not tabulated (no repetition moves them in any row: quantities of the setting, in the records): "
+                   + ", ".join(f"`{m}`" for m in d["setting_metrics"]) + ".")
     out.append("")
     metrics = sorted({m for r in d["rows"] for m in r["metrics"]})
     primary = d.get("metric")

@@ -207,7 +207,7 @@ class Pipeline(unittest.TestCase):
                                  "stand_in": False, "primary_metric": "mre", "label": "RACE",
                                  "params": {"rows": rows}, "epsilon": 1.0, "rep": rep, "git_commit": "abc",
                                  "wall_seconds": 1.0, "jobs": 1, "threads": 2, "build_seconds": 0.1 * rows / 100,
-                                 "metrics": {"mre": mre + rep * 0.01}})
+                                 "metrics": {"mre": mre + rep * 0.01, "grid_points": rows}})
             (results / "toy.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
             (results / "toy.summary.json").write_text(json.dumps({"metric": "mre", "rows": [
                 {"label": "RACE", "epsilon": 1.0, "params": {"rows": 1000}, "best_over_grid": True}]}))
@@ -224,6 +224,9 @@ class Pipeline(unittest.TestCase):
             row_lines = [l.strip().rstrip(",") for l in text.splitlines() if l.startswith("  {")]
             self.assertEqual([json.loads(l) for l in row_lines], d["rows"])
             self.assertEqual(len(d["rows"]), 2)
+            # A metric no repetition moves is named once, not repeated in every row.
+            self.assertEqual(d["setting_metrics"], ["grid_points"])
+            self.assertTrue(all(set(r["metrics"]) == {"mre"} for r in d["rows"]))
             self.assertEqual(d["wall_seconds"], 7.0)
             self.assertEqual(d["cells"], 6)
             best = [r for r in d["rows"] if r["best"]]
