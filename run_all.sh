@@ -268,8 +268,13 @@ for c in "${configs[@]}"; do
   # Time left for every config not yet run, corrected by how the estimate has fared so far.
   if [[ $est != nan ]]; then left_est=$(awk -v a="$left_est" -v b="$est" 'BEGIN { print a - b }'); fi
   ratio=$(awk -v a="$spent" -v b="$spent_est" 'BEGIN { print (b > 0 ? a / b : 1) }')
-  echo "== [$i/${#configs[@]}] $c ${QUICK[*]}: ${pending_of[$c]} cells to run, estimate $(duration "$est");" \
-       "after it, about $(duration "$(awk -v a="$left_est" -v r="$ratio" 'BEGIN { print a * r }')") for the rest"
+  # The pace so far can mislead (a resumed config whose estimate priced cells that ran across a
+  # pause, or whose shared work is cached): where it is off the plan by more than 25%, both.
+  rest="about $(duration "$(awk -v a="$left_est" -v r="$ratio" 'BEGIN { print a * r }')") for the rest"
+  if awk -v r="$ratio" 'BEGIN { exit !(r < 0.8 || r > 1.25) }'; then
+    rest="about $(duration "$left_est") for the rest as planned, $(duration "$(awk -v a="$left_est" -v r="$ratio" 'BEGIN { print a * r }')") at the pace so far"
+  fi
+  echo "== [$i/${#configs[@]}] $c ${QUICK[*]}: ${pending_of[$c]} cells to run, estimate $(duration "$est"); after it, $rest"
   t0=$(date +%s)
   rc=0
   "$EXP" "$c" "${QUICK[@]}" --jobs "$(jobs_for "$c")" || rc=$?
