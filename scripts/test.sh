@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds (Release, -Werror) and runs every test.
-#   scripts/test.sh                   the default suite (well under 10 minutes)
+#   scripts/test.sh                   the default suite (a fresh build and every test: about 15 minutes on 2 cores)
 #   PRIVRACE_SANITIZE=address scripts/test.sh   ASan + UBSan build in build-asan/
 #   PRIVRACE_SANITIZE=thread  scripts/test.sh   TSan build (OpenMP code) in build-tsan/, with
 #                                               clang++ and LLVM's libomp + Archer, which tell
