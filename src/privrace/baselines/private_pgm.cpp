@@ -90,6 +90,70 @@ void for_each_sub_index(const Clique& c, const Clique& sub, const std::vector<in
   }
 }
 
+// One variable-elimination step without the product table: out[j] = sum over the cells of
+// `scope` whose cell in `reduced` is j of prod_p factors[p][its cell in subs[p]], the product
+// taken from 1.0 in the order of `factors` and the sum in cell order, so every value is the
+// one that the product table followed by marginalise_to gives, bit for bit. Sum = false (and
+// `reduced` = `scope`): the product table itself, out[j] = the product at cell j, in one pass
+// over the cells instead of one a factor.
+template <bool Sum = true>
+void multiply_and_sum_out(const std::vector<const std::vector<double>*>& factors, const std::vector<const Clique*>& subs,
+                          const Clique& scope, const Clique& reduced, const std::vector<int>& domain,
+                          std::vector<double>& out) {
+  const std::size_t k = scope.size(), parts = factors.size();
+  out.assign(static_cast<std::size_t>(clique_cells(reduced, domain)), 0.0);
+  // Strides in each factor (and in `reduced`, last) of each position of `scope`.
+  std::vector<std::uint64_t> w((parts + 1) * k, 0), size(k);
+  const auto strides = [&](const Clique& sub, std::uint64_t* ws) {
+    std::uint64_t stride = 1;
+    for (std::size_t i = sub.size(); i-- > 0;) {
+      const auto it = std::find(scope.begin(), scope.end(), sub[i]);
+      if (it == scope.end()) throw Error("private-pgm: " + clique_text(sub) + " is not a subset of " + clique_text(scope));
+      ws[static_cast<std::size_t>(it - scope.begin())] = stride;
+      stride *= static_cast<std::uint64_t>(domain[static_cast<std::size_t>(sub[i])]);
+    }
+  };
+  for (std::size_t p = 0; p < parts; ++p) strides(*subs[p], &w[p * k]);
+  strides(reduced, &w[parts * k]);
+  if (k == 0) {
+    double prod = 1.0;
+    for (std::size_t p = 0; p < parts; ++p) prod *= (*factors[p])[0];
+    if constexpr (Sum) out[0] += prod;
+    else out[0] = prod;
+    return;
+  }
+  for (std::size_t i = 0; i < k; ++i) size[i] = static_cast<std::uint64_t>(domain[static_cast<std::size_t>(scope[i])]);
+  std::vector<const double*> base(parts);
+  std::vector<std::uint64_t> idx(parts + 1, 0), last(parts + 1), digit(k, 0);
+  for (std::size_t p = 0; p <= parts; ++p) last[p] = w[p * k + k - 1];
+  for (;;) {
+    for (std::size_t p = 0; p < parts; ++p) base[p] = factors[p]->data() + idx[p];
+    double* o = out.data() + idx[parts];
+    const std::uint64_t lo = last[parts];
+    for (std::uint64_t t = 0; t < size[k - 1]; ++t) {  // the last attribute
+      double prod = 1.0;
+      for (std::size_t p = 0; p < parts; ++p) prod *= base[p][t * last[p]];
+      // Rounded before it is added, as the product table held it: GCC contracts a product and a
+      // sum into one fused multiply-add by default, which would change the last bits.
+      if constexpr (Sum) {
+        const volatile double rounded = prod;
+        o[t * lo] += rounded;
+      } else {
+        o[t * lo] = prod;
+      }
+    }
+    for (std::size_t i = k - 1;;) {  // the others, as an odometer
+      if (i == 0) return;
+      --i;
+      ++digit[i];
+      for (std::size_t p = 0; p <= parts; ++p) idx[p] += w[p * k + i];
+      if (digit[i] < size[i]) break;
+      for (std::size_t p = 0; p <= parts; ++p) idx[p] -= w[p * k + i] * size[i];
+      digit[i] = 0;
+    }
+  }
+}
+
 // out[j] = sum of v over the cells of c whose cell in sub is j (the additions in cell order).
 void marginalise_to(const std::vector<double>& v, const Clique& c, const Clique& sub, const std::vector<int>& domain,
                     std::vector<double>& out) {
@@ -201,7 +265,6 @@ std::vector<Clique> JunctionTree::triangulate(const std::vector<Clique>& cliques
   check_attributes(cliques, d);
   std::vector<std::uint64_t> adj(d * words, 0), alive(words, 0), nb(words), mask(words);
   const auto row = [&](std::size_t v) { return adj.data() + v * words; };
-  const auto has = [](const std::uint64_t* m, std::size_t u) { return (m[u >> 6] >> (u & 63)) & 1u; };
   for (std::size_t v = 0; v < d; ++v) alive[v >> 6] |= std::uint64_t{1} << (v & 63);
   for (const Clique& c : cliques) {
     std::fill(mask.begin(), mask.end(), 0);
@@ -212,27 +275,46 @@ std::vector<Clique> JunctionTree::triangulate(const std::vector<Clique>& cliques
       r[static_cast<std::size_t>(a) >> 6] &= ~(std::uint64_t{1} << (a & 63));
     }
   }
+  // An attribute in no clique of two or more has fill 0 and degree 0, the least there is, and
+  // eliminating it changes no other attribute's: min-fill eliminates every such attribute
+  // first, in index order, each a clique of its own that no other clique contains (nor is
+  // contained in). So they are set aside at once, and the search below (AIM runs it for every
+  // candidate of every round, on models where most attributes are still on their own) runs over
+  // the others only. The cliques and their order are those of the search over all attributes.
   std::vector<Clique> elim;
+  std::size_t remaining = 0;
+  for (std::size_t v = 0; v < d; ++v) {
+    const std::uint64_t* r = row(v);
+    if (std::all_of(r, r + words, [](std::uint64_t x) { return x == 0; })) {
+      elim.push_back({static_cast<int>(v)});
+      alive[v >> 6] &= ~(std::uint64_t{1} << (v & 63));
+    } else {
+      ++remaining;
+    }
+  }
+  const std::size_t isolated = elim.size();
   std::vector<std::size_t> members;
-  for (std::size_t step = 0; step < d; ++step) {
+  for (std::size_t step = 0; step < remaining; ++step) {
     std::size_t best = d, best_fill = 0, best_deg = 0;
-    for (std::size_t v = 0; v < d; ++v) {
-      if (!has(alive.data(), v)) continue;
-      std::size_t deg = 0, adjacent2 = 0;  // adjacent2: ordered pairs of adjacent neighbours
-      for (std::size_t w = 0; w < words; ++w) {
-        nb[w] = row(v)[w] & alive[w];
-        deg += static_cast<std::size_t>(std::popcount(nb[w]));
-      }
-      for (std::size_t w = 0; w < words; ++w)
-        for (std::uint64_t bits = nb[w]; bits; bits &= bits - 1) {
-          const std::uint64_t* ru = row(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
-          for (std::size_t x = 0; x < words; ++x) adjacent2 += static_cast<std::size_t>(std::popcount(ru[x] & nb[x]));
+    for (std::size_t aw = 0; aw < words; ++aw) {
+      for (std::uint64_t live = alive[aw]; live; live &= live - 1) {  // the live attributes, in index order
+        const std::size_t v = aw * 64 + static_cast<std::size_t>(std::countr_zero(live));
+        std::size_t deg = 0, adjacent2 = 0;  // adjacent2: ordered pairs of adjacent neighbours
+        for (std::size_t w = 0; w < words; ++w) {
+          nb[w] = row(v)[w] & alive[w];
+          deg += static_cast<std::size_t>(std::popcount(nb[w]));
         }
-      const std::size_t fill = deg * (deg - (deg > 0)) / 2 - adjacent2 / 2;
-      if (best == d || fill < best_fill || (fill == best_fill && deg < best_deg)) {
-        best = v;
-        best_fill = fill;
-        best_deg = deg;
+        for (std::size_t w = 0; w < words; ++w)
+          for (std::uint64_t bits = nb[w]; bits; bits &= bits - 1) {
+            const std::uint64_t* ru = row(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
+            for (std::size_t x = 0; x < words; ++x) adjacent2 += static_cast<std::size_t>(std::popcount(ru[x] & nb[x]));
+          }
+        const std::size_t fill = deg * (deg - (deg > 0)) / 2 - adjacent2 / 2;
+        if (best == d || fill < best_fill || (fill == best_fill && deg < best_deg)) {
+          best = v;
+          best_fill = fill;
+          best_deg = deg;
+        }
       }
     }
     // The eliminated clique: best and its live neighbours, made pairwise adjacent.
@@ -260,10 +342,10 @@ std::vector<Clique> JunctionTree::triangulate(const std::vector<Clique>& cliques
       if (sets[i * words + w] & ~sets[j * words + w]) return false;
     return true;
   };
-  std::vector<Clique> out;
-  for (std::size_t i = 0; i < elim.size(); ++i) {
+  std::vector<Clique> out(elim.begin(), elim.begin() + static_cast<std::ptrdiff_t>(isolated));  // maximal, above
+  for (std::size_t i = isolated; i < elim.size(); ++i) {
     bool maximal = true;
-    for (std::size_t j = 0; j < elim.size() && maximal; ++j)
+    for (std::size_t j = isolated; j < elim.size() && maximal; ++j)
       if (j != i && inside(i, j) && (elim[i].size() < elim[j].size() || j < i)) maximal = false;
     if (maximal) out.push_back(elim[i]);
   }
@@ -522,25 +604,19 @@ std::vector<double> GraphicalModel::marginal(const Clique& attrs) const {
     else if (cond_.size() == k) fs.push_back({tree_.cliques()[c], &cond_[c]});
     else fs.push_back({tree_.cliques()[c], &made.emplace_back(conditional(c))});
   }
-  // Variable elimination of everything else, cheapest product first.
+  // A product over more than kMaxEliminationCells cells is refused (the limit of an elimination).
+  const auto check_cells = [&](const Clique& scope) {
+    if (const double cells = clique_cells(scope, domain_); cells > kMaxEliminationCells)
+      throw UsageError("private-pgm: the marginal over " + clique_text(attrs) + " needs an intermediate table of " +
+                       std::to_string(cells) + " cells (at most 2^27)");
+  };
   auto product_scope = [&](int v) {
     Clique u;
     for (const Table& f : fs)
       if (std::binary_search(f.attrs.begin(), f.attrs.end(), v)) u = set_union(u, f.attrs);
     return u;
   };
-  auto multiply = [&](const std::vector<const Table*>& parts, const Clique& scope) {
-    const double cells = clique_cells(scope, domain_);
-    if (cells > kMaxEliminationCells)
-      throw UsageError("private-pgm: the marginal over " + clique_text(attrs) + " needs an intermediate table of " +
-                       std::to_string(cells) + " cells (at most 2^27)");
-    std::vector<double> r(static_cast<std::size_t>(cells), 1.0);
-    for (const Table* f : parts) {
-      const std::vector<double>& v = *f->values;
-      for_each_sub_index(scope, f->attrs, domain_, [&](std::size_t j, std::uint64_t idx) { r[j] *= v[idx]; });
-    }
-    return r;
-  };
+  // Variable elimination of everything else, cheapest product first.
   for (;;) {
     Clique all;
     for (const Table& f : fs) all = set_union(all, f.attrs);
@@ -557,18 +633,26 @@ std::vector<double> GraphicalModel::marginal(const Clique& attrs) const {
     std::vector<Table> keep;
     for (const Table& f : fs)
       if (std::binary_search(f.attrs.begin(), f.attrs.end(), best)) parts.push_back(&f);
-    const std::vector<double> prod = multiply(parts, scope);
+    // The product over `scope` summed over `best` in one pass (the table the product would fill
+    // is never made; its size is still checked, as the limit on an elimination).
+    check_cells(scope);
     const Clique reduced = set_difference(scope, Clique{best});
+    std::vector<const std::vector<double>*> values;
+    std::vector<const Clique*> subs;
+    for (const Table* f : parts) values.push_back(f->values), subs.push_back(&f->attrs);
     std::vector<double> summed;
-    marginalise_to(prod, scope, reduced, domain_, summed);
+    multiply_and_sum_out(values, subs, scope, reduced, domain_, summed);
     for (Table& f : fs)
       if (!std::binary_search(f.attrs.begin(), f.attrs.end(), best)) keep.push_back(std::move(f));
     keep.push_back({reduced, &made.emplace_back(std::move(summed))});
     fs = std::move(keep);
   }
-  std::vector<const Table*> parts;
-  for (const Table& f : fs) parts.push_back(&f);
-  out = multiply(parts, attrs);
+  // The product of what is left, over the attributes asked for (one pass over the cells).
+  std::vector<const std::vector<double>*> values;
+  std::vector<const Clique*> subs;
+  for (const Table& f : fs) values.push_back(f.values), subs.push_back(&f.attrs);
+  check_cells(attrs);
+  multiply_and_sum_out<false>(values, subs, attrs, attrs, domain_, out);
   normalise(out);
   return out;
 }
