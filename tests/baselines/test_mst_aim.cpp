@@ -67,6 +67,12 @@ TEST(PrivatePgm, BitMaskTriangulationEqualsTheDefinition) {
         // Every prefix: the models AIM checks as it adds measured cliques.
         EXPECT_EQ(pgm::JunctionTree::triangulate(cliques, d), pgm::JunctionTree::triangulate_by_definition(cliques, d))
             << "d = " << d << ", " << cliques.size() << " cliques";
+        // One more clique given apart (AIM's candidate) is the same as appended.
+        const Clique& extra = cliques[rng.next() % cliques.size()];
+        std::vector<Clique> with(cliques.begin(), cliques.end() - 1);
+        with.push_back(extra);
+        const std::vector<Clique> head(cliques.begin(), cliques.end() - 1);
+        EXPECT_EQ(pgm::JunctionTree::triangulate(head, d, &extra), pgm::JunctionTree::triangulate_by_definition(with, d));
         ++compared;
         multi_word += d > 64;
       }

@@ -127,11 +127,7 @@ Eligible eligible_candidates(pgm::GraphicalModel& model, const Candidates& cands
     const auto ci = static_cast<std::size_t>(c);
     const pgm::Clique& r = cands.cliques[ci];
     bool ok = model.tree().containing(r) >= 0;
-    if (!ok) {
-      std::vector<pgm::Clique> with = measured;
-      with.push_back(r);
-      ok = pgm::JunctionTree::size_of(with, domain) <= limit;
-    }
+    if (!ok) ok = pgm::JunctionTree::size_of(measured, domain, &r) <= limit;  // the model with r measured too
     eligible[ci] = ok;
   }
   // The data marginals of the eligible candidates not counted before (a candidate never

@@ -260,13 +260,16 @@ std::vector<Clique> JunctionTree::triangulate_by_definition(const std::vector<Cl
 // Min-fill elimination with neighbour sets as bit masks of W = ceil(d / 64) words: a vertex's
 // fill is C(deg, 2) minus the edges among its neighbours, one popcount per neighbour (the
 // definition above counts the pairs one by one). Same order of candidates, same ties.
-std::vector<Clique> JunctionTree::triangulate(const std::vector<Clique>& cliques, std::size_t attributes) {
+std::vector<Clique> JunctionTree::triangulate(const std::vector<Clique>& cliques, std::size_t attributes,
+                                              const Clique* extra) {
   const std::size_t d = attributes, words = (d + 63) / 64;
   check_attributes(cliques, d);
+  if (extra) check_attributes({*extra}, d);
   std::vector<std::uint64_t> adj(d * words, 0), alive(words, 0), nb(words), mask(words);
   const auto row = [&](std::size_t v) { return adj.data() + v * words; };
   for (std::size_t v = 0; v < d; ++v) alive[v >> 6] |= std::uint64_t{1} << (v & 63);
-  for (const Clique& c : cliques) {
+  for (std::size_t i = 0; i < cliques.size() + (extra != nullptr); ++i) {
+    const Clique& c = i < cliques.size() ? cliques[i] : *extra;
     std::fill(mask.begin(), mask.end(), 0);
     for (const int a : c) mask[static_cast<std::size_t>(a) >> 6] |= std::uint64_t{1} << (a & 63);
     for (const int a : c) {
@@ -352,9 +355,9 @@ std::vector<Clique> JunctionTree::triangulate(const std::vector<Clique>& cliques
   return out;
 }
 
-double JunctionTree::size_of(const std::vector<Clique>& cliques, const std::vector<int>& domain) {
+double JunctionTree::size_of(const std::vector<Clique>& cliques, const std::vector<int>& domain, const Clique* extra) {
   double cells = 0;
-  for (const Clique& c : triangulate(cliques, domain.size())) cells += clique_cells(c, domain);
+  for (const Clique& c : triangulate(cliques, domain.size(), extra)) cells += clique_cells(c, domain);
   return cells;
 }
 

@@ -82,13 +82,16 @@ class JunctionTree {
   static JunctionTree build(const std::vector<Clique>& cliques, const std::vector<int>& domain);
   // The maximal cliques of the min-fill triangulation, without building tables: cheap, for
   // checking a model's size before allocating it (AIM asks once per candidate per round).
-  // Neighbour sets are bit masks; the result equals triangulate_by_definition's.
-  static std::vector<Clique> triangulate(const std::vector<Clique>& cliques, std::size_t attributes);
+  // Neighbour sets are bit masks; the result equals triangulate_by_definition's. `extra`, when
+  // given, is one more clique, as if appended to `cliques` (AIM's candidate, without copying
+  // the measured cliques for each).
+  static std::vector<Clique> triangulate(const std::vector<Clique>& cliques, std::size_t attributes,
+                                         const Clique* extra = nullptr);
   // The same elimination written plainly over an adjacency matrix (fill counted pair by pair):
   // the definition the fast version is tested and benchmarked against.
   static std::vector<Clique> triangulate_by_definition(const std::vector<Clique>& cliques, std::size_t attributes);
   // Total cells of the tree's clique tables (what a model of these cliques allocates).
-  static double size_of(const std::vector<Clique>& cliques, const std::vector<int>& domain);
+  static double size_of(const std::vector<Clique>& cliques, const std::vector<int>& domain, const Clique* extra = nullptr);
 
   const std::vector<Clique>& cliques() const { return cliques_; }
   // order()[0] is the root; every clique comes after its parent. parent(root) = -1.
