@@ -90,70 +90,6 @@ void for_each_sub_index(const Clique& c, const Clique& sub, const std::vector<in
   }
 }
 
-// One variable-elimination step without the product table: out[j] = sum over the cells of
-// `scope` whose cell in `reduced` is j of prod_p factors[p][its cell in subs[p]], the product
-// taken from 1.0 in the order of `factors` and the sum in cell order, so every value is the
-// one that the product table followed by marginalise_to gives, bit for bit. Sum = false (and
-// `reduced` = `scope`): the product table itself, out[j] = the product at cell j, in one pass
-// over the cells instead of one a factor.
-template <bool Sum = true>
-void multiply_and_sum_out(const std::vector<const std::vector<double>*>& factors, const std::vector<const Clique*>& subs,
-                          const Clique& scope, const Clique& reduced, const std::vector<int>& domain,
-                          std::vector<double>& out) {
-  const std::size_t k = scope.size(), parts = factors.size();
-  out.assign(static_cast<std::size_t>(clique_cells(reduced, domain)), 0.0);
-  // Strides in each factor (and in `reduced`, last) of each position of `scope`.
-  std::vector<std::uint64_t> w((parts + 1) * k, 0), size(k);
-  const auto strides = [&](const Clique& sub, std::uint64_t* ws) {
-    std::uint64_t stride = 1;
-    for (std::size_t i = sub.size(); i-- > 0;) {
-      const auto it = std::find(scope.begin(), scope.end(), sub[i]);
-      if (it == scope.end()) throw Error("private-pgm: " + clique_text(sub) + " is not a subset of " + clique_text(scope));
-      ws[static_cast<std::size_t>(it - scope.begin())] = stride;
-      stride *= static_cast<std::uint64_t>(domain[static_cast<std::size_t>(sub[i])]);
-    }
-  };
-  for (std::size_t p = 0; p < parts; ++p) strides(*subs[p], &w[p * k]);
-  strides(reduced, &w[parts * k]);
-  if (k == 0) {
-    double prod = 1.0;
-    for (std::size_t p = 0; p < parts; ++p) prod *= (*factors[p])[0];
-    if constexpr (Sum) out[0] += prod;
-    else out[0] = prod;
-    return;
-  }
-  for (std::size_t i = 0; i < k; ++i) size[i] = static_cast<std::uint64_t>(domain[static_cast<std::size_t>(scope[i])]);
-  std::vector<const double*> base(parts);
-  std::vector<std::uint64_t> idx(parts + 1, 0), last(parts + 1), digit(k, 0);
-  for (std::size_t p = 0; p <= parts; ++p) last[p] = w[p * k + k - 1];
-  for (;;) {
-    for (std::size_t p = 0; p < parts; ++p) base[p] = factors[p]->data() + idx[p];
-    double* o = out.data() + idx[parts];
-    const std::uint64_t lo = last[parts];
-    for (std::uint64_t t = 0; t < size[k - 1]; ++t) {  // the last attribute
-      double prod = 1.0;
-      for (std::size_t p = 0; p < parts; ++p) prod *= base[p][t * last[p]];
-      // Rounded before it is added, as the product table held it: GCC contracts a product and a
-      // sum into one fused multiply-add by default, which would change the last bits.
-      if constexpr (Sum) {
-        const volatile double rounded = prod;
-        o[t * lo] += rounded;
-      } else {
-        o[t * lo] = prod;
-      }
-    }
-    for (std::size_t i = k - 1;;) {  // the others, as an odometer
-      if (i == 0) return;
-      --i;
-      ++digit[i];
-      for (std::size_t p = 0; p <= parts; ++p) idx[p] += w[p * k + i];
-      if (digit[i] < size[i]) break;
-      for (std::size_t p = 0; p <= parts; ++p) idx[p] -= w[p * k + i] * size[i];
-      digit[i] = 0;
-    }
-  }
-}
-
 // out[j] = sum of v over the cells of c whose cell in sub is j (the additions in cell order).
 void marginalise_to(const std::vector<double>& v, const Clique& c, const Clique& sub, const std::vector<int>& domain,
                     std::vector<double>& out) {
@@ -607,17 +543,23 @@ std::vector<double> GraphicalModel::marginal(const Clique& attrs) const {
     else if (cond_.size() == k) fs.push_back({tree_.cliques()[c], &cond_[c]});
     else fs.push_back({tree_.cliques()[c], &made.emplace_back(conditional(c))});
   }
-  // A product over more than kMaxEliminationCells cells is refused (the limit of an elimination).
-  const auto check_cells = [&](const Clique& scope) {
-    if (const double cells = clique_cells(scope, domain_); cells > kMaxEliminationCells)
-      throw UsageError("private-pgm: the marginal over " + clique_text(attrs) + " needs an intermediate table of " +
-                       std::to_string(cells) + " cells (at most 2^27)");
-  };
   auto product_scope = [&](int v) {
     Clique u;
     for (const Table& f : fs)
       if (std::binary_search(f.attrs.begin(), f.attrs.end(), v)) u = set_union(u, f.attrs);
     return u;
+  };
+  auto multiply = [&](const std::vector<const Table*>& parts, const Clique& scope) {
+    const double cells = clique_cells(scope, domain_);
+    if (cells > kMaxEliminationCells)
+      throw UsageError("private-pgm: the marginal over " + clique_text(attrs) + " needs an intermediate table of " +
+                       std::to_string(cells) + " cells (at most 2^27)");
+    std::vector<double> r(static_cast<std::size_t>(cells), 1.0);
+    for (const Table* f : parts) {
+      const std::vector<double>& v = *f->values;
+      for_each_sub_index(scope, f->attrs, domain_, [&](std::size_t j, std::uint64_t idx) { r[j] *= v[idx]; });
+    }
+    return r;
   };
   // Variable elimination of everything else, cheapest product first.
   for (;;) {
@@ -636,26 +578,18 @@ std::vector<double> GraphicalModel::marginal(const Clique& attrs) const {
     std::vector<Table> keep;
     for (const Table& f : fs)
       if (std::binary_search(f.attrs.begin(), f.attrs.end(), best)) parts.push_back(&f);
-    // The product over `scope` summed over `best` in one pass (the table the product would fill
-    // is never made; its size is still checked, as the limit on an elimination).
-    check_cells(scope);
+    const std::vector<double> prod = multiply(parts, scope);
     const Clique reduced = set_difference(scope, Clique{best});
-    std::vector<const std::vector<double>*> values;
-    std::vector<const Clique*> subs;
-    for (const Table* f : parts) values.push_back(f->values), subs.push_back(&f->attrs);
     std::vector<double> summed;
-    multiply_and_sum_out(values, subs, scope, reduced, domain_, summed);
+    marginalise_to(prod, scope, reduced, domain_, summed);
     for (Table& f : fs)
       if (!std::binary_search(f.attrs.begin(), f.attrs.end(), best)) keep.push_back(std::move(f));
     keep.push_back({reduced, &made.emplace_back(std::move(summed))});
     fs = std::move(keep);
   }
-  // The product of what is left, over the attributes asked for (one pass over the cells).
-  std::vector<const std::vector<double>*> values;
-  std::vector<const Clique*> subs;
-  for (const Table& f : fs) values.push_back(f.values), subs.push_back(&f.attrs);
-  check_cells(attrs);
-  multiply_and_sum_out<false>(values, subs, attrs, attrs, domain_, out);
+  std::vector<const Table*> parts;
+  for (const Table& f : fs) parts.push_back(&f);
+  out = multiply(parts, attrs);
   normalise(out);
   return out;
 }
