@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <fstream>
 #include <limits>
+#include <sstream>
 
 #include "privrace/core/error.hpp"
 #include "privrace/core/zeroed_pages.hpp"
@@ -242,7 +243,8 @@ TEST(ZeroedPageAllocator, ReleasedBlocksComeBackZeroedAndTheCacheStaysWithinItsL
 }
 
 TEST(ZeroedPageAllocator, HandsOutZeroedMemoryAtEverySize) {
-  for (const std::size_t n : {std::size_t{10}, std::size_t{1} << 20, std::size_t{20} << 20}) {  // 80 B, 8 MiB, 160 MiB
+  // 80 B, 8 MiB, 160 MiB, and 320 MiB (past the size up to which huge pages are always asked for)
+  for (const std::size_t n : {std::size_t{10}, std::size_t{1} << 20, std::size_t{20} << 20, std::size_t{40} << 20}) {
     std::vector<std::int64_t, ZeroedPageAllocator<std::int64_t>> v(n);
     std::int64_t any = 0;
     for (std::size_t i = 0; i < n; i += 511) any |= v[i];
@@ -250,6 +252,20 @@ TEST(ZeroedPageAllocator, HandsOutZeroedMemoryAtEverySize) {
     v[n / 2] = 7;  // writable
     EXPECT_EQ(v[n / 2], 7);
   }
+}
+
+// Free huge-page blocks from /proc/buddyinfo's text: per zone, the counts of free blocks of 1, 2,
+// 4, ... pages; blocks of 2 MiB (order 9 at 4 KiB pages) and larger count, smaller ones do not.
+TEST(ZeroedPageAllocator, CountsFreeHugePageBlocksFromBuddyinfo) {
+  std::istringstream two_zones(
+      "Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1      3 \n"
+      "Node 0, zone   Normal   5505   6115   1390   9500   4092    355   1903   1342   1084    370   1125 \n");
+  const std::size_t page = 4096, huge = std::size_t{2} << 20;
+  EXPECT_EQ(detail::free_block_bytes(two_zones, page, huge), (1 + 370) * huge + (3 + 1125) * 2 * huge);
+  std::istringstream none("Node 0, zone   Normal   7 7 7 7 7 7 7 7 7 0 0\n");
+  EXPECT_EQ(detail::free_block_bytes(none, page, huge), 0u);
+  std::istringstream empty("");
+  EXPECT_EQ(detail::free_block_bytes(empty, page, huge), 0u);
 }
 
 // The writer replaces only regular files: a FIFO, a symbolic link (to anything) or a folder at

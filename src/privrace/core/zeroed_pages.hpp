@@ -1,12 +1,14 @@
 #pragma once
 // An allocator for large count arrays and tables that hands out ZEROED memory and leaves it
 // alone on construction (std::vector would otherwise write every zero again, on one thread).
-// Blocks of 2 MiB and more are mapped directly (populated across the OpenMP threads, huge pages
-// up to 256 MiB) and, once released, kept for the next allocation of the same size. Why, with
+// Blocks of 2 MiB and more are mapped directly (populated across the OpenMP threads; huge pages
+// up to 256 MiB, and beyond where the kernel has free huge-page blocks for them) and, once
+// released, kept for the next allocation of the same size. Why, with
 // the measurements: docs/architecture.md, "Large arrays".
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>
+#include <istream>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -21,6 +23,9 @@ inline constexpr std::size_t kHugePage = std::size_t{2} << 20;
 void* take_zeroed_pages(std::size_t bytes);
 // The block goes to the cache for the next take of its size, or is unmapped past the limit.
 void give_back_pages(void* p, std::size_t bytes);
+// Bytes in free blocks of at least `block` bytes, from /proc/buddyinfo's text (per zone, the
+// number of free blocks of page, 2 page, 4 page, ... bytes).
+std::size_t free_block_bytes(std::istream& buddyinfo, std::size_t page, std::size_t block);
 }  // namespace detail
 
 // Released blocks are kept for reuse up to this many bytes (default: an eighth of physical
