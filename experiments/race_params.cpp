@@ -12,9 +12,10 @@ const ParamTable<RaceNoise>& RaceNoise::table() {
                             .add(&RaceNoise::mechanism, "mechanism",
                                  {{"discrete_laplace", NoiseMechanism::DiscreteLaplace},
                                   {"floored_laplace", NoiseMechanism::FlooredLaplace},
-                                  {"gaussian", NoiseMechanism::Gaussian}},
+                                  {"gaussian", NoiseMechanism::Gaussian},
+                                  {"discrete_gaussian", NoiseMechanism::DiscreteGaussian}},
                                  "discrete_laplace", "noise")
-                            .add(&RaceNoise::delta, "delta", K::Number, 0.0, "delta (gaussian only)")
+                            .add(&RaceNoise::delta, "delta", K::Number, 0.0, "delta (gaussian and discrete_gaussian only)")
                             .add(&RaceNoise::neighbors, "neighbors", neighbor_choices(), "add-remove", "neighbouring relation");
   return t;
 }
@@ -23,8 +24,8 @@ std::string RaceNoise::check() const {
   // The library's rule (privacy/budget.hpp), in the configs' words.
   switch (check_delta(mechanism, delta)) {
     case DeltaRule::Holds: return {};
-    case DeltaRule::GaussianNeedsDelta: return "mechanism gaussian needs 0 < delta < 1";
-    case DeltaRule::DeltaWithoutGaussian: return "delta is only used by mechanism gaussian";
+    case DeltaRule::GaussianNeedsDelta: return "mechanism " + to_string(mechanism) + " needs 0 < delta < 1";
+    case DeltaRule::DeltaWithoutGaussian: return "delta is only used by mechanisms gaussian and discrete_gaussian";
   }
   return {};
 }

@@ -58,7 +58,7 @@ std::vector<std::string> read_list(const std::string& list) {
 
 }  // namespace
 
-const std::vector<std::string> kMechanismNames = {"discrete_laplace", "floored_laplace", "gaussian"};
+const std::vector<std::string> kMechanismNames = {"discrete_laplace", "floored_laplace", "gaussian", "discrete_gaussian"};
 const std::vector<std::string> kNeighborNames = {"add-remove", "replace"};
 const std::vector<std::string> kEstimatorNames = {"mean", "mom"};
 const std::vector<std::string> kTableFormatNames = {"auto", "csv", "whitespace", "libsvm"};

@@ -142,8 +142,8 @@ void add_sketch_options(po::options_description& desc, SketchJob& job, SketchOpt
       ("domain", po::value(&v.domain), "hist: LO:HI for every attribute, or LO1:HI1,LO2:HI2,... one per attribute; records outside are refused")
       ("num-share", po::value(&v.num_share)->default_value(0.98, "0.98"), "rff/hist: share of epsilon for the feature sums (epsilon_num); the released record count gets the rest (epsilon_den)")
       ("epsilon,e", po::value<std::string>(), "privacy budget epsilon > 0")
-      ("delta", po::value(&v.delta)->default_value(0.0), "delta for --mechanism gaussian")
-      ("mechanism", po::value(&v.mechanism)->default_value("discrete_laplace"), "discrete_laplace | floored_laplace (the paper's floor(S + Lap(R/eps))) | gaussian")
+      ("delta", po::value(&v.delta)->default_value(0.0), "delta for --mechanism gaussian or discrete_gaussian")
+      ("mechanism", po::value(&v.mechanism)->default_value("discrete_laplace"), "discrete_laplace | floored_laplace (the paper's floor(S + Lap(R/eps))) | gaussian (analytic sigma, rounded) | discrete_gaussian (exact, sigma from zCDP)")
       ("neighbors", po::value(&v.neighbors)->default_value("add-remove"), "add-remove (unbounded DP) | replace (doubles the sensitivity)")
       ("seed", po::value<std::uint64_t>(), "fix the LSH seed and the noise (reproducible; the file is marked NOT fit for release); "
                "with --hash-seed, the noise only")

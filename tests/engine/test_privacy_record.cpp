@@ -69,7 +69,10 @@ TEST(PrivacyRecord, RoundTripsThroughJson) {
   const Release exact = released(l2_params(4, std::nullopt), x);
   const Release gaussian = released(l2_params(5, PrivacySpec{.epsilon = 1.0, .delta = 1e-6, .mechanism = NoiseMechanism::Gaussian}), x);
   const Release feature = released(rff_params(6), x);
-  for (const Release* r : {&seeded, &csprng, &exact, &gaussian, &feature})
+  const Release discrete_gaussian =
+      released(l2_params(7, PrivacySpec{.epsilon = 1.0, .delta = 1e-6, .mechanism = NoiseMechanism::DiscreteGaussian}), x);
+  EXPECT_EQ(discrete_gaussian.sketch().privacy().mechanism, NoiseMechanism::DiscreteGaussian);
+  for (const Release* r : {&seeded, &csprng, &exact, &gaussian, &feature, &discrete_gaussian})
     expect_round_trip(r->sketch().privacy(), privacy_record_json(r->sketch().privacy()).dump());
   EXPECT_TRUE(seeded.sketch().privacy().is_private);
   EXPECT_EQ(seeded.sketch().privacy().mechanism, NoiseMechanism::DiscreteLaplace);
@@ -123,6 +126,8 @@ TEST(PrivacyRecord, HeaderWrittenReadAndRewrittenIsTheSameBytes) {
       {"private", released(l2_params(11), x).sketch()},
       {"gaussian", released(l2_params(14, PrivacySpec{.epsilon = 0.5, .delta = 1e-5, .mechanism = NoiseMechanism::Gaussian}), x).sketch()},
       {"rff", released(rff_params(15), x).sketch()},
+      {"discrete_gaussian",
+       released(l2_params(16, PrivacySpec{.epsilon = 0.5, .delta = 1e-5, .mechanism = NoiseMechanism::DiscreteGaussian}), x).sketch()},
       {"merged", merged}};
   for (const auto& [name, sketch] : cases) {
     const fs::path first = dir / (name + ".rsk"), second = dir / (name + "-again.rsk");

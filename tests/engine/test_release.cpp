@@ -17,6 +17,7 @@
 
 #include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
+#include "privrace/privacy/discrete_gaussian.hpp"
 #include "privrace/sketch/feature_sketch.hpp"
 #include "privrace/sketch/release.hpp"
 #include "privrace/sketch/release_record.hpp"
@@ -573,7 +574,51 @@ TEST(Release, ReaderChecksThePrivacyRecordsMeaning) {
   EXPECT_PRED2(refused, edited(good, [](auto& p) { p.erase("neighbors"); }), "neighbors");
   EXPECT_PRED2(refused, edited(seeded_path, [](auto& p) { p["fit_for_release"] = true; }), "fit_for_release");
   EXPECT_PRED2(refused, edited(exact, [](auto& p) { p["fit_for_release"] = true; }), "fit_for_release");
+  // The discrete Gaussian: its scale follows (epsilon, delta) through rho-zCDP, not the analytic
+  // Gaussian's calibration, and it needs its delta.
+  ReleaseParams dg = p;
+  dg.privacy = PrivacySpec{.epsilon = 1.0, .delta = 1e-5, .mechanism = NoiseMechanism::DiscreteGaussian};
+  const std::string dg_path = (dir / "dg.rsk").string();
+  save_release(dg_path, build_exact(dg, MasterSeed::resolve(dg.seed), x).release());
+  EXPECT_NO_THROW(load_sketch(dg_path));
+  EXPECT_PRED2(refused, edited(dg_path, [](auto& p) { p["delta"] = 1e-3; }), "noise_scale");
+  EXPECT_PRED2(refused, edited(dg_path, [](auto& p) { p["mechanism"] = "gaussian"; }), "noise_scale");
+  EXPECT_PRED2(refused, edited(dg_path, [](auto& p) { p["mechanism"] = "discrete_laplace"; }), "delta");
+  EXPECT_PRED2(refused, edited(dg_path, [](auto& p) { p["delta"] = 0; }), "delta");
   fs::remove_all(dir);
+}
+
+// The discrete Gaussian release of neighbouring tables (one record removed) under the same
+// seeded noise: the privacy records are identical, and the noisy counts differ exactly as the
+// exact counts do, by one in one cell of every row (the L1 and L2 sensitivities R and sqrt(R)
+// that calibrate sigma), so nothing of the noise depends on the data.
+TEST(Release, DiscreteGaussianNeighboursDifferOnlyByTheirCounts) {
+  const DenseMatrix x = privrace::testing::clustered_points(801, 2, 23);
+  const DenseMatrix fewer = x.topRows(800);
+  ReleaseParams p = l2_params(12, 4096);  // 49,152 counts: rejection sampler
+  p.privacy = PrivacySpec{.epsilon = 0.5, .delta = 1e-6, .mechanism = NoiseMechanism::DiscreteGaussian};
+  ReleaseParams wide = p;
+  wide.width = 32768;  // 393,216 counts: table sampler
+  for (const ReleaseParams& params : {p, wide}) {
+    const Release a = build_exact(params, MasterSeed::resolve(params.seed), x).release();
+    const Release b = build_exact(params, MasterSeed::resolve(params.seed), fewer).release();
+    ReleaseParams none = params;
+    none.privacy.reset();
+    const Release ea = build_exact(none, MasterSeed::resolve(params.seed), x).release();
+    const Release eb = build_exact(none, MasterSeed::resolve(params.seed), fewer).release();
+    EXPECT_EQ(privacy_record_json(a.sketch().privacy()), privacy_record_json(b.sketch().privacy()));
+    EXPECT_EQ(a.sketch().privacy().noise_sampler, params.width == 4096 ? "discrete_gaussian_rejection" : "discrete_gaussian_table");
+    const auto ca = a.sketch().counts(), cb = b.sketch().counts(), xa = ea.sketch().counts(), xb = eb.sketch().counts();
+    ASSERT_EQ(ca.size(), params.family.rows * params.width);
+    std::size_t differing = 0;
+    for (std::size_t i = 0; i < ca.size(); ++i) {
+      ASSERT_EQ(ca[i] - cb[i], xa[i] - xb[i]) << i;
+      differing += ca[i] != cb[i];
+    }
+    EXPECT_EQ(differing, params.family.rows) << "one cell a row";
+    const double rho = zcdp_rho(0.5, 1e-6);
+    EXPECT_NEAR(*a.sketch().privacy().noise_scale, std::sqrt(12.0) / std::sqrt(2.0 * rho), 1e-6 * std::sqrt(12.0 / rho));
+  }
 }
 
 TEST(Release, EdgeNeighboursCalibrateToTheSetsOneEdgeChanges) {

@@ -118,8 +118,9 @@ TEST(Scaling, SeededNoiseAndFileAreByteIdenticalForAnyThreadCount) {
   // 3 x 100,003 = 300,009 counts: the table sampler (>= 2^18 counts), five noise blocks with a
   // partial last one, fewer rows than threads, and a row that spans block boundaries.
   const auto family = l2_family(3, 2, 1.0);
-  for (const NoiseMechanism mechanism : {NoiseMechanism::DiscreteLaplace, NoiseMechanism::Gaussian, NoiseMechanism::FlooredLaplace}) {
-    const PrivacySpec spec{.epsilon = 1.0, .delta = mechanism == NoiseMechanism::Gaussian ? 1e-6 : 0.0, .mechanism = mechanism};
+  for (const NoiseMechanism mechanism : {NoiseMechanism::DiscreteLaplace, NoiseMechanism::Gaussian, NoiseMechanism::FlooredLaplace,
+                                         NoiseMechanism::DiscreteGaussian}) {
+    const PrivacySpec spec{.epsilon = 1.0, .delta = is_gaussian(mechanism) ? 1e-6 : 0.0, .mechanism = mechanism};
     std::string reference_bytes;
     std::vector<std::int64_t> reference_counts;
     for (const int threads : {1, 2, 3, 8}) {

@@ -94,7 +94,7 @@ TEST(MethodParams, AMistypedParameterIsRefusedWithItsPath) {
   EXPECT_EQ(config_error(kde_config({{"name", "race"}, {"grid", rows}, {"fixed", {{"estimator", "median"}}}})),
             "configs/x.json: $.methods[0].fixed.estimator: expected one of mean, mom");
   EXPECT_EQ(config_error(kde_config({{"name", "race"}, {"grid", {{"rows", {10}}, {"mechanism", {"gaussian", 3}}}}})),
-            "configs/x.json: $.methods[0].grid.mechanism: expected an array of one of discrete_laplace, floored_laplace, gaussian");
+            "configs/x.json: $.methods[0].grid.mechanism: expected an array of one of discrete_laplace, floored_laplace, gaussian, discrete_gaussian");
   // A cross-parameter rule of the struct (RaceNoise::check), with the grid point it failed at.
   const std::string gaussian = config_error(kde_config({{"name", "race"}, {"grid", rows}, {"fixed", {{"mechanism", "gaussian"}}}}));
   EXPECT_EQ(gaussian.rfind("configs/x.json: $.methods[0]: mechanism gaussian needs 0 < delta < 1 (at {", 0), 0u) << gaussian;
@@ -113,7 +113,7 @@ TEST(MethodParams, TheRaceKdeMethodsSpecsAreItsStructsFields) {
   EXPECT_EQ(specs[2].default_value, "mean");
   EXPECT_EQ(specs[2].choices, (std::vector<std::string>{"mean", "mom"}));
   EXPECT_EQ(specs[3].default_value, 5);
-  EXPECT_EQ(specs[4].choices, (std::vector<std::string>{"discrete_laplace", "floored_laplace", "gaussian"}));
+  EXPECT_EQ(specs[4].choices, (std::vector<std::string>{"discrete_laplace", "floored_laplace", "gaussian", "discrete_gaussian"}));
   EXPECT_TRUE(specs[5].default_value.is_number_float());  // 0.0, as the records' keys write it
   EXPECT_EQ(specs[6].default_value, "add-remove");
 }

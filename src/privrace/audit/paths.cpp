@@ -70,13 +70,13 @@ PrivacySpec spec_for(const PathOptions& o, NoiseMechanism m, NeighborRelation re
   PrivacySpec spec;
   spec.epsilon = o.epsilon;
   spec.mechanism = m;
-  spec.delta = m == NoiseMechanism::Gaussian ? o.delta : 0.0;
+  spec.delta = is_gaussian(m) ? o.delta : 0.0;
   spec.neighbors = rel;
   return spec;
 }
 
 Claim claim_for(const PrivacySpec& spec) {
-  return {spec.epsilon, spec.delta, spec.mechanism == NoiseMechanism::Gaussian};
+  return {spec.epsilon, spec.delta, is_gaussian(spec.mechanism)};
 }
 
 // The path's released files: of D, or of its neighbour D' (`neighbour`), built and noised
@@ -492,6 +492,7 @@ std::vector<std::string> path_names() {
           "race_pstable_replace",
           "race_pstable_floored_laplace",
           "race_pstable_gaussian",
+          "race_pstable_discrete_gaussian",
           "two_releases",
           "mechanism_discrete_laplace_bernoulli",
           "mechanism_discrete_laplace_table",
@@ -533,6 +534,9 @@ AuditPath make_path(const std::string& name, const PathOptions& o) {
   if (name == "race_pstable_gaussian")
     return dense_sketch_path(name, "dense RACE, analytic Gaussian at L2 sensitivity sqrt(R)", o, audit_builder("l2", o),
                              spec_for(o, NM::Gaussian));
+  if (name == "race_pstable_discrete_gaussian")
+    return dense_sketch_path(name, "dense RACE, exact discrete Gaussian, sigma from rho-zCDP at L2 sensitivity sqrt(R)", o,
+                             audit_builder("l2", o), spec_for(o, NM::DiscreteGaussian));
   if (name == "two_releases") return two_releases_path(o);
   if (name == "m2m_rff") return feature_path("rff", o);
   if (name == "m2m_hist") return feature_path("hist", o);

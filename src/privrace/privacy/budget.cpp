@@ -11,16 +11,16 @@ void PrivacySpec::validate() const {
     throw UsageError("epsilon must be a positive finite number, got " + std::to_string(epsilon));
   switch (check_delta(mechanism, delta)) {
     case DeltaRule::Holds: break;
-    case DeltaRule::GaussianNeedsDelta: throw UsageError("the Gaussian mechanism needs delta in (0, 1)");
+    case DeltaRule::GaussianNeedsDelta: throw UsageError("the Gaussian mechanisms need delta in (0, 1)");
     case DeltaRule::DeltaWithoutGaussian:
-      throw UsageError("delta is only used by the Gaussian mechanism; the Laplace mechanisms are pure epsilon-DP");
+      throw UsageError("delta is only used by the Gaussian mechanisms; the Laplace mechanisms are pure epsilon-DP");
   }
   if (!(count_share >= 0.0 && count_share < 1.0))
     throw UsageError("the count's share of epsilon must be in [0, 1), got " + std::to_string(count_share));
 }
 
 DeltaRule check_delta(NoiseMechanism mechanism, double delta) {
-  if (mechanism == NoiseMechanism::Gaussian) return delta > 0.0 && delta < 1.0 ? DeltaRule::Holds : DeltaRule::GaussianNeedsDelta;
+  if (is_gaussian(mechanism)) return delta > 0.0 && delta < 1.0 ? DeltaRule::Holds : DeltaRule::GaussianNeedsDelta;
   return delta == 0.0 ? DeltaRule::Holds : DeltaRule::DeltaWithoutGaussian;
 }
 
@@ -28,14 +28,18 @@ NoiseMechanism parse_mechanism(const std::string& name) {
   if (name == "discrete_laplace") return NoiseMechanism::DiscreteLaplace;
   if (name == "floored_laplace") return NoiseMechanism::FlooredLaplace;
   if (name == "gaussian") return NoiseMechanism::Gaussian;
-  throw UsageError("unknown mechanism '" + name + "' (expected discrete_laplace, floored_laplace or gaussian)");
+  if (name == "discrete_gaussian") return NoiseMechanism::DiscreteGaussian;
+  throw UsageError("unknown mechanism '" + name + "' (expected discrete_laplace, floored_laplace, gaussian or discrete_gaussian)");
 }
+
+bool is_gaussian(NoiseMechanism m) { return m == NoiseMechanism::Gaussian || m == NoiseMechanism::DiscreteGaussian; }
 
 std::string to_string(NoiseMechanism m) {
   switch (m) {
     case NoiseMechanism::DiscreteLaplace: return "discrete_laplace";
     case NoiseMechanism::FlooredLaplace: return "floored_laplace";
     case NoiseMechanism::Gaussian: return "gaussian";
+    case NoiseMechanism::DiscreteGaussian: return "discrete_gaussian";
   }
   return "?";
 }

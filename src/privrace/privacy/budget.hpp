@@ -6,7 +6,9 @@
 
 namespace privrace {
 
-enum class NoiseMechanism { DiscreteLaplace, FlooredLaplace, Gaussian };
+// Gaussian: the analytic Gaussian mechanism's sigma, continuous noise rounded to integers.
+// DiscreteGaussian: exact N_Z(0, sigma^2) draws, sigma from rho-zCDP (docs/privacy.md).
+enum class NoiseMechanism { DiscreteLaplace, FlooredLaplace, Gaussian, DiscreteGaussian };
 enum class NeighborRelation { AddRemove, Replace };
 // What one neighbouring change is made of. Record: one record (a row of a table, one set).
 // Edge: one edge of a graph whose records are its nodes' out-neighbour sets (an edge list):
@@ -16,7 +18,7 @@ enum class NeighborUnit { Record, Edge, UndirectedEdge };
 
 struct PrivacySpec {
   double epsilon = 1.0;
-  double delta = 0.0;  // Gaussian only
+  double delta = 0.0;  // the Gaussian mechanisms only
   NoiseMechanism mechanism = NoiseMechanism::DiscreteLaplace;
   NeighborRelation neighbors = NeighborRelation::AddRemove;
   NeighborUnit unit = NeighborUnit::Record;
@@ -28,12 +30,13 @@ struct PrivacySpec {
 };
 
 // The mechanisms' rule for delta, the one check of it (PrivacySpec::validate; the experiment
-// configs word its answers their own way): the Gaussian mechanism needs delta in (0, 1), the
+// configs word its answers their own way): the Gaussian mechanisms need delta in (0, 1), the
 // Laplace mechanisms are pure epsilon-DP (delta = 0).
 enum class DeltaRule { Holds, GaussianNeedsDelta, DeltaWithoutGaussian };
 DeltaRule check_delta(NoiseMechanism mechanism, double delta);
 
-NoiseMechanism parse_mechanism(const std::string& name);  // discrete_laplace | floored_laplace | gaussian
+NoiseMechanism parse_mechanism(const std::string& name);  // discrete_laplace | floored_laplace | gaussian | discrete_gaussian
+bool is_gaussian(NoiseMechanism m);  // gaussian or discrete_gaussian: (epsilon, delta)-DP
 std::string to_string(NoiseMechanism m);
 NeighborRelation parse_neighbors(const std::string& name);  // add-remove | replace
 std::string to_string(NeighborRelation n);

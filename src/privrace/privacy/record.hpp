@@ -30,7 +30,7 @@ struct PrivacyRecord {
   std::optional<double> sensitivity_l1, sensitivity_l2;
   std::optional<double> noise_scale, noise_variance;
   std::optional<std::string> noise_source;   // CryptoRandom::name() or "seeded"
-  std::optional<std::string> noise_sampler;  // bernoulli_exp | exact_geometric_table | inversion | box_muller
+  std::optional<std::string> noise_sampler;  // bernoulli_exp | exact_geometric_table | inversion | box_muller | discrete_gaussian_table | discrete_gaussian_rejection
   std::optional<std::string> noise_id;       // which noise this is (release_record.hpp: fresh_noise_id, seeded_noise_id)
   std::optional<std::string> noise_streams, warning;
   // Value families (RFF): the grid of the counts and the noise in feature units.

@@ -228,6 +228,7 @@ double recorded_noise_variance(const PrivacyRecord& p) {
     case NoiseMechanism::DiscreteLaplace: return DiscreteLaplace(b).variance();
     case NoiseMechanism::FlooredLaplace: return floored_laplace_variance(b);
     case NoiseMechanism::Gaussian: return b * b + 1.0 / 12.0;
+    case NoiseMechanism::DiscreteGaussian: return b * b;
   }
   throw InputError("privacy record: unknown mechanism");
 }

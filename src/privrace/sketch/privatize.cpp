@@ -11,6 +11,7 @@
 
 #include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
+#include "privrace/privacy/discrete_gaussian.hpp"
 #include "privrace/privacy/mechanisms.hpp"
 #include "privrace/sketch/release_record.hpp"
 
@@ -23,6 +24,11 @@ Sensitivity sketch_sensitivity(const LshFamily& family, NeighborRelation neighbo
   }
   return race_sensitivity(family.rows(), family.cells_per_record(), neighbors, unit);
 }
+
+namespace {
+// Arrays of at least this many counts draw from a table sampler (set up once per scale).
+constexpr std::size_t kBulkCounts = std::size_t{1} << 18;
+}  // namespace
 
 NoisePlan::NoisePlan(const RaceSketch& sketch, const PrivacySpec& spec) : spec_(spec), cells_(sketch.counts().size()) {
   const double t_setup = now_seconds();
@@ -48,7 +54,6 @@ NoisePlan::NoisePlan(const RaceSketch& sketch, const PrivacySpec& spec) : spec_(
       realised_epsilon_ = sens_.l1 / noise.scale();
       // Both samplers are exact; the table one pays its set-up only for large sketches. The
       // choice follows the whole array's size, so every share of it draws as the whole would.
-      constexpr std::size_t kBulkCounts = std::size_t{1} << 18;
       std::shared_ptr<const ExactGeometric> bulk = cells_ >= kBulkCounts ? noise.bulk_sampler() : nullptr;
       sampler_ = bulk ? "exact_geometric_table" : "bernoulli_exp";
       perturb_ = [noise, bulk](std::span<std::int64_t> row, RandomSource& rng) { noise.add_to(row, rng, bulk.get()); };
@@ -71,6 +76,26 @@ NoisePlan::NoisePlan(const RaceSketch& sketch, const PrivacySpec& spec) : spec_(
       perturb_ = [sigma = noise_scale_](std::span<std::int64_t> row, RandomSource& rng) {
         for (auto& c : row) c += static_cast<std::int64_t>(std::llround(sigma * sample_normal(rng)));
       };
+      break;
+    }
+    case NoiseMechanism::DiscreteGaussian: {
+      // Independent N_Z(0, sigma^2) on every count: (l2^2 / (2 sigma^2))-zCDP for integer counts
+      // whose neighbouring change has L2 norm at most l2 (one coordinate: Canonne, Kamath &
+      // Steinke 2020, Theorem 4; Renyi divergences of independent coordinates add), so
+      // sigma = l2 / sqrt(2 rho) with rho the zCDP budget whose (epsilon, delta) conversion
+      // (Bun & Steinke 2016, Proposition 1.3) is (epsilon_num, delta): docs/privacy.md.
+      const double rho = zcdp_rho(epsilon_num_, spec.delta);
+      const double sigma = sens_.l2 / std::sqrt(2.0 * rho);
+      if (!(sigma <= 1e7))
+        throw UsageError("the discrete_gaussian mechanism's sigma " + std::to_string(sigma) +
+                         " exceeds 10^7 counts, the exact sampler's range: a larger epsilon or delta, or the gaussian mechanism");
+      const DiscreteGaussian noise(sigma);  // sigma^2 rounded up to a rational: never less noise
+      noise_scale_ = std::sqrt(noise.sigma2());
+      noise_variance_ = noise.sigma2();  // Var N_Z(0, s^2) < s^2, by a relative e^(-2 pi^2 s^2) or less
+      realised_epsilon_ = zcdp_epsilon(sens_.l2 * sens_.l2 / (2.0 * noise.sigma2()), spec.delta);
+      std::shared_ptr<const DiscreteGaussianTable> bulk = cells_ >= kBulkCounts ? noise.bulk_sampler() : nullptr;
+      sampler_ = bulk ? "discrete_gaussian_table" : "discrete_gaussian_rejection";
+      perturb_ = [noise, bulk](std::span<std::int64_t> row, RandomSource& rng) { noise.add_to(row, rng, bulk.get()); };
       break;
     }
   }

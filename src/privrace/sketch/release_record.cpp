@@ -1,6 +1,7 @@
 #include "privrace/sketch/release_record.hpp"
 
 #include "privrace/lsh/kernel_registry.hpp"
+#include "privrace/privacy/discrete_gaussian.hpp"
 #include "privrace/sketch/release.hpp"
 
 #include <openssl/evp.h>
@@ -205,8 +206,9 @@ void check_private_fields(const Json& p, const std::string& where) {
   }
   if (p.contains("mechanism")) {
     const std::string m = p.at("mechanism").get<std::string>();
-    if (m != "discrete_laplace" && m != "floored_laplace" && m != "gaussian")
-      throw InputError(where + ".mechanism': expected discrete_laplace, floored_laplace or gaussian, got '" + m + "'");
+    if (m != "discrete_laplace" && m != "floored_laplace" && m != "gaussian" && m != "discrete_gaussian")
+      throw InputError(where + ".mechanism': expected discrete_laplace, floored_laplace, gaussian or discrete_gaussian, got '" + m +
+                       "'");
   }
   for (const char* key : {"sensitivity_l1", "sensitivity_l2"})
     if (p.contains(key) && !p.at(key).is_number())
@@ -367,11 +369,12 @@ double needed(const std::optional<double>& value, const char* key, const std::st
 
 bool close(double a, double b, double rel) { return std::abs(a - b) <= rel * std::max(std::abs(a), std::abs(b)); }
 
-// The scale a mechanism must use for sensitivity `sens` at `eps` (discrete Laplace rounds up by
-// a relative 2^-12 at most: the realised epsilon is never above the claim).
+// The scale a mechanism must use for sensitivity `sens` at `eps` (the discrete Laplace and the
+// discrete Gaussian round their scale up, by a relative 2^-12 at most: the realised epsilon is
+// never above the claim).
 void check_scale(double scale, double need, NoiseMechanism mechanism, const std::string& field) {
-  const bool ok = mechanism == NoiseMechanism::DiscreteLaplace ? scale >= need * (1.0 - 1e-9) && scale <= need * (1.0 + 0x1.0p-11)
-                                                               : close(scale, need, 1e-9);
+  const bool rounds_up = mechanism == NoiseMechanism::DiscreteLaplace || mechanism == NoiseMechanism::DiscreteGaussian;
+  const bool ok = rounds_up ? scale >= need * (1.0 - 1e-9) && scale <= need * (1.0 + 0x1.0p-11) : close(scale, need, 1e-9);
   if (!ok) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "': %.17g, but the sensitivity and epsilon call for %.17g (%s)", scale, need,
@@ -391,14 +394,16 @@ void check_one(const PrivacyRecord& p, const LshFamily& family, const std::strin
   const NeighborRelation rel = *p.neighbors;
   const std::string neighbors = to_string(rel);
   if (!p.mechanism) {
-    if (p.mixed_mechanisms) throw InputError(where + ".mechanism': expected discrete_laplace, floored_laplace or gaussian, got 'mixed'");
+    if (p.mixed_mechanisms)
+      throw InputError(where + ".mechanism': expected discrete_laplace, floored_laplace, gaussian or discrete_gaussian, got 'mixed'");
     throw InputError(where + ".mechanism' is missing (a private record needs it)");
   }
   const NoiseMechanism mechanism = *p.mechanism;
   const double delta = p.delta.value_or(0.0);
-  if (mechanism == NoiseMechanism::Gaussian && !(delta > 0.0 && delta < 1.0))
-    throw InputError(where + ".delta': the gaussian mechanism needs delta in (0, 1), got " + (p.delta ? number_text(delta) : "null"));
-  if (mechanism != NoiseMechanism::Gaussian && delta != 0.0)
+  if (is_gaussian(mechanism) && !(delta > 0.0 && delta < 1.0))
+    throw InputError(where + ".delta': the " + to_string(mechanism) + " mechanism needs delta in (0, 1), got " +
+                     (p.delta ? number_text(delta) : "null"));
+  if (!is_gaussian(mechanism) && delta != 0.0)
     throw InputError(where + ".delta': " + to_string(mechanism) + " is pure epsilon-DP, delta must be 0, got " + number_text(delta));
   const Sensitivity sens = sketch_sensitivity(family, rel, p.unit());
   const double l1 = needed(p.sensitivity_l1, "sensitivity_l1", where), l2 = needed(p.sensitivity_l2, "sensitivity_l2", where);
@@ -423,7 +428,9 @@ void check_one(const PrivacyRecord& p, const LshFamily& family, const std::strin
     throw InputError(where + ".epsilon_num' is missing: a feature sketch splits epsilon between its sums and its record count");
   }
   const double scale = needed(p.noise_scale, "noise_scale", where);
-  const double need = mechanism == NoiseMechanism::Gaussian ? analytic_gaussian_sigma(eps_num, delta, sens.l2) : sens.l1 / eps_num;
+  const double need = mechanism == NoiseMechanism::Gaussian           ? analytic_gaussian_sigma(eps_num, delta, sens.l2)
+                      : mechanism == NoiseMechanism::DiscreteGaussian ? sens.l2 / std::sqrt(2.0 * zcdp_rho(eps_num, delta))
+                                                                      : sens.l1 / eps_num;
   check_scale(scale, need, mechanism, where + ".noise_scale");
   if (p.fit()) {
     if (p.noise_source == "seeded" || p.other.contains("noise_seed"))
