@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "privrace/core/cpu_dispatch.hpp"
 #include "privrace/core/error.hpp"
 #include "privrace/core/random.hpp"
 #include "privrace/lsh/families.hpp"
@@ -39,20 +40,8 @@ inline std::uint32_t bin_of(std::uint64_t h, std::uint64_t rows) {
 // The small path's hot loop: rank G_r(b) of every occupied bin b in every row r's order, the
 // least (rank, bin index) kept per row. Rows inner with structure-of-arrays parameters, so it
 // vectorises; compiled twice (AVX-512: 16 lanes, measured 1.25-1.35x over AVX2 here) and picked
-// at load time by the CPU.
-// Sanitizer builds compile one version: the load-time resolver of target_clones runs before
-// the sanitizer runtime is initialised, and its instrumented entry crashes there.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define PRIVRACE_CPU_CLONES
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define PRIVRACE_CPU_CLONES
-#endif
-#endif
-#ifndef PRIVRACE_CPU_CLONES
-#define PRIVRACE_CPU_CLONES __attribute__((target_clones("avx512f", "default")))
-#endif
-PRIVRACE_CPU_CLONES void rank_minimum(
+// at load time by the CPU (src/privrace/core/cpu_dispatch.hpp).
+PRIVRACE_CLONES("avx512f", "default") void rank_minimum(
     const std::uint32_t* bins, std::size_t m, unsigned ibits, const std::uint32_t* __restrict c, const std::uint32_t* __restrict m1,
     const std::uint32_t* __restrict m2, const std::uint32_t* __restrict m3, std::uint32_t* __restrict best, std::size_t n,
     std::uint32_t mask, unsigned sh) {
