@@ -17,9 +17,9 @@
 #include "distributed.hpp"
 #endif
 #include "inputs.hpp"
-#include "privrace/core/zeroed_pages.hpp"
 #include "privrace/core/clock.hpp"
 #include "privrace/core/number.hpp"
+#include "privrace/core/zeroed_pages.hpp"
 #include "privrace/io/edge_list.hpp"
 #include "privrace/io/table_reader.hpp"
 #include "privrace/lsh/kernel_registry.hpp"

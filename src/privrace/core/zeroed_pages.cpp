@@ -19,8 +19,8 @@ namespace {
 // when the buddy allocator already holds free huge-page blocks for all of it and a quarter more:
 // where THP is "madvise", asking for them on gigabytes of a fragmented machine makes the kernel
 // compact memory synchronously (measured: a 2 GiB allocation stalled 7 s). Where the blocks are
-// free, huge pages make the first touch of fresh memory cheaper (the 2-core VM: 1.6 GB populated
-// and written once in 0.87-1.02 s with them against 1.73-1.88 s in 4 KiB pages, docs/scaling.md).
+// free, huge pages make the first touch of fresh memory cheaper (docs/architecture.md, "Large
+// arrays": on the 2-core VM a fresh 4 KiB page traps at its first write even when populated).
 constexpr std::size_t kHugePageAdviceLimit = std::size_t{256} << 20;
 constexpr std::size_t kSlice = std::size_t{32} << 20;  // parallel populate / clear unit
 

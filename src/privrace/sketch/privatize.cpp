@@ -85,11 +85,9 @@ NoisePlan::NoisePlan(const RaceSketch& sketch, const PrivacySpec& spec) : spec_(
       // sigma = l2 / sqrt(2 rho) with rho the zCDP budget whose (epsilon, delta) conversion
       // (Bun & Steinke 2016, Proposition 1.3) is (epsilon_num, delta): docs/privacy.md.
       const double rho = zcdp_rho(epsilon_num_, spec.delta);
-      const double sigma = sens_.l2 / std::sqrt(2.0 * rho);
-      if (!(sigma <= 1e7))
-        throw UsageError("the discrete_gaussian mechanism's sigma " + std::to_string(sigma) +
-                         " exceeds 10^7 counts, the exact sampler's range: a larger epsilon or delta, or the gaussian mechanism");
-      const DiscreteGaussian noise(sigma);  // sigma^2 rounded up to a rational: never less noise
+      // sigma^2 is rounded up to a rational (never less noise); beyond the sampler's 10^7 its
+      // constructor refuses, naming the range.
+      const DiscreteGaussian noise(sens_.l2 / std::sqrt(2.0 * rho));
       noise_scale_ = std::sqrt(noise.sigma2());
       noise_variance_ = noise.sigma2();  // Var N_Z(0, s^2) < s^2, by a relative e^(-2 pi^2 s^2) or less
       realised_epsilon_ = zcdp_epsilon(sens_.l2 * sens_.l2 / (2.0 * noise.sigma2()), spec.delta);
