@@ -38,14 +38,26 @@ def temporaries(d):
     return [os.path.join(r, f) for r, _, fs in os.walk(d) for f in fs if ".tmp" in f and f.startswith(".")]
 
 
-def killed_run(cmd, delay, cwd, env, temp_dir=None):
-    """Starts cmd, kills it with SIGKILL after `delay` seconds, or, when temp_dir is given,
-    `delay` seconds after a writer's temporary first appears there (so the kill lands inside the
-    write). Returns True when the process was still running when killed."""
+def record_count(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def killed_run(cmd, delay, cwd, env, temp_dir=None, records=None):
+    """Starts cmd, kills it with SIGKILL `delay` seconds after the start, or, when temp_dir is
+    given, after a writer's temporary first appears there (so the kill lands inside the write),
+    or, when records = (PATH, K) is given, after PATH first holds K complete lines. Returns True
+    when the process was still running when killed."""
     p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     t0 = time.monotonic()
     if temp_dir is not None:
         while p.poll() is None and not temporaries(temp_dir) and time.monotonic() - t0 < 30:
+            time.sleep(0.0005)
+    if records is not None:
+        while p.poll() is None and record_count(records[0]) < records[1] and time.monotonic() - t0 < 60:
             time.sleep(0.0005)
     deadline = time.monotonic() + delay
     while p.poll() is None and time.monotonic() < deadline:
@@ -135,17 +147,19 @@ def sweep_trials(work, env):
                    check=True, env=env)
     cmd = [E, "sweep.json", "--repo", repo, "--out"]
     assert run(cmd + ["ref"], work, env) == 0
-    # The kill moments are spread over the length of a run like the chains' first ones: a fresh
-    # results directory after the reference run has filled the shared caches (timing the
-    # reference itself would include the ground truth, longer than any later run).
-    t0 = time.monotonic()
-    assert run(cmd + ["probe"], work, env) == 0
-    duration = time.monotonic() - t0
+    with open(os.path.join(work, "ref", "t_kde.jsonl")) as f:
+        cells = sum(1 for _ in f)
+    # Each kill lands at a seeded point of the run's progress, not at a wall-clock moment (a run
+    # takes a fifth of a second here and several on a loaded machine): once the results file
+    # holds k records, after a random fraction of a cell's time. The k of a chain's kills
+    # increase, so each resumed run is killed further on, and at most cells - 2 leaves work
+    # running when the kill lands.
     kills = 0
     for chain in range(SWEEP_CHAINS):
         out = f"out{chain}"
-        for _ in range(KILLS_PER_CHAIN):
-            kills += killed_run(cmd + [out], rng.uniform(0.05 * duration, 0.9 * duration), work, env)
+        records = os.path.join(work, out, "t_kde.jsonl")
+        for k in sorted(rng.sample(range(0, cells - 1), KILLS_PER_CHAIN)):
+            kills += killed_run(cmd + [out], rng.uniform(0, 0.01), work, env, records=(records, k))
         ok = run(cmd + [out], work, env) == 0
         r = subprocess.run([sys.executable, os.path.join(HERE, "compare_records.py"),
                             os.path.join(work, out, "t_kde.jsonl"), os.path.join(work, "ref", "t_kde.jsonl")],
@@ -156,7 +170,8 @@ def sweep_trials(work, env):
             check(os.path.getsize(os.path.join(work, out, f)) > 0, f"sweep chain {chain}: {f} written")
         left = temporaries(os.path.join(work, out))
         check(not left, f"sweep chain {chain}: no temporary after the resumed run {left}")
-    check(kills > 0, f"sweep: {kills} of {SWEEP_CHAINS * KILLS_PER_CHAIN} runs were killed while running")
+    check(kills >= SWEEP_CHAINS * KILLS_PER_CHAIN // 2,
+          f"sweep: {kills} of {SWEEP_CHAINS * KILLS_PER_CHAIN} runs were killed while running")
 
 
 def main():
