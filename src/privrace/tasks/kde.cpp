@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <numbers>
 #include <numeric>
@@ -53,10 +54,13 @@ class PStableTable {
     const std::size_t n = static_cast<std::size_t>(kMax * kInvStep) + 2;
     value_.resize(n);
     slope_.resize(n);
+    pairs_.resize(2 * n);
     for (std::size_t i = 0; i < n; ++i) {
       const double s = static_cast<double>(i) / kInvStep;
       value_[i] = pstable_exact(s);
       slope_[i] = pstable_derivative(s) / kInvStep;  // per unit of t in [0, 1]
+      pairs_[2 * i] = value_[i];
+      pairs_[2 * i + 1] = slope_[i];
     }
   }
   static const PStableTable& get() {
@@ -72,9 +76,11 @@ class PStableTable {
   }
   const double* values() const { return value_.data(); }
   const double* slopes() const { return slope_.data(); }
+  // value, slope, value, slope, ...: one 32-byte read from 2i holds both ends of interval i.
+  const double* pairs() const { return pairs_.data(); }
 
  private:
-  std::vector<double> value_, slope_;
+  std::vector<double> value_, slope_, pairs_;
 };
 
 // Distinct rows with their multiplicities (as doubles, for the weighted sum).
@@ -136,11 +142,9 @@ void lane_kernel_sums_avx2(const double* x, Eigen::Index rows, Eigen::Index d, c
   constexpr int kVectors = kLanes / 4;
   const __m256d inv_w_v = _mm256_set1_pd(inv_w), inv_step = _mm256_set1_pd(PStableTable::kInvStep);
   const __m256d max_s = _mm256_set1_pd(PStableTable::kMax), zero = _mm256_setzero_pd();
-  const __m256d all = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
   const __m256d two = _mm256_set1_pd(2.0), minus_two = _mm256_set1_pd(-2.0), three = _mm256_set1_pd(3.0),
                 minus_three = _mm256_set1_pd(-3.0), one = _mm256_set1_pd(1.0);
-  const double* value = table.values();
-  const double* slope = table.slopes();
+  const double* pairs = table.pairs();
   __m256d acc_sum[kVectors];
   for (int v = 0; v < kVectors; ++v) acc_sum[v] = _mm256_loadu_pd(sum + 4 * v);
   for (Eigen::Index i = 0; i < rows; ++i) {
@@ -156,11 +160,17 @@ void lane_kernel_sums_avx2(const double* x, Eigen::Index rows, Eigen::Index d, c
       const __m256d xs = _mm256_mul_pd(_mm256_and_pd(s, inside), inv_step);  // outside the table: 0 for now
       const __m128i k = _mm256_cvttpd_epi32(xs);
       const __m256d t = _mm256_sub_pd(xs, _mm256_cvtepi32_pd(k));
-      // The masked gathers (all lanes) spare GCC 12 a false "uninitialized" of the plain ones.
-      const __m256d v0 = _mm256_mask_i32gather_pd(zero, value, k, all, 8);
-      const __m256d s0 = _mm256_mask_i32gather_pd(zero, slope, k, all, 8);
-      const __m256d v1 = _mm256_mask_i32gather_pd(zero, value + 1, k, all, 8);
-      const __m256d s1 = _mm256_mask_i32gather_pd(zero, slope + 1, k, all, 8);
+      // Each lane's interval in one read (value, slope, value, slope at 2k), the four reads
+      // transposed into the two ends' values and slopes: the same numbers as four gathers, a
+      // quarter less time for the whole sum (bench_kde, docs/architecture.md).
+      alignas(16) std::int32_t at[4];
+      _mm_store_si128(reinterpret_cast<__m128i*>(at), k);
+      const __m256d r0 = _mm256_loadu_pd(pairs + 2 * at[0]), r1 = _mm256_loadu_pd(pairs + 2 * at[1]);
+      const __m256d r2 = _mm256_loadu_pd(pairs + 2 * at[2]), r3 = _mm256_loadu_pd(pairs + 2 * at[3]);
+      const __m256d lo01 = _mm256_unpacklo_pd(r0, r1), hi01 = _mm256_unpackhi_pd(r0, r1);
+      const __m256d lo23 = _mm256_unpacklo_pd(r2, r3), hi23 = _mm256_unpackhi_pd(r2, r3);
+      const __m256d v0 = _mm256_permute2f128_pd(lo01, lo23, 0x20), v1 = _mm256_permute2f128_pd(lo01, lo23, 0x31);
+      const __m256d s0 = _mm256_permute2f128_pd(hi01, hi23, 0x20), s1 = _mm256_permute2f128_pd(hi01, hi23, 0x31);
       const __m256d t2 = _mm256_mul_pd(t, t), t3 = _mm256_mul_pd(t2, t);
       const __m256d h00 = _mm256_fmadd_pd(two, t3, _mm256_fmadd_pd(minus_three, t2, one));
       const __m256d h10 = _mm256_add_pd(_mm256_fmadd_pd(minus_two, t2, t3), t);
