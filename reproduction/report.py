@@ -371,6 +371,11 @@ class NotRun(Exception):
     pass
 
 
+class NoValue(NotRun):
+    """Records exist at the epsilon, but none holds the metric: the cells were refused (an
+    epsilon whose noise the sampler cannot draw records NaN metrics and its reason)."""
+
+
 def eps_selected(spec, available):
     """The epsilons a check covers among those the records have (None = no privacy)."""
     finite = sorted(e for e in available if e is not None)
@@ -430,7 +435,7 @@ class View:
             cands = best or cands
         vals = [r["metrics"][self.metric][0] for r in cands if self.metric in r["metrics"]]
         if not vals:
-            raise NotRun(f"'{label}' has no metric '{self.metric}'")
+            raise NoValue(f"'{label}' has no value of '{self.metric}' at eps = {sig(eps)} (its cells were refused)")
         return max(vals) if self.hib else min(vals)
 
     def epsilons(self, labels):
@@ -488,10 +493,25 @@ def check_better(c, d):
     eps = eps_selected(c.get("eps"), v.epsilons([a] + bs))
     if not eps:
         raise NotRun("no epsilon in range")
-    wins, worst = 0, None
+    wins, worst, compared, refused = 0, None, [], 0
     for e in eps:
-        va = v.value(a, e, wa)
-        vbs = {b: v.value(b, e, wb) for b in bs}
+        # A side whose cells at e were refused has no value there: that competitor is left out
+        # at e, and e itself when A or every competitor has none (the text counts them).
+        try:
+            va = v.value(a, e, wa)
+        except NoValue:
+            refused += 1
+            continue
+        vbs = {}
+        for b in bs:
+            try:
+                vbs[b] = v.value(b, e, wb)
+            except NoValue:
+                pass
+        if not vbs:
+            refused += 1
+            continue
+        compared.append(e)
         best_b = max(vbs, key=vbs.get) if v.hib else min(vbs, key=vbs.get)
         ok = v.better(va, vbs[best_b])
         wins += ok
@@ -499,11 +519,15 @@ def check_better(c, d):
         margin = (va - vbs[best_b]) * (1 if v.hib else -1) / (abs(vbs[best_b]) or 1.0)
         if worst is None or margin < worst[0]:
             worst = (margin, e, va, best_b, vbs[best_b])
-    need = len(eps) if c.get("need", "all") == "all" else len(eps) // 2 + 1
+    if not compared:
+        raise NotRun(f"every cell refused at the {len(eps)} eps selected")
+    need = len(compared) if c.get("need", "all") == "all" else len(compared) // 2 + 1
     _, e, va, b, vb = worst
     name_a = a + (f" ({fmt_where(wa)})" if wa else "")
     name_b = b + (f" ({fmt_where(wb)})" if wb else "")
-    text = f"{name_a} {sig(va)} vs {name_b} {sig(vb)} at eps {eps_text(e)}; better at {wins}/{len(eps)} eps"
+    text = f"{name_a} {sig(va)} vs {name_b} {sig(vb)} at eps {eps_text(e)}; better at {wins}/{len(compared)} eps"
+    if refused:
+        text += f" ({refused} eps refused)"
     return (CONFIRMED if wins >= need else REFUTED), text
 
 

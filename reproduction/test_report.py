@@ -70,6 +70,27 @@ class Checks(unittest.TestCase):
         v, _ = self.verdict({"type": "better", "metric": "auc", "a": "Bernstein", "b": "RACE", "eps": [0.01]})
         self.assertEqual(v, report.CONFIRMED)
 
+    def test_better_leaves_out_refused_cells(self):
+        # MST refused at eps 0.01 (no metric in its row), 0.5 elsewhere: RACE against MST and
+        # Bernstein compares Bernstein alone at 0.01; MST against RACE skips 0.01 and says so.
+        d = make_digest()
+        d["rows"].append(row("MST", 0.01, {}))
+        d["rows"] += [row("MST", e, {"mre": 0.5}) for e in EPS[1:]]
+        (self.dir / "toy.json").write_text(json.dumps(d))
+        digests = report.Digests(self.dir)
+        v, text = report.evaluate_check({"type": "better", "metric": "mre", "a": "RACE", "b": ["MST", "Bernstein"]},
+                                        "toy", digests)
+        self.assertEqual(v, report.REFUTED, text)
+        self.assertIn("2/4", text)
+        self.assertNotIn("refused", text)
+        v, text = report.evaluate_check({"type": "better", "metric": "mre", "a": "MST", "b": "RACE", "need": "majority"},
+                                        "toy", digests)
+        self.assertEqual(v, report.REFUTED, text)  # RACE 0.3, 0.1, 0.03 beat 0.5
+        self.assertIn("0/3 eps (1 eps refused)", text)
+        v, text = report.evaluate_check({"type": "better", "metric": "mre", "a": "MST", "b": "RACE", "eps": [0.01]},
+                                        "toy", digests)
+        self.assertEqual(v, report.NOT_RUN, text)
+
     def test_where_sides(self):
         v, text = self.verdict({"type": "better", "metric": "mre", "a": "RACE", "b": "RACE",
                                 "where_a": {"rows": 100}, "where_b": {"rows": 1000}})
