@@ -52,15 +52,11 @@ class PStableTable {
 
   PStableTable() {
     const std::size_t n = static_cast<std::size_t>(kMax * kInvStep) + 2;
-    value_.resize(n);
-    slope_.resize(n);
     pairs_.resize(2 * n);
     for (std::size_t i = 0; i < n; ++i) {
       const double s = static_cast<double>(i) / kInvStep;
-      value_[i] = pstable_exact(s);
-      slope_[i] = pstable_derivative(s) / kInvStep;  // per unit of t in [0, 1]
-      pairs_[2 * i] = value_[i];
-      pairs_[2 * i + 1] = slope_[i];
+      pairs_[2 * i] = pstable_exact(s);
+      pairs_[2 * i + 1] = pstable_derivative(s) / kInvStep;  // per unit of t in [0, 1]
     }
   }
   static const PStableTable& get() {
@@ -72,15 +68,14 @@ class PStableTable {
     const double x = s * kInvStep;
     const auto i = static_cast<std::size_t>(x);
     const double t = x - static_cast<double>(i);
-    return hermite(t, value_[i], slope_[i], value_[i + 1], slope_[i + 1]);
+    const double* at = &pairs_[2 * i];
+    return hermite(t, at[0], at[1], at[2], at[3]);
   }
-  const double* values() const { return value_.data(); }
-  const double* slopes() const { return slope_.data(); }
   // value, slope, value, slope, ...: one 32-byte read from 2i holds both ends of interval i.
   const double* pairs() const { return pairs_.data(); }
 
  private:
-  std::vector<double> value_, slope_, pairs_;
+  std::vector<double> pairs_;
 };
 
 // Distinct rows with their multiplicities (as doubles, for the weighted sum).
