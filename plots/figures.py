@@ -24,6 +24,8 @@ FIGURES = [
      "mean relative error against ε, RACE against the baselines"),
     ("kde_skin_rw.png", "plot_kde.py", "private RACE Discussion: \"any R and W in [100, 1k]\" (no paper figure)",
      "RACE's mean relative error against ε, one panel per W, one line per R"),
+    ("race_rw.png", "plot_race_rw.py", "private RACE Section 6 sentences on R and W; CCS'21 Section 5.1 histogram "
+     "release in high dimension (no paper figure)", "the R and W each task needs against ε; RACE against the histogram release"),
     ("kde_covtype.png", "plot_kde.py", "CCS'21 Fig. 7 (54-d covtype)", "mean relative error against ε"),
     ("kde_covtype_pca.png", "plot_kde.py", "CCS'21 Fig. 7 (8 principal components)",
      "mean relative error against ε, every baseline"),

@@ -97,6 +97,8 @@ def main():
         print(f"plot_kde: no KDE results in {args.results}", file=sys.stderr)
         return 0
     for name, (records, _quick) in sorted(sets.items()):
+        if name.startswith("race_rw_"):  # the size sweeps: plots/plot_race_rw.py
+            continue
         draw = plot_rw_sweep if name == "kde_skin_rw" else plot_config
         for p in draw(name, records, args.out, "-quick" if args.quick else ""):
             print(p)

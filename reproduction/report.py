@@ -36,9 +36,11 @@ PAPERS = {
 PAPER_ORDER = ["race", "race-ccs21", "m2m", "ldp-erm"]
 HIGHER_IS_BETTER = ("auc", "accuracy", "coverage", "recall", "r2", "precision", "f1", "hit")
 CHECK_TYPES = {"better", "threshold", "close", "trend", "value", "grid_stable", "slope", "faster", "time",
-               "all", "not_run", "not_comparable"}
+               "size_needed", "all", "not_run", "not_comparable"}
 # the keys each check type accepts (lint refuses others: a misspelt key must not be ignored)
 COMMON_KEYS = {"type", "config", "where", "eps"}
+# the keys of one side of a size_needed check
+SIZE_ENTRY_KEYS = {"config", "method", "param", "exp2", "rel", "name"}
 CHECK_KEYS = {
     "better": {"metric", "a", "b", "need", "where_a", "where_b"},
     "threshold": {"metric", "method", "op", "value"},
@@ -49,6 +51,7 @@ CHECK_KEYS = {
     "slope": {"metric", "method", "param", "max", "min"},
     "faster": {"a", "b", "what", "at"},
     "time": {"method", "what", "paper", "factor", "max", "min", "at"},
+    "size_needed": {"param", "larger", "smaller", "need"},
     "all": {"checks"},
     "not_run": {"reason"},
     "not_comparable": {"reason"},
@@ -166,6 +169,22 @@ def config_wall_seconds(logged: tuple[float, int] | None, cells: int, cell_secon
             "wall_estimated_cells": uncovered}
 
 
+def config_added_after(commit: str, name: str) -> bool:
+    """True when configs/NAME.json is not in the records' commit: the config was written after
+    it and ran on its code (records keep the commit of the code that ran them)."""
+    if commit == "unknown" or not (REPO / "configs" / f"{name}.json").is_file():
+        return False
+    try:
+        r = subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{commit}:configs/{name}.json"],
+                           capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    if r.returncode == 0:
+        return False
+    known = subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True, timeout=30)
+    return known.returncode == 0  # a commit this clone knows, without the file
+
+
 def make_digest(results: Path, stem: str, machine: str) -> dict:
     jsonl = results / f"{stem}.jsonl"
     summary_path = results / f"{stem}.summary.json"
@@ -245,6 +264,9 @@ def make_digest(results: Path, stem: str, machine: str) -> dict:
         "threads": sorted(t for t in threads if t is not None),
         "rows": rows,
     }
+    later = [c for c in sorted(commits) if config_added_after(c, name)]
+    if later:
+        digest["config_added_after"] = later
     if fixed:
         digest["setting_metrics"] = fixed
     digest.update(config_wall_seconds(config_wall_log(results, name, meta["quick"]), digest["cells"], cell_seconds,
@@ -472,6 +494,11 @@ def evaluate_check(check: dict, claim_config: str | None, digests: Digests):
                     text = "; ".join(dict.fromkeys(t for vv, t in parts if vv == REFUTED))
                 return v, text
         return CONFIRMED, text
+    if kind == "size_needed":
+        try:
+            return check_size_needed(check, digests)
+        except NotRun as e:
+            return NOT_RUN, str(e)
     config = check.get("config", claim_config)
     digest = digests.get(config)
     if digest is None:
@@ -646,6 +673,69 @@ def check_grid_stable(c, d):
     fmt = lambda p: ",".join(f"{k}={p[1].get(k)}" for k in pnames)
     text = f"at eps {eps_text(e)}: best {sig(best[0])} ({fmt(best)}), worst {sig(bad[0])} ({fmt(bad)}) of {n} points"
     return (CONFIRMED if spread <= 1.0 else REFUTED), text
+
+
+def size_needed_at(entry, digest, default_param):
+    """{eps: the smallest grid value of the entry's parameter whose mean is within `rel` of the
+    best grid point's at that epsilon}; a parameter's value at a grid value is the best over the
+    other parameters. `exp2`: the parameter is an exponent p and the size is 2^p."""
+    v = View(digest, digest["metric"])
+    param = entry.get("param", default_param)
+    rel = entry.get("rel", 0.1)
+    by_eps = {}
+    for r in v.rows(entry["method"]):
+        x = r["params"].get(param)
+        if r["eps"] is None or not isinstance(x, (int, float)) or v.metric not in r["metrics"]:
+            continue
+        size = 2 ** x if entry.get("exp2") else x
+        val = r["metrics"][v.metric][0]
+        at = by_eps.setdefault(r["eps"], {})
+        at[size] = val if size not in at else (max if v.hib else min)(at[size], val)
+    out = {}
+    for e, at in by_eps.items():
+        if len(at) < 2:
+            continue
+        best = (max if v.hib else min)(at.values())
+        out[e] = min(x for x, val in at.items() if abs(val - best) <= rel * abs(best))
+    if not out:
+        raise NotRun(f"{entry['config']}: '{entry['method']}' has fewer than 2 values of {param} at every epsilon")
+    return out
+
+
+def check_size_needed(c, digests):
+    """Every config of `larger` needs a larger size (grid parameter) than every config of
+    `smaller`, at all (or most) of the epsilons they share: the size needed is the smallest grid
+    value within `rel` of the best (size_needed_at)."""
+    sides = {}
+    for side in ("larger", "smaller"):
+        sides[side] = []
+        for entry in c[side]:
+            d = digests.get(entry["config"])
+            if d is None:
+                raise NotRun(f"{entry['config']}: no {digests.profile}-profile records")
+            name = entry.get("name", entry["config"])
+            sides[side].append((name, size_needed_at(entry, d, c["param"])))
+    common = set.intersection(*(set(n) for _, n in sides["larger"] + sides["smaller"]))
+    eps = eps_selected(c.get("eps"), common)
+    if not eps:
+        raise NotRun("the configs share no epsilon in range")
+    wins, pairs = 0, 0
+    for e in eps:
+        for _, big in sides["larger"]:
+            for _, small in sides["smaller"]:
+                pairs += 1
+                wins += big[e] > small[e]
+    need = pairs if c.get("need", "all") == "all" else pairs // 2 + 1
+
+    def med(n):
+        xs = sorted(n[e] for e in eps)
+        return sig(xs[len(xs) // 2]) if len(xs) % 2 else sig(math.sqrt(xs[len(xs) // 2 - 1] * xs[len(xs) // 2]))
+
+    text = (f"needed {c['param']} (median of {len(eps)} eps): "
+            + ", ".join(f"{n} {med(x)}" for n, x in sides["larger"]) + " vs "
+            + ", ".join(f"{n} {med(x)}" for n, x in sides["smaller"])
+            + f"; larger at {wins}/{pairs}")
+    return (CONFIRMED if wins >= need else REFUTED), text
 
 
 def fmt_where(w):
@@ -845,6 +935,12 @@ def render_report(data, digests: Digests, configs_dir: Path):
         if len(commits) > 1:
             out.append("")
             out.append(f"**The records come from {len(commits)} commits**: the per-config pages say which.")
+        added = sorted(d["config"] for d in present if d.get("config_added_after"))
+        if added:
+            out.append("")
+            out.append(f"The config{'s' if len(added) > 1 else ''} {', '.join(f'`{a}`' for a in added)} "
+                       f"{'were' if len(added) > 1 else 'was'} written after that commit and ran on its code "
+                       "(the config files are not in it; `git log configs/` has them).")
     else:
         out.append(f"Records: none yet at the {digests.profile} profile; every check reads \"not run\".")
     out.append("")
@@ -957,8 +1053,9 @@ def render_config_page(d: dict, config: dict | None):
                      "of runs cut off before their log line, as their summed time over the jobs")
     out.append(f"* profile: {d['profile']}; {d['cells']} cells; wall time {duration(d.get('wall_seconds'))}{estimated} "
                f"(cells {duration(d.get('cell_seconds'))} summed); jobs {d.get('jobs')}, threads {d.get('threads')}")
-    out.append(f"* records: commit {', '.join(d['commits'])}; machine {d['machine']}"
-               + (f"; {d['note']}" if d.get("note") else ""))
+    out.append(f"* records: commit {', '.join(d['commits'])}"
+               + (" (the code; this config was written after it)" if d.get("config_added_after") else "")
+               + f"; machine {d['machine']}" + (f"; {d['note']}" if d.get("note") else ""))
     out.append(f"* reproduce: `./run_all.sh --no-fetch {name}` then `python3 reproduction/report.py digest results/`")
     if config:
         out.append(f"* repetitions {config.get('repetitions')}; epsilons {json.dumps(config.get('epsilons'))}")
@@ -1098,6 +1195,24 @@ def lint_check(check, claim_config, configs, where, problems):
             problems.append(f"{where}: 'all' needs checks")
         for i, c in enumerate(check.get("checks", [])):
             lint_check(c, check.get("config", claim_config), configs, f"{where}.checks[{i}]", problems)
+        return
+    if kind == "size_needed":
+        for k in check:
+            if k not in COMMON_KEYS | CHECK_KEYS[kind]:
+                problems.append(f"{where}: size_needed has no key '{k}'")
+        if "param" not in check:
+            problems.append(f"{where}: size_needed needs 'param'")
+        for side in ("larger", "smaller"):
+            if not check.get(side):
+                problems.append(f"{where}: size_needed needs a non-empty '{side}'")
+            for i, e in enumerate(check.get(side, [])):
+                for k in e:
+                    if k not in SIZE_ENTRY_KEYS:
+                        problems.append(f"{where}.{side}[{i}]: no key '{k}' (expected {', '.join(sorted(SIZE_ENTRY_KEYS))})")
+                if e.get("config") not in configs:
+                    problems.append(f"{where}.{side}[{i}]: unknown config {e.get('config')!r}")
+                elif e.get("method") not in config_labels(configs[e["config"]]):
+                    problems.append(f"{where}.{side}[{i}]: config {e['config']} has no method labelled {e.get('method')!r}")
         return
     config = check.get("config", claim_config)
     if config not in configs:

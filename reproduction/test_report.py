@@ -91,6 +91,52 @@ class Checks(unittest.TestCase):
                                         "toy", digests)
         self.assertEqual(v, report.NOT_RUN, text)
 
+    def write_sweep(self, name, metric, table):
+        """A digest of one RACE grid: table {eps: {(rows, width or power): value}}."""
+        d = make_digest()
+        d["config"], d["metric"] = name, metric
+        d["rows"] = [row("RACE", e, {metric: v}, {"rows": r, "width": w, "power": w}, best=False)
+                     for e, pts in table.items() for (r, w), v in pts.items()]
+        (self.dir / f"{name}.json").write_text(json.dumps(d))
+
+    def test_size_needed(self):
+        # kde: error falls with R up to 1000 at eps 1 (1000 needed), flat from 100 at eps 0.1;
+        # cls: accuracy flat from R = 10 (10 needed) except eps 0.1, where 1000 is best.
+        self.write_sweep("kde", "mre", {1.0: {(10, 4): 1.0, (100, 4): 0.5, (1000, 4): 0.2, (1000, 64): 0.21},
+                                        0.1: {(10, 4): 1.0, (100, 4): 0.5, (1000, 4): 0.52}})
+        self.write_sweep("cls", "accuracy", {1.0: {(10, 4): 0.9, (100, 4): 0.905, (100, 64): 0.905, (1000, 4): 0.906},
+                                             0.1: {(10, 4): 0.5, (100, 4): 0.6, (1000, 4): 0.9}})
+        digests = report.Digests(self.dir)
+        check = {"type": "size_needed", "param": "rows", "larger": [{"config": "kde", "method": "RACE", "rel": 0.1}],
+                 "smaller": [{"config": "cls", "method": "RACE", "rel": 0.01}]}
+        # needed R: kde 1000 (eps 1), 100 (eps 0.1, 0.52 is 4% off 0.5); cls 10 (eps 1), 1000 (eps 0.1)
+        self.assertEqual(report.size_needed_at(check["larger"][0], digests.get("kde"), "rows"), {1.0: 1000, 0.1: 100})
+        self.assertEqual(report.size_needed_at(check["smaller"][0], digests.get("cls"), "rows"), {1.0: 10, 0.1: 1000})
+        v, text = report.evaluate_check(check, None, digests)
+        self.assertEqual(v, report.REFUTED, text)
+        self.assertIn("larger at 1/2", text)
+        v, text = report.evaluate_check({**check, "eps": [1.0]}, None, digests)
+        self.assertEqual(v, report.CONFIRMED, text)
+        # the width at eps 1: kde needs 4 (64's 0.21 is not better), so not larger than cls's 4
+        v, text = report.evaluate_check({**check, "param": "width", "eps": [1.0]}, None, digests)
+        self.assertEqual(v, report.REFUTED, text)
+        # exp2: a power p is the size 2^p
+        entry = {"config": "kde", "method": "RACE", "param": "power", "exp2": True}
+        self.assertEqual(report.size_needed_at(entry, digests.get("kde"), "rows"), {1.0: 16})
+        # a config without records: not run
+        v, _ = report.evaluate_check({**check, "smaller": [{"config": "absent", "method": "RACE"}]}, None, digests)
+        self.assertEqual(v, report.NOT_RUN)
+
+    def test_config_added_after_the_records_commit(self):
+        # race_rw_kde_skin was written after 0898ba8120bf; kde_skin was in it
+        known = subprocess.run(["git", "-C", str(report.REPO), "cat-file", "-e", "0898ba8120bf^{commit}"],
+                               capture_output=True).returncode == 0
+        if not known:
+            self.skipTest("this clone does not have commit 0898ba8120bf")
+        self.assertTrue(report.config_added_after("0898ba8120bf", "race_rw_kde_skin"))
+        self.assertFalse(report.config_added_after("0898ba8120bf", "kde_skin"))
+        self.assertFalse(report.config_added_after("unknown", "race_rw_kde_skin"))
+
     def test_where_sides(self):
         v, text = self.verdict({"type": "better", "metric": "mre", "a": "RACE", "b": "RACE",
                                 "where_a": {"rows": 100}, "where_b": {"rows": 1000}})
