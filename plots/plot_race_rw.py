@@ -97,12 +97,12 @@ def main():
             for label in ("RACE", "Synthetic"):
                 e, m = best_curve(summary, label)
                 if e:
-                    style.line(ax, e, m, label, legend="Histogram release" if label == "Synthetic" else "RACE (best R, W)")
+                    style.line(ax, e, m, label, legend="Histogram release" if label == "Synthetic" else "RACE (best grid point)")
             quick |= bool(summary.get("quick"))
         style.log_eps(ax)
         ax.set_ylabel("mean relative error")
         ax.set_title(title)
-    legend_order = [label for _, label, *_ in TASKS] + ["RACE (best R, W)", "Histogram release"]
+    legend_order = [label for _, label, *_ in TASKS] + ["RACE (best grid point)", "Histogram release"]
     style.finish(fig, axes, order=lambda label: legend_order.index(label) if label in legend_order else 99, title="Sketch sizes per task; the histogram release by dimension" + (" [quick]" if quick else ""),
                  note="(a), (b): the smallest grid value within 10% of the best mean (1% of the best accuracy), the other "
                       "size chosen best; grid R 10..2000, W 4..1024; the tasks' points are drawn slightly apart in ε. (c), (d): each method at its best grid point per ε.")
