@@ -20,6 +20,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import style  # noqa: E402
 
+sys.path.insert(0, os.path.join(common.REPO, "reproduction"))
+from report import smallest_within  # noqa: E402  (the rule of the size_needed check)
+
 # (config, curve label, size parameter of W, tolerance)
 TASKS = [
     ("race_rw_kde_skin", "KDE, skin (d = 3)", "width", 0.1),
@@ -55,8 +58,7 @@ def needed(summary, label, param, rel, exp2=False):
     for e, at in sorted(by.items()):
         if len(at) < 2:
             continue
-        best = (max if hib else min)(at.values())
-        out.append((e, min(s for s, v in at.items() if abs(v - best) <= rel * abs(best))))
+        out.append((e, smallest_within(at, rel, hib)))
     return out
 
 

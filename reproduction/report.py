@@ -675,6 +675,13 @@ def check_grid_stable(c, d):
     return (CONFIRMED if spread <= 1.0 else REFUTED), text
 
 
+def smallest_within(values: dict, rel: float, higher_is_better: bool):
+    """The smallest size whose value is within rel of the best value ({size: value}): the size a
+    task needs (check size_needed; plots/plot_race_rw.py draws it)."""
+    best = (max if higher_is_better else min)(values.values())
+    return min(x for x, val in values.items() if abs(val - best) <= rel * abs(best))
+
+
 def size_needed_at(entry, digest, default_param):
     """{eps: the smallest grid value of the entry's parameter whose mean is within `rel` of the
     best grid point's at that epsilon}; a parameter's value at a grid value is the best over the
@@ -695,8 +702,7 @@ def size_needed_at(entry, digest, default_param):
     for e, at in by_eps.items():
         if len(at) < 2:
             continue
-        best = (max if v.hib else min)(at.values())
-        out[e] = min(x for x, val in at.items() if abs(val - best) <= rel * abs(best))
+        out[e] = smallest_within(at, rel, v.hib)
     if not out:
         raise NotRun(f"{entry['config']}: '{entry['method']}' has fewer than 2 values of {param} at every epsilon")
     return out
