@@ -147,6 +147,36 @@ TEST(Bernstein, BlockedQueriesEqualTheDirectContractionAtAnyThreads) {
   omp_set_num_threads(omp_get_num_procs());
 }
 
+// The lattice values come from the lattice's axes (lattice_kernel_sums), not from its points:
+// the same doubles as the exact KDE at every point of the lattice in data units, bit for bit,
+// with data outside the domain (clipped), at 1 and 2 threads.
+TEST(Bernstein, LatticeValuesEqualTheExactKdeAtTheLatticePoints) {
+  for (const auto& [d, k] : {std::tuple{1, 12}, std::tuple{3, 5}, std::tuple{8, 2}}) {
+    DenseMatrix data = unit_data(300, d, 11);
+    data(0, 0) = -0.7f;  // outside Domain{-0.25, 1.5}: clipped
+    data(1, 0) = 1.9f;
+    const Domain dom{-0.25, 1.5};
+    const std::size_t points = static_cast<std::size_t>(BernsteinRelease::lattice_points(k, static_cast<std::size_t>(d)));
+    DoubleMatrix pts(static_cast<Eigen::Index>(points), d);
+    for (std::size_t idx = 0; idx < points; ++idx) {
+      std::size_t rest = idx;
+      for (int j = d; j-- > 0;) {
+        pts(static_cast<Eigen::Index>(idx), j) = dom.from_unit(static_cast<double>(rest % static_cast<std::size_t>(k + 1)) / k);
+        rest /= static_cast<std::size_t>(k + 1);
+      }
+    }
+    const std::vector<double> expected = kde_at(clip_to_domain(data, dom).cast<Real>(), pts, l2(0.5));
+    for (int threads : {1, 2}) {
+      omp_set_num_threads(threads);
+      const BernsteinRelease r(data, l2(0.5), dom, k);
+      ASSERT_EQ(r.values().size(), expected.size());
+      for (std::size_t i = 0; i < expected.size(); ++i)
+        ASSERT_EQ(r.values()[i], expected[i]) << "d " << d << " k " << k << " point " << i << " threads " << threads;
+    }
+  }
+  omp_set_num_threads(omp_get_num_procs());
+}
+
 TEST(Bernstein, LatticeValueSensitivityAndNoiseScale) {
   const DenseMatrix data = unit_data(400, 2, 4);
   const KernelSpec k = l2(0.3);

@@ -504,3 +504,57 @@ TEST(ExactKde, SmallDimensionSumsAreTheSameInEveryVersionAndEqualTheLoopOverPair
       }
   }
 }
+
+// The lattice sums equal the kernel sums at the lattice's points as queries, bit for bit, in
+// the AVX2 and the portable versions: d = 1, 3 and 8 (d - 1 = 0 prefix coordinates, a prefix
+// count that leaves spare lanes, and the Bernstein shape), axes of different lengths and one
+// of length 1, duplicate rows (merged with weights), distances beyond the table, powers 1 and 3;
+// and the angular kernel and d = 9, which take the points themselves.
+TEST(ExactKde, LatticeSumsEqualTheSumsAtTheLatticePoints) {
+  struct Shape {
+    std::size_t d;
+    std::vector<std::size_t> lengths;
+  };
+  const std::vector<Shape> shapes = {{1, {7}}, {3, {5, 1, 9}}, {3, {3, 4, 2}}, {8, {3, 3, 3, 3, 3, 3, 2, 3}}, {9, {2, 2, 2, 2, 2, 2, 2, 2, 2}}};
+  for (const Shape& shape : shapes) {
+    DenseMatrix x = privrace::testing::clustered_points(700, shape.d, 31);
+    x.row(5) = x.row(9);  // a duplicate
+    std::vector<std::vector<double>> axes;
+    for (std::size_t j = 0; j < shape.d; ++j) {
+      std::vector<double> axis;
+      for (std::size_t v = 0; v < shape.lengths[j]; ++v) axis.push_back(-0.3 + 1.7 * static_cast<double>(v) / 7.0 + 0.01 * j);
+      axes.push_back(axis);
+    }
+    std::size_t total = 1;
+    for (const auto& a : axes) total *= a.size();
+    DenseMatrix pts(static_cast<Eigen::Index>(total), static_cast<Eigen::Index>(shape.d));
+    for (std::size_t idx = 0; idx < total; ++idx) {
+      std::size_t rest = idx;
+      for (std::size_t j = shape.d; j-- > 0;) {
+        pts(static_cast<Eigen::Index>(idx), static_cast<Eigen::Index>(j)) = static_cast<Real>(axes[j][rest % axes[j].size()]);
+        rest /= axes[j].size();
+      }
+    }
+    for (const Kernel kernel : {Kernel::L2, Kernel::Angular})
+      for (const double bandwidth : {0.5, 0.004})
+        for (const std::size_t power : {1u, 3u}) {
+          KernelSpec spec;
+          spec.kernel = kernel;
+          spec.bandwidth = bandwidth;
+          spec.power = power;
+          for (const char* scalar : {"0", "1"}) {
+            setenv("PRIVRACE_KDE_SCALAR", scalar, 1);
+            const auto at_points = exact_kernel_sums(x, pts, spec);
+            const auto lattice = lattice_kernel_sums(x, axes, spec);
+            unsetenv("PRIVRACE_KDE_SCALAR");
+            ASSERT_EQ(lattice.size(), total);
+            for (std::size_t i = 0; i < total; ++i)
+              ASSERT_EQ(lattice[i], at_points[i]) << "d " << shape.d << " kernel " << to_string(kernel) << " bandwidth "
+                                                  << bandwidth << " power " << power << " scalar " << scalar << " point " << i;
+          }
+        }
+  }
+  DenseMatrix x = privrace::testing::clustered_points(10, 2, 3);
+  EXPECT_THROW(lattice_kernel_sums(x, {{0.0, 1.0}}, KernelSpec{}), InputError);        // one axis for two columns
+  EXPECT_THROW(lattice_kernel_sums(x, {{0.0, 1.0}, {}}, KernelSpec{}), UsageError);    // an empty axis
+}

@@ -18,24 +18,18 @@ BernsteinRelease::BernsteinRelease(const DenseRef& train, const KernelSpec& spec
   const double lattice = lattice_points(k, d_);
   refuse_if_infeasible(lattice * static_cast<double>(train.rows()), kernel_evals_per_second, max_seconds,
                        "bernstein lattice", estimated_bytes(k, d_), max_bytes);
-  const auto L = static_cast<std::size_t>(lattice);
-  DoubleMatrix pts(static_cast<Eigen::Index>(L), static_cast<Eigen::Index>(d_));
-#pragma omp parallel for schedule(static)
-  for (std::ptrdiff_t idx = 0; idx < static_cast<std::ptrdiff_t>(L); ++idx) {
-    std::size_t rest = static_cast<std::size_t>(idx);
-    for (std::size_t j = d_; j-- > 0;) {
-      const auto v = rest % static_cast<std::size_t>(k + 1);
-      rest /= static_cast<std::size_t>(k + 1);
-      pts(idx, static_cast<Eigen::Index>(j)) = dom.from_unit(static_cast<double>(v) / k);
-    }
-  }
+  // The lattice {0, 1/k, ..., 1}^d in data units, one axis a dimension (the last fastest).
+  std::vector<double> axis(static_cast<std::size_t>(k) + 1);
+  for (int v = 0; v <= k; ++v) axis[static_cast<std::size_t>(v)] = dom.from_unit(static_cast<double>(v) / k);
   // Clipped data, so every record lies in the domain the lattice covers.
   const DenseMatrix clipped = clip_to_domain(train, dom).cast<Real>();
-  values_ = kde_at(clipped, pts, spec);  // parallel (OpenMP) exact kernel sums
+  values_ = lattice_kernel_sums(clipped, std::vector<std::vector<double>>(d_, axis), spec);  // parallel (OpenMP)
+  const double n = static_cast<double>(clipped.rows());
+  for (double& v : values_) v /= n;  // as kde_at
 }
 
 double BernsteinRelease::estimated_bytes(int k, std::size_t d) {
-  return lattice_points(k, d) * (12.0 * static_cast<double>(d) + 16.0);
+  return lattice_points(k, d) * 16.0;
 }
 
 double BernsteinRelease::noise_scale(double epsilon) const {

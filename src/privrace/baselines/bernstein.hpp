@@ -32,9 +32,8 @@ class BernsteinRelease {
                    double kernel_evals_per_second = 1e8,  // measured: ~1.3e8/s on 2 busy cores (skin, d = 3)
                    double max_bytes = 16.0 * (1ULL << 30));
 
-  // Peak bytes of a degree-k lattice in d dimensions: the lattice points in double (8d per
-  // point) and their float copy for the kernel sums (4d), the exact values and one private
-  // copy (8 + 8).
+  // Peak bytes of a degree-k lattice in d dimensions: the exact values and one private copy,
+  // 8 + 8 a point (the kernel sums read the lattice's axes, not its points).
   static double estimated_bytes(int k, std::size_t d);
   static double lattice_points(int k, std::size_t d) { return std::pow(k + 1.0, static_cast<double>(d)); }
 

@@ -132,58 +132,73 @@ void lane_kernel_sums_scalar(const double* x, Eigen::Index rows, Eigen::Index d,
 }
 
 #ifdef PRIVRACE_KDE_AVX2
+// w_i k(s)^power for the four distances squared in acc, added to sum: the table read, the
+// Hermite interpolant and the power with the portable loop's operations in its order.
+class TableTermAvx2 {
+ public:
+  TableTermAvx2(double inv_w, std::size_t power, const PStableTable& table)
+      : inv_w_v_(_mm256_set1_pd(inv_w)), power_(power), table_(table), pairs_(table.pairs()) {}
+  __m256d add(__m256d acc, __m256d wi, __m256d sum) const {
+    const __m256d s = _mm256_mul_pd(_mm256_sqrt_pd(acc), inv_w_v_);
+    const __m256d inside = _mm256_cmp_pd(s, max_s_, _CMP_LT_OQ);
+    const __m256d xs = _mm256_mul_pd(_mm256_and_pd(s, inside), inv_step_);  // outside the table: 0 for now
+    const __m128i k = _mm256_cvttpd_epi32(xs);
+    const __m256d t = _mm256_sub_pd(xs, _mm256_cvtepi32_pd(k));
+    // Each lane's interval in one read (value, slope, value, slope at 2k), the four reads
+    // transposed into the two ends' values and slopes: the same numbers as four gathers, a
+    // quarter less time for the whole sum (bench_kde, docs/architecture.md).
+    alignas(16) std::int32_t at[4];
+    _mm_store_si128(reinterpret_cast<__m128i*>(at), k);
+    const __m256d r0 = _mm256_loadu_pd(pairs_ + 2 * at[0]), r1 = _mm256_loadu_pd(pairs_ + 2 * at[1]);
+    const __m256d r2 = _mm256_loadu_pd(pairs_ + 2 * at[2]), r3 = _mm256_loadu_pd(pairs_ + 2 * at[3]);
+    const __m256d lo01 = _mm256_unpacklo_pd(r0, r1), hi01 = _mm256_unpackhi_pd(r0, r1);
+    const __m256d lo23 = _mm256_unpacklo_pd(r2, r3), hi23 = _mm256_unpackhi_pd(r2, r3);
+    const __m256d v0 = _mm256_permute2f128_pd(lo01, lo23, 0x20), v1 = _mm256_permute2f128_pd(lo01, lo23, 0x31);
+    const __m256d s0 = _mm256_permute2f128_pd(hi01, hi23, 0x20), s1 = _mm256_permute2f128_pd(hi01, hi23, 0x31);
+    const __m256d t2 = _mm256_mul_pd(t, t), t3 = _mm256_mul_pd(t2, t);
+    const __m256d h00 = _mm256_fmadd_pd(two_, t3, _mm256_fmadd_pd(minus_three_, t2, one_));
+    const __m256d h10 = _mm256_add_pd(_mm256_fmadd_pd(minus_two_, t2, t3), t);
+    const __m256d h01 = _mm256_fmadd_pd(minus_two_, t3, _mm256_mul_pd(three_, t2));
+    const __m256d h11 = _mm256_sub_pd(t3, t2);
+    __m256d kv = _mm256_fmadd_pd(h00, v0, _mm256_fmadd_pd(h10, s0, _mm256_fmadd_pd(h01, v1, _mm256_mul_pd(h11, s1))));
+    const int outside = ~_mm256_movemask_pd(inside) & 0xF;
+    if (outside) [[unlikely]] {  // beyond the table: the kernel itself
+      alignas(32) double sv[4], kvs[4];
+      _mm256_store_pd(sv, s);
+      _mm256_store_pd(kvs, kv);
+      for (int l = 0; l < 4; ++l)
+        if (outside >> l & 1) kvs[l] = table_(sv[l]);
+      kv = _mm256_load_pd(kvs);
+    }
+    __m256d term = kv;
+    for (std::size_t r = 1; r < power_; ++r) term = _mm256_mul_pd(term, kv);  // as int_power: 1 * kv * ... * kv
+    return _mm256_fmadd_pd(wi, term, sum);
+  }
+
+ private:
+  const __m256d inv_w_v_, inv_step_ = _mm256_set1_pd(PStableTable::kInvStep), max_s_ = _mm256_set1_pd(PStableTable::kMax);
+  const __m256d two_ = _mm256_set1_pd(2.0), minus_two_ = _mm256_set1_pd(-2.0), three_ = _mm256_set1_pd(3.0),
+                minus_three_ = _mm256_set1_pd(-3.0), one_ = _mm256_set1_pd(1.0);
+  const std::size_t power_;
+  const PStableTable& table_;
+  const double* pairs_;
+};
+
 void lane_kernel_sums_avx2(const double* x, Eigen::Index rows, Eigen::Index d, const double* w, const double* qt,
                            double inv_w, std::size_t power, const PStableTable& table, double* sum) {
   constexpr int kVectors = kLanes / 4;
-  const __m256d inv_w_v = _mm256_set1_pd(inv_w), inv_step = _mm256_set1_pd(PStableTable::kInvStep);
-  const __m256d max_s = _mm256_set1_pd(PStableTable::kMax), zero = _mm256_setzero_pd();
-  const __m256d two = _mm256_set1_pd(2.0), minus_two = _mm256_set1_pd(-2.0), three = _mm256_set1_pd(3.0),
-                minus_three = _mm256_set1_pd(-3.0), one = _mm256_set1_pd(1.0);
-  const double* pairs = table.pairs();
+  const TableTermAvx2 term(inv_w, power, table);
   __m256d acc_sum[kVectors];
   for (int v = 0; v < kVectors; ++v) acc_sum[v] = _mm256_loadu_pd(sum + 4 * v);
   for (Eigen::Index i = 0; i < rows; ++i) {
     const __m256d wi = _mm256_set1_pd(w[i]);
     for (int v = 0; v < kVectors; ++v) {
-      __m256d acc = zero;
+      __m256d acc = _mm256_setzero_pd();
       for (Eigen::Index c = 0; c < d; ++c) {
         const __m256d diff = _mm256_sub_pd(_mm256_set1_pd(x[i * d + c]), _mm256_loadu_pd(qt + c * kLanes + 4 * v));
         acc = _mm256_fmadd_pd(diff, diff, acc);
       }
-      const __m256d s = _mm256_mul_pd(_mm256_sqrt_pd(acc), inv_w_v);
-      const __m256d inside = _mm256_cmp_pd(s, max_s, _CMP_LT_OQ);
-      const __m256d xs = _mm256_mul_pd(_mm256_and_pd(s, inside), inv_step);  // outside the table: 0 for now
-      const __m128i k = _mm256_cvttpd_epi32(xs);
-      const __m256d t = _mm256_sub_pd(xs, _mm256_cvtepi32_pd(k));
-      // Each lane's interval in one read (value, slope, value, slope at 2k), the four reads
-      // transposed into the two ends' values and slopes: the same numbers as four gathers, a
-      // quarter less time for the whole sum (bench_kde, docs/architecture.md).
-      alignas(16) std::int32_t at[4];
-      _mm_store_si128(reinterpret_cast<__m128i*>(at), k);
-      const __m256d r0 = _mm256_loadu_pd(pairs + 2 * at[0]), r1 = _mm256_loadu_pd(pairs + 2 * at[1]);
-      const __m256d r2 = _mm256_loadu_pd(pairs + 2 * at[2]), r3 = _mm256_loadu_pd(pairs + 2 * at[3]);
-      const __m256d lo01 = _mm256_unpacklo_pd(r0, r1), hi01 = _mm256_unpackhi_pd(r0, r1);
-      const __m256d lo23 = _mm256_unpacklo_pd(r2, r3), hi23 = _mm256_unpackhi_pd(r2, r3);
-      const __m256d v0 = _mm256_permute2f128_pd(lo01, lo23, 0x20), v1 = _mm256_permute2f128_pd(lo01, lo23, 0x31);
-      const __m256d s0 = _mm256_permute2f128_pd(hi01, hi23, 0x20), s1 = _mm256_permute2f128_pd(hi01, hi23, 0x31);
-      const __m256d t2 = _mm256_mul_pd(t, t), t3 = _mm256_mul_pd(t2, t);
-      const __m256d h00 = _mm256_fmadd_pd(two, t3, _mm256_fmadd_pd(minus_three, t2, one));
-      const __m256d h10 = _mm256_add_pd(_mm256_fmadd_pd(minus_two, t2, t3), t);
-      const __m256d h01 = _mm256_fmadd_pd(minus_two, t3, _mm256_mul_pd(three, t2));
-      const __m256d h11 = _mm256_sub_pd(t3, t2);
-      __m256d kv = _mm256_fmadd_pd(h00, v0, _mm256_fmadd_pd(h10, s0, _mm256_fmadd_pd(h01, v1, _mm256_mul_pd(h11, s1))));
-      const int outside = ~_mm256_movemask_pd(inside) & 0xF;
-      if (outside) [[unlikely]] {  // beyond the table: the kernel itself
-        alignas(32) double sv[4], kvs[4];
-        _mm256_store_pd(sv, s);
-        _mm256_store_pd(kvs, kv);
-        for (int l = 0; l < 4; ++l)
-          if (outside >> l & 1) kvs[l] = table(sv[l]);
-        kv = _mm256_load_pd(kvs);
-      }
-      __m256d term = kv;
-      for (std::size_t r = 1; r < power; ++r) term = _mm256_mul_pd(term, kv);  // as int_power: 1 * kv * ... * kv
-      acc_sum[v] = _mm256_fmadd_pd(wi, term, acc_sum[v]);
+      acc_sum[v] = term.add(acc, wi, acc_sum[v]);
     }
   }
   for (int v = 0; v < kVectors; ++v) _mm256_storeu_pd(sum + 4 * v, acc_sum[v]);
@@ -203,6 +218,69 @@ void lane_kernel_sums(const double* x, Eigen::Index rows, Eigen::Index d, const 
   (void)scalar;
 #endif
   lane_kernel_sums_scalar(x, rows, d, w, qt, inv_w, power, table, sum);
+}
+
+// The lattice sums (lattice_kernel_sums): a tile of kLanes prefixes (every coordinate but the
+// last) against every value of the last axis. Coordinate c of prefix t is at pt[c * kLanes + t];
+// sum[a * kLanes + t] is the point (prefix t, last value a). A prefix's partial distance is
+// the first d - 1 steps of the per-pair chain, so finishing it with the last coordinate's step
+// gives each pair's distance with the operations, and so the value, of the lane loops above.
+void lattice_tile_sums_scalar(const double* x, Eigen::Index rows, Eigen::Index d, const double* w, const double* pt,
+                              const double* last, Eigen::Index K, double inv_w, std::size_t power,
+                              const PStableTable& table, double* sum) {
+  for (Eigen::Index i = 0; i < rows; ++i)
+    for (Eigen::Index t = 0; t < kLanes; ++t) {
+      double prefix = 0.0;
+      for (Eigen::Index c = 0; c + 1 < d; ++c) {
+        const double diff = x[i * d + c] - pt[c * kLanes + t];
+        prefix = std::fma(diff, diff, prefix);
+      }
+      for (Eigen::Index a = 0; a < K; ++a) {
+        const double diff = x[i * d + d - 1] - last[a];
+        const double k = table(std::sqrt(std::fma(diff, diff, prefix)) * inv_w);
+        sum[a * kLanes + t] = std::fma(w[i], power == 1 ? k : int_power(k, power), sum[a * kLanes + t]);
+      }
+    }
+}
+
+#ifdef PRIVRACE_KDE_AVX2
+void lattice_tile_sums_avx2(const double* x, Eigen::Index rows, Eigen::Index d, const double* w, const double* pt,
+                            const double* last, Eigen::Index K, double inv_w, std::size_t power, const PStableTable& table,
+                            double* sum) {
+  constexpr int kVectors = kLanes / 4;
+  const TableTermAvx2 term(inv_w, power, table);
+  for (Eigen::Index i = 0; i < rows; ++i) {
+    const __m256d wi = _mm256_set1_pd(w[i]);
+    __m256d prefix[kVectors];
+    for (int v = 0; v < kVectors; ++v) {
+      prefix[v] = _mm256_setzero_pd();
+      for (Eigen::Index c = 0; c + 1 < d; ++c) {
+        const __m256d diff = _mm256_sub_pd(_mm256_set1_pd(x[i * d + c]), _mm256_loadu_pd(pt + c * kLanes + 4 * v));
+        prefix[v] = _mm256_fmadd_pd(diff, diff, prefix[v]);
+      }
+    }
+    for (Eigen::Index a = 0; a < K; ++a) {
+      const __m256d diff = _mm256_set1_pd(x[i * d + d - 1] - last[a]);  // the same in every lane
+      double* row = sum + a * kLanes;
+      for (int v = 0; v < kVectors; ++v)
+        _mm256_storeu_pd(row + 4 * v, term.add(_mm256_fmadd_pd(diff, diff, prefix[v]), wi, _mm256_loadu_pd(row + 4 * v)));
+    }
+  }
+}
+#endif
+
+void lattice_tile_sums(const double* x, Eigen::Index rows, Eigen::Index d, const double* w, const double* pt,
+                       const double* last, Eigen::Index K, double inv_w, std::size_t power, const PStableTable& table,
+                       bool scalar, double* sum) {
+#ifdef PRIVRACE_KDE_AVX2
+  if (!scalar) {
+    lattice_tile_sums_avx2(x, rows, d, w, pt, last, K, inv_w, power, table, sum);
+    return;
+  }
+#else
+  (void)scalar;
+#endif
+  lattice_tile_sums_scalar(x, rows, d, w, pt, last, K, inv_w, power, table, sum);
 }
 
 }  // namespace
@@ -291,6 +369,76 @@ std::vector<double> weighted_row_kernel_sums(const DoubleMatrix& x, const std::v
             out[static_cast<std::size_t>(j)] += sum;
           }
         }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> lattice_kernel_sums(const DenseRef& data, const std::vector<std::vector<double>>& axes,
+                                        const KernelSpec& spec) {
+  const auto d = static_cast<Eigen::Index>(axes.size());
+  if (d != data.cols())
+    throw InputError("lattice kernel sums: " + std::to_string(axes.size()) + " axes for data with " +
+                     std::to_string(data.cols()) + " columns");
+  double points = 1.0;
+  for (const auto& axis : axes) {
+    if (axis.empty()) throw UsageError("lattice kernel sums: an axis has no values");
+    points *= static_cast<double>(axis.size());
+  }
+  if (points > 9.0e15) throw UsageError("lattice kernel sums: the lattice has too many points");
+  const auto total = static_cast<std::size_t>(points);
+  // The coordinates as queries hold them (Real), read back as doubles.
+  std::vector<std::vector<double>> ax(axes.size());
+  for (std::size_t j = 0; j < axes.size(); ++j)
+    for (const double v : axes[j]) ax[j].push_back(static_cast<double>(static_cast<Real>(v)));
+  const auto point = [&](std::size_t idx, std::size_t j_end, auto&& put) {  // coordinates 0..j_end-1 of point idx
+    std::size_t rest = idx;
+    for (std::size_t j = axes.size(); j-- > 0;) {
+      const std::size_t digit = rest % ax[j].size();
+      rest /= ax[j].size();
+      if (j < j_end) put(j, ax[j][digit]);
+    }
+  };
+  if (spec.kernel != Kernel::L2 || d > 8) {  // the other paths of weighted_row_kernel_sums: the points themselves
+    DenseMatrix pts(static_cast<Eigen::Index>(total), d);
+    for (std::size_t idx = 0; idx < total; ++idx)
+      point(idx, axes.size(), [&](std::size_t j, double v) { pts(static_cast<Eigen::Index>(idx), static_cast<Eigen::Index>(j)) = static_cast<Real>(v); });
+    return exact_kernel_sums(data, pts, spec);
+  }
+  if (!(spec.bandwidth > 0.0)) throw UsageError("exact kernel sums: bandwidth must be positive");
+  if (spec.power == 0) throw UsageError("exact kernel sums: power must be at least 1");
+  DoubleMatrix x;
+  std::vector<double> w;
+  unique_rows(data, x, w);
+  const Eigen::Index n = x.rows();
+  const auto K = static_cast<Eigen::Index>(ax.back().size());
+  const std::size_t prefixes = total / ax.back().size();
+  const auto tiles = static_cast<std::ptrdiff_t>((prefixes + kLanes - 1) / kLanes);
+  std::vector<double> out(total, 0.0);
+  const PStableTable& table = PStableTable::get();
+  const double inv_w = 1.0 / spec.bandwidth;
+  const char* scalar_env = std::getenv("PRIVRACE_KDE_SCALAR");
+  const bool scalar = scalar_env && std::string(scalar_env) == "1";
+  constexpr Eigen::Index kDataBlock = 2048;  // the blocks of weighted_row_kernel_sums: the same sums
+#pragma omp parallel
+  {
+    std::vector<double> pt(static_cast<std::size_t>(std::max<Eigen::Index>(1, d - 1) * kLanes), 0.0);
+    std::vector<double> sum(static_cast<std::size_t>(K * kLanes));
+#pragma omp for schedule(dynamic, 1)
+    for (std::ptrdiff_t tile = 0; tile < tiles; ++tile) {
+      const std::size_t p0 = static_cast<std::size_t>(tile) * kLanes, p1 = std::min(prefixes, p0 + kLanes);
+      for (std::size_t t = 0; t < static_cast<std::size_t>(kLanes); ++t)  // spare lanes: the last prefix
+        point(std::min(p0 + t, p1 - 1) * ax.back().size(), axes.size() - 1,
+              [&](std::size_t j, double v) { pt[j * kLanes + t] = v; });
+      for (Eigen::Index b0 = 0; b0 < n; b0 += kDataBlock) {
+        const Eigen::Index bn = std::min(kDataBlock, n - b0);
+        std::fill(sum.begin(), sum.end(), 0.0);
+        lattice_tile_sums(x.row(b0).data(), bn, d, w.data() + b0, pt.data(), ax.back().data(), K, inv_w, spec.power,
+                          table, scalar, sum.data());
+        for (std::size_t t = 0; t < p1 - p0; ++t)
+          for (Eigen::Index a = 0; a < K; ++a)
+            out[(p0 + t) * static_cast<std::size_t>(K) + static_cast<std::size_t>(a)] += sum[static_cast<std::size_t>(a * kLanes) + t];
       }
     }
   }

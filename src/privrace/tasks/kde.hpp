@@ -35,6 +35,14 @@ std::vector<double> exact_kernel_sums(const DenseRef& data, const DenseRef& quer
 std::vector<double> weighted_row_kernel_sums(const DoubleMatrix& x, const std::vector<double>& w, const DenseRef& queries,
                                              const KernelSpec& spec);
 
+// The exact kernel sums at every point of the lattice axes[0] x ... x axes[d-1] (point index
+// with the last axis fastest; coordinates held as Real, as queries are): the values
+// exact_kernel_sums gives with those points as queries, bit for bit, without forming them. In
+// d <= 8 (L2) the distance over the first d - 1 coordinates is computed once for every value
+// of the last axis (the Bernstein lattice's kernel sums, 1/(k+1) of the distance work).
+std::vector<double> lattice_kernel_sums(const DenseRef& data, const std::vector<std::vector<double>>& axes,
+                                        const KernelSpec& spec);
+
 // One p-stable collision probability at distance/width ratio s = c / w, from the table.
 double pstable_kernel_tabulated(double s);
 
