@@ -134,13 +134,18 @@ void BM_NormalZiggurat(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * 1000);
 }
-void BM_DjwL2Report1000(benchmark::State& state) {
+// One DJW report in d = range(0): range(1) = 0 the one-call function (its constants and buffer
+// made each call), 1 a DjwL2 kept over the players (as the LDP-SGD loops do). Same reports.
+void BM_DjwL2Report(benchmark::State& state) {
+  const auto d = static_cast<std::size_t>(state.range(0));
   SeededRandom rng(1);
-  std::vector<double> g(1000, 0.0), z(1000);
-  g[3] = 0.5;
-  g[700] = -0.25;
+  std::vector<double> g(d, 0.0), z(d);
+  g[0] = 0.5;
+  g[d - 1] = -0.25;
+  DjwL2 kept(d, 1.0, 1.0);
   for (auto _ : state) {
-    djw_l2_privatize(g.data(), g.size(), 1.0, 1.0, rng, z.data());
+    if (state.range(1) == 0) djw_l2_privatize(g.data(), d, 1.0, 1.0, rng, z.data());
+    else kept.privatize(g.data(), rng, z.data());
     benchmark::DoNotOptimize(z.data());
   }
   state.SetItemsProcessed(state.iterations());
@@ -148,6 +153,6 @@ void BM_DjwL2Report1000(benchmark::State& state) {
 
 BENCHMARK(BM_NormalBoxMuller);
 BENCHMARK(BM_NormalZiggurat);
-BENCHMARK(BM_DjwL2Report1000);
+BENCHMARK(BM_DjwL2Report)->ArgsProduct({{1, 3, 1000}, {0, 1}})->Repetitions(5)->ReportAggregatesOnly(true);
 
 BENCHMARK_MAIN();

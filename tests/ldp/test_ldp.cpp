@@ -523,6 +523,25 @@ TEST(LdpErm, DjwPrivatizerIsUnbiased) {
   EXPECT_NEAR(djw_l2_scale(1, 1.0, 1.0), (std::exp(1.0) + 1) / (std::exp(1.0) - 1), 1e-12);
 }
 
+// A DjwL2 kept over a run of players gives djw_l2_privatize's reports bit for bit from the same
+// stream (its constants and buffer are made once): d = 1, 3 and 1000, gradients of every norm
+// up to L and beyond it, and a zero gradient after a non-zero one (the buffer is refilled).
+TEST(LdpErm, DjwPrivatizerKeptOverPlayersGivesTheSameReports) {
+  for (const std::size_t d : {1u, 3u, 1000u}) {
+    SeededRandom gen(d), a(77), b(77);
+    DjwL2 kept(d, 2.0, 0.7);
+    EXPECT_EQ(kept.scale(), djw_l2_scale(d, 2.0, 0.7));
+    std::vector<double> g(d), za(d), zb(d);
+    for (int player = 0; player < 300; ++player) {
+      for (auto& v : g) v = player % 7 == 3 ? 0.0 : (gen.unit() - 0.5) * 5.0 / std::sqrt(static_cast<double>(d));
+      djw_l2_privatize(g.data(), d, 2.0, 0.7, a, za.data());
+      kept.privatize(g.data(), b, zb.data());
+      for (std::size_t j = 0; j < d; ++j) ASSERT_EQ(za[j], zb[j]) << "d " << d << " player " << player << " j " << j;
+    }
+  }
+  EXPECT_THROW(DjwL2(0, 1.0, 1.0), UsageError);
+}
+
 TEST(LdpErm, OneBitErrorMatchesAlgorithm2UpToConstants) {
   // Same k, h and players: the 1-bit grid noise is within a constant of Algorithm 2's
   // (here smaller: sqrt((k+1)^p) against (k+1)^p in the per-point standard deviation).

@@ -463,16 +463,28 @@ double djw_l2_scale(std::size_t d, double L, double eps) {
 }
 
 void djw_l2_privatize(const double* g, std::size_t d, double L, double eps, RandomSource& rng, double* out) {
+  DjwL2(d, L, eps).privatize(g, rng, out);
+}
+
+DjwL2::DjwL2(std::size_t d, double L, double eps)
+    : d_(d), L_(L), B_(djw_l2_scale(d, L, eps)), toward_(1.0 / (1.0 + std::exp(-eps))), dir_(d) {
+  if (d == 0) throw UsageError("DJW privatisation: the dimension must be at least 1");
+}
+
+void DjwL2::privatize(const double* g, RandomSource& rng, double* out) {
+  const std::size_t d = d_;
+  double* dir = dir_.data();
   // 1. v = +-L g/||g|| with P(+) = 1/2 + ||g|| / (2L): E[v] = g.
   double norm = 0;
   for (std::size_t j = 0; j < d; ++j) norm += g[j] * g[j];
   norm = std::sqrt(norm);
-  std::vector<double> dir(d);
-  if (norm > 0)
+  if (norm > 0) {
     for (std::size_t j = 0; j < d; ++j) dir[j] = g[j] / norm;
-  else
+  } else {
+    std::fill(dir, dir + d, 0.0);
     dir[0] = 1;
-  const double sign = rng.unit() < 0.5 + std::min(norm, L) / (2 * L) ? 1.0 : -1.0;
+  }
+  const double sign = rng.unit() < 0.5 + std::min(norm, L_) / (2 * L_) ? 1.0 : -1.0;
   // 2. U uniform on the sphere, on the hemisphere of sign*dir with probability e^eps/(1+e^eps):
   // the output density takes two values whose ratio is e^eps, so the report is eps-LDP.
   // E[U | hemisphere] = dir E|U_1| = dir Gamma(d/2) / (sqrt(pi) Gamma((d+1)/2)), hence the scale B.
@@ -483,10 +495,9 @@ void djw_l2_privatize(const double* g, std::size_t d, double L, double eps, Rand
     side += out[j] * dir[j] * sign;
   }
   un = std::sqrt(un);
-  const bool toward = rng.unit() < 1.0 / (1.0 + std::exp(-eps));
+  const bool toward = rng.unit() < toward_;
   const double flip = ((side >= 0) == toward) ? 1.0 : -1.0;
-  const double B = djw_l2_scale(d, L, eps);
-  for (std::size_t j = 0; j < d; ++j) out[j] = flip * B * out[j] / un;
+  for (std::size_t j = 0; j < d; ++j) out[j] = flip * B_ * out[j] / un;
 }
 
 ErmResult ldp_sgd(const ErmProblem& pr, const Players& pl, double eps, std::uint64_t seed) {
@@ -498,9 +509,10 @@ ErmResult ldp_sgd(const ErmProblem& pr, const Players& pl, double eps, std::uint
   const double L = pr.gradient_bound(), B = djw_l2_scale(p, L, eps), D = pr.diameter();
   std::vector<double> theta(p, std::clamp(0.0, pr.lo, pr.hi)), avg(p, 0.0), grad(p), z(p);
   SeededRandom rng(derive_seed(seed, 0x56dULL));  // interactive: one pass in player order
+  DjwL2 djw(p, L, eps);
   for (std::size_t t = 0; t < n; ++t) {
     pr.loss_gradient(theta.data(), pl.row(t), pl.y[t], grad.data());
-    djw_l2_privatize(grad.data(), p, L, eps, rng, z.data());
+    djw.privatize(grad.data(), rng, z.data());
     const double step = D / (B * std::sqrt(static_cast<double>(t + 1)));
     for (std::size_t j = 0; j < p; ++j) {
       theta[j] = std::clamp(theta[j] - step * z[j], pr.lo, pr.hi);

@@ -129,4 +129,20 @@ ErmResult ldp_sgd(const ErmProblem& problem, const Players& players, double eps,
 void djw_l2_privatize(const double* g, std::size_t d, double L, double eps, RandomSource& rng, double* out);
 double djw_l2_scale(std::size_t d, double L, double eps);
 
+// The same privatisation for a run of players: B, the hemisphere probability and the direction's
+// buffer are made once, so a report costs its d normals and three passes over d (two lgamma
+// and two exp fewer, and no allocation). Reports are djw_l2_privatize's, bit for bit, for the
+// same rng. One instance per thread.
+class DjwL2 {
+ public:
+  DjwL2(std::size_t d, double L, double eps);
+  void privatize(const double* g, RandomSource& rng, double* out);
+  double scale() const { return B_; }
+
+ private:
+  std::size_t d_;
+  double L_, B_, toward_;
+  std::vector<double> dir_;
+};
+
 }  // namespace privrace::ldp

@@ -321,12 +321,13 @@ Eigen::VectorXd ldp_sgd_constrained(const SparseRows& X, const Eigen::VectorXd& 
   Eigen::VectorXd w = Eigen::VectorXd::Zero(d), avg = w, g = Eigen::VectorXd::Zero(d), z(d);
   if (set == SparseSet::Simplex) w.setConstant(r / static_cast<double>(d));
   SeededRandom rng(derive_seed(seed, 0x56dULL));  // interactive: one pass in player order
+  DjwL2 djw(static_cast<std::size_t>(d), L, eps);
   for (Eigen::Index t = 0; t < n; ++t) {
     double pred = 0;
     for (SparseRows::InnerIterator it(X, t); it; ++it) pred += it.value() * w(it.col());
     const double resid = pred - std::clamp(y(t), -1.0, 1.0);
     for (SparseRows::InnerIterator it(X, t); it; ++it) g(it.col()) = 2 * resid * it.value();
-    djw_l2_privatize(g.data(), static_cast<std::size_t>(d), L, eps, rng, z.data());
+    djw.privatize(g.data(), rng, z.data());
     for (SparseRows::InnerIterator it(X, t); it; ++it) g(it.col()) = 0;
     w -= (D / (B * std::sqrt(static_cast<double>(t + 1)))) * z;
     project(w, set, r);
