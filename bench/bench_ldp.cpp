@@ -203,22 +203,25 @@ BENCHMARK(BM_Alg2_Collection_1e6)->Iterations(1)->Repetitions(3)->Unit(benchmark
 
 // A player's squared-loss values at every grid point (ldp_erm_linear's Algorithm 2, grid_losses),
 // one thread, per player. k as Theorem 3 picks it at n = 10^6 or 10^7 and eps = 1-4 (p = 1: 112,
-// p = 2: 12, p = 3: 6).
+// p = 2: 12, p = 3: 6). range(1) = 0: the grid's axis remade for every player (grid_losses
+// without an axis); 1: made once (grid_axis), as ldp_bernstein does. The same values.
 static void BM_GridLossesSquared(benchmark::State& state) {
   const int p = static_cast<int>(state.range(0)), k = p == 1 ? 112 : (p == 2 ? 12 : 6);
   ErmProblem pr = problem(p);
   pr.kind = Loss::Squared;
   const Players pl = generate_players(Loss::Squared, 4096, static_cast<std::size_t>(p), 5, 0.8);
-  std::vector<double> out(grid_points(k, p)), scratch(static_cast<std::size_t>(k) + 1);
+  std::vector<double> out(grid_points(k, p)), scratch(static_cast<std::size_t>(k) + 1), axis(scratch.size());
+  grid_axis(pr, k, axis.data());
   std::size_t i = 0;
   for (auto _ : state) {
-    grid_losses(pr, k, pl.row(i), pl.y[i], out.data(), scratch.data());
+    if (state.range(1) == 0) grid_losses(pr, k, pl.row(i), pl.y[i], out.data(), scratch.data());
+    else grid_losses(pr, k, axis.data(), pl.row(i), pl.y[i], out.data(), scratch.data());
     benchmark::DoNotOptimize(out.data());
     i = (i + 1) % pl.size();
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * out.size()));
 }
-BENCHMARK(BM_GridLossesSquared)->DenseRange(1, 3);
+BENCHMARK(BM_GridLossesSquared)->ArgsProduct({{1, 2, 3}, {0, 1}})->Repetitions(5)->ReportAggregatesOnly(true);
 
 // An Algorithm 3 cell as ldp_erm_logistic runs it at n = 10^7 (p = 1, eps = 1, k by Theorem 3,
 // players' bits + server + the risk of the result), both threads.

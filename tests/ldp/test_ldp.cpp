@@ -396,8 +396,12 @@ TEST(LdpErm, GridLossesAgreeWithTheLossAtEveryGridPoint) {
         const Players pl = generate_players(kind, 50, static_cast<std::size_t>(p), 7, 1.5);
         std::vector<double> out(grid_points(k, p)), scratch(static_cast<std::size_t>(k) + 1), t(p), theta(p);
         double worst = 0;
+        std::vector<double> axis(scratch.size()), kept(out.size());
+        grid_axis(pr, k, axis.data());
         for (std::size_t i = 0; i < pl.size(); ++i) {
           grid_losses(pr, k, pl.row(i), pl.y[i], out.data(), scratch.data());
+          grid_losses(pr, k, axis.data(), pl.row(i), pl.y[i], kept.data(), scratch.data());  // the axis made once
+          ASSERT_EQ(kept, out) << "p " << p << " player " << i;
           for (std::size_t j = 0; j < out.size(); ++j) {
             grid_point(j, k, p, t.data());
             pr.theta_from_unit(t.data(), theta.data());

@@ -341,7 +341,17 @@ ErmResult finish_bernstein(const ErmProblem& pr, const Players& pl, const Grid& 
 }
 }  // namespace
 
+void grid_axis(const ErmProblem& pr, int k, double* axis) {
+  for (std::size_t a = 0; a <= static_cast<std::size_t>(k); ++a) axis[a] = pr.lo + (pr.hi - pr.lo) * (static_cast<double>(a) / k);
+}
+
 void grid_losses(const ErmProblem& pr, int k, const double* x, double y, double* out, double* scratch) {
+  if (pr.kind == Loss::Squared) grid_axis(pr, k, scratch);  // the logistic loss reads no axis
+  grid_losses(pr, k, scratch, x, y, out, scratch);
+}
+
+void grid_losses(const ErmProblem& pr, int k, const double* axis, const double* x, double y, double* out,
+                 double* scratch) {
   const std::size_t p = static_cast<std::size_t>(pr.p), m = static_cast<std::size_t>(k) + 1;
   const double inv_b = 1.0 / pr.loss_bound(), step = k > 0 ? (pr.hi - pr.lo) / k : 0.0;
   std::size_t points = 1;
@@ -350,8 +360,7 @@ void grid_losses(const ErmProblem& pr, int k, const double* x, double y, double*
     // z_j = <theta_j, x> built additively over the tensor grid (theta's axis values th[a] as
     // theta_from_unit forms them, the products added in dot()'s order): a few operations a
     // point instead of grid_point's divisions and a dot product.
-    double* th = scratch;
-    for (std::size_t a = 0; a < m; ++a) th[a] = pr.lo + (pr.hi - pr.lo) * (static_cast<double>(a) / k);
+    const double* th = axis;
     double* z = out;  // after coordinate d it holds the m^(d+1) partial sums
     std::size_t filled = 1;
     z[0] = 0.0;
@@ -401,12 +410,14 @@ ErmResult ldp_bernstein(const ErmProblem& pr, const Players& pl, double eps, con
                         std::uint64_t seed, int threads) {
   const Grid g = make_grid(pr, pl.size(), eps, o, false);
   const auto t0 = std::chrono::steady_clock::now();
+  std::vector<double> axis(static_cast<std::size_t>(g.k) + 1);
+  grid_axis(pr, g.k, axis.data());
   const VectorEstimate est = laplace_average(
       pl.size(), g.points, eps, seed,
       [&](std::uint64_t i, std::span<double> u) {
         thread_local std::vector<double> scratch;
         if (scratch.size() < static_cast<std::size_t>(g.k) + 1) scratch.resize(static_cast<std::size_t>(g.k) + 1);
-        grid_losses(pr, g.k, pl.row(i), pl.y[i], u.data(), scratch.data());
+        grid_losses(pr, g.k, axis.data(), pl.row(i), pl.y[i], u.data(), scratch.data());
       },
       threads);
   return finish_bernstein(pr, pl, g, est, o, seconds_since(t0), threads <= 0 ? omp_get_max_threads() : threads);

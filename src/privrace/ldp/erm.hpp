@@ -103,6 +103,12 @@ struct BernsteinOptions {
 // dot()'s order (equal to loss() / b up to where FMA contraction differs, a few ulp).
 // `scratch` holds k + 1 doubles.
 void grid_losses(const ErmProblem& problem, int k, const double* x, double y, double* out, double* scratch);
+// The grid's axis values lo + (hi - lo) a / k, a = 0..k (k + 1 doubles), as grid_losses forms
+// them; made once for a run of players and passed to the overload below, which gives the same
+// values as the one above without remaking them for every player.
+void grid_axis(const ErmProblem& problem, int k, double* axis);
+void grid_losses(const ErmProblem& problem, int k, const double* axis, const double* x, double y, double* out,
+                 double* scratch);
 
 // Algorithm 2: every player evaluates her normalised loss at every grid point and sends the
 // (k+1)^p values through LaplaceRandomizer (eps / (k+1)^p each); the server forms
