@@ -1016,6 +1016,25 @@ TEST(LdpSimulation, LatticeLaplaceReportHasTheExactDistribution) {
   EXPECT_NEAR(up, 0.3, 5 * std::sqrt(0.21 / total));
 }
 
+// The rounding (lattice_laplace at scale 0, a vectorised loop) gives, coordinate by
+// coordinate, floor(x) + [U < x - floor(x)]
+// with U = unit53 of the player's word: lengths that leave every vector remainder, values with
+// and without a fractional part, negative ones, and offsets into the player's words.
+TEST(LdpSimulation, RoundingEqualsTheCoordinateFormulaAtEveryLength) {
+  SeededRandom gen(5);
+  for (std::size_t d = 1; d <= 70; ++d)
+    for (const std::uint64_t first : {0ULL, 3ULL, 1000ULL}) {
+      std::vector<double> x(d), out(d);
+      for (std::size_t j = 0; j < d; ++j) x[j] = j % 5 == 0 ? std::floor(40 * gen.unit() - 20) : 40 * gen.unit() - 20;
+      const PlayerStream s(99, d * 7 + first);
+      lattice_laplace(x.data(), d, 0.0, s, first, out.data());
+      for (std::size_t j = 0; j < d; ++j) {
+        const double f = std::floor(x[j]);
+        ASSERT_EQ(out[j], f + (unit53(s.word(first + j)) < x[j] - f ? 1.0 : 0.0)) << "d " << d << " j " << j;
+      }
+    }
+}
+
 TEST(LdpSimulation, RoundingIsExactWhenItsFirstTenBitsTie) {
   // With noise, the rounding reads 10 bits of the noise word and a fresh word when they tie
   // with floor(1024 p) (probability 2^-10). p = 300.95 / 1024 puts 0.95 / 1024 of P(up) in the
