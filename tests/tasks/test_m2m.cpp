@@ -92,6 +92,40 @@ TEST(M2m, NonPrivateMeanOfUniformData) {
   }
 }
 
+// A dense map's features are kept from the Gram's accumulation: apply and cross give, chunk by
+// chunk, the products with the features the map makes afresh, bit for bit (n_s that leaves a
+// partial last chunk; RFF, and HIST's one-hot path, which keeps none).
+TEST(M2m, KeptFeaturesGiveTheProductsOfFreshOnes) {
+  const DenseMatrix x = uniform_rows(3000, 4, 5);
+  for (const auto& spec : {rff_spec(40, 1.0), hist_spec(10)}) {
+    const auto rel = exact_release(x, spec);
+    const M2mDesign design(rel.map, unit_box(4, 2 * kM2mChunk + 77));
+    SeededRandom rng(3);
+    Eigen::VectorXd v(static_cast<Eigen::Index>(design.features()));
+    for (auto& e : v) e = rng.unit() - 0.5;
+    Eigen::MatrixXd f(static_cast<Eigen::Index>(design.samples()), 2);
+    for (Eigen::Index i = 0; i < f.size(); ++i) f.data()[i] = rng.unit();
+    const Eigen::VectorXd applied = design.apply(v);
+    const Eigen::MatrixXd crossed = design.cross(f);
+    Eigen::MatrixXd expected_cross = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(design.features()), 2);
+    for (std::size_t c = 0; c * kM2mChunk < design.samples(); ++c) {
+      const auto first = static_cast<Eigen::Index>(c * kM2mChunk);
+      const auto rows = static_cast<Eigen::Index>(std::min(kM2mChunk, design.samples() - c * kM2mChunk));
+      DoubleMatrix feat;
+      design.map().features(design.synthetic().middleRows(first, rows), feat);
+      const Eigen::VectorXd part = feat * v;
+      for (Eigen::Index i = 0; i < rows; ++i) {
+        if (spec.kind == "rff") ASSERT_EQ(applied(first + i), part(i)) << "row " << first + i;
+        else ASSERT_NEAR(applied(first + i), part(i), 1e-12) << "row " << first + i;  // HIST sums its active entries
+      }
+      expected_cross.noalias() += feat.transpose() * f.middleRows(first, rows);
+    }
+    expected_cross /= static_cast<double>(design.samples());
+    if (spec.kind == "rff") EXPECT_EQ(crossed, expected_cross);
+    else EXPECT_LT((crossed - expected_cross).cwiseAbs().maxCoeff(), 1e-12);  // HIST scatters its one-hot rows
+  }
+}
+
 // <a, z-hat> with a = S P^T F / n_s equals the weighted average (1/n_s) sum_i w_i f(x~_i).
 TEST(M2m, ExplicitCoefficientsEqualImplicitWeights) {
   const DenseMatrix x = uniform_rows(3000, 4, 2);

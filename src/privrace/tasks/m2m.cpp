@@ -194,11 +194,14 @@ M2mDesign::M2mDesign(std::shared_ptr<const FeatureMap> map, const M2mOptions& op
   if (options_.threads > 0) omp_set_num_threads(options_.threads);
   m_ = map_->size();
   {
-    // Refused before allocating: the m x m Gram matrix and its Cholesky copy (M2mModel), and
-    // the synthetic points (a RACE sketch's m is R x W, so a KDE-sized sketch is far too big).
+    // Refused before allocating: the m x m Gram matrix and its Cholesky copy (M2mModel), the
+    // synthetic points (a RACE sketch's m is R x W, so a KDE-sized sketch is far too big) and a
+    // dense map's kept features.
     const double m = static_cast<double>(m_);
+    const double features = static_cast<double>(options_.samples) * m * sizeof(double);
     const double need = 2.0 * m * m * sizeof(double) +
-                        static_cast<double>(options_.samples) * static_cast<double>(options_.domain.dim()) * sizeof(Real);
+                        static_cast<double>(options_.samples) * static_cast<double>(options_.domain.dim()) * sizeof(Real) +
+                        (map_->active_per_point() == 0 && features <= kM2mFeatureCacheBytes ? features : 0.0);
     const double memory = physical_memory_bytes();
     if (need > 0.8 * memory)
       throw ResourceError("m2m: the " + map_->kind() + " map has m = " + std::to_string(m_) +
@@ -288,17 +291,20 @@ bool m2m_cg_affordable(const M2mDesign& design, double lambda, int* bound) {
   return b != std::numeric_limits<int>::max() && static_cast<double>(b) * 64.0 <= static_cast<double>(design.features());
 }
 
-void M2mDesign::accumulate_dense(Eigen::MatrixXd& gram) const {
+void M2mDesign::accumulate_dense(Eigen::MatrixXd& gram) {
   const std::size_t ns = options_.samples, chunks = chunk_count(ns);
   const auto m = static_cast<Eigen::Index>(m_);
   constexpr Eigen::Index kTile = 64;
   const Eigen::Index tiles = (m + kTile - 1) / kTile, pairs = tiles * (tiles + 1) / 2;
+  const bool keep = static_cast<double>(ns) * static_cast<double>(m_) * sizeof(double) <= kM2mFeatureCacheBytes;
+  if (keep) kept_features_.resize(chunks);
   for (std::size_t c = 0; c < chunks; ++c) {
     const auto first = static_cast<Eigen::Index>(c * kM2mChunk);
     const auto rows = static_cast<Eigen::Index>(std::min(kM2mChunk, ns - c * kM2mChunk));
     DoubleMatrix feat_rows;
     map_->features(synthetic_.middleRows(first, rows), feat_rows);
     const Eigen::MatrixXd feat = feat_rows;  // column-major: tiles read contiguous columns
+    if (keep) kept_features_[c] = std::move(feat_rows);
     // Lower-triangle tiles of P_c^T P_c, one thread per tile, chunks in order.
 #pragma omp parallel for schedule(dynamic)
     for (Eigen::Index p = 0; p < pairs; ++p) {
@@ -380,6 +386,15 @@ void M2mDesign::accumulate_one_hot(Eigen::MatrixXd& gram) const {
   }
 }
 
+const DoubleMatrix& M2mDesign::chunk_features(std::size_t c, DoubleMatrix& scratch) const {
+  if (c < kept_features_.size()) return kept_features_[c];
+  const std::size_t ns = samples();
+  const auto first = static_cast<Eigen::Index>(c * kM2mChunk);
+  const auto rows = static_cast<Eigen::Index>(std::min(kM2mChunk, ns - c * kM2mChunk));
+  map_->features(synthetic_.middleRows(first, rows), scratch);
+  return scratch;
+}
+
 Eigen::VectorXd M2mDesign::apply(const Eigen::VectorXd& v) const {
   const std::size_t ns = samples(), chunks = chunk_count(ns);
   Eigen::VectorXd out(static_cast<Eigen::Index>(ns));
@@ -388,9 +403,8 @@ Eigen::VectorXd M2mDesign::apply(const Eigen::VectorXd& v) const {
     const auto first = static_cast<Eigen::Index>(c * kM2mChunk);
     const auto rows = static_cast<Eigen::Index>(std::min(kM2mChunk, ns - c * kM2mChunk));
     if (active_ == 0) {
-      DoubleMatrix feat;
-      map_->features(synthetic_.middleRows(first, rows), feat);
-      out.segment(first, rows).noalias() = feat * v;
+      DoubleMatrix scratch;
+      out.segment(first, rows).noalias() = chunk_features(c, scratch) * v;
     } else {
       IndexMatrix idx;
       map_->active_indices(synthetic_.middleRows(first, rows), idx);
@@ -413,9 +427,8 @@ Eigen::MatrixXd M2mDesign::cross(const Eigen::Ref<const Eigen::MatrixXd>& f_valu
     const auto rows = static_cast<Eigen::Index>(std::min(kM2mChunk, ns - c * kM2mChunk));
     const auto f = f_values.middleRows(first, rows);
     if (active_ == 0) {
-      DoubleMatrix feat;
-      map_->features(synthetic_.middleRows(first, rows), feat);
-      out.noalias() += feat.transpose() * f;
+      DoubleMatrix scratch;
+      out.noalias() += chunk_features(c, scratch).transpose() * f;
     } else {
       IndexMatrix idx;
       map_->active_indices(synthetic_.middleRows(first, rows), idx);

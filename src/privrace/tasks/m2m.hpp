@@ -144,13 +144,16 @@ class M2mDesign {
   double gram_norm_bound() const { return norm_bound_; }
   // (A + lambda I) v with A = P^T P / n_s, less mu mu^T with the intercept.
   Eigen::VectorXd ridge_product(const Eigen::VectorXd& v, double lambda) const;
-  // Phi(x~_i)^T v for every synthetic point (chunk by chunk, P never materialised).
+  // Phi(x~_i)^T v for every synthetic point, chunk by chunk: from the dense map's features kept
+  // since the Gram matrix was accumulated (when they fit in kM2mFeatureCacheBytes), else remade.
   Eigen::VectorXd apply(const Eigen::VectorXd& v) const;
   // P^T F / n_s (m x k) for F(i, k) = f_k(x~_i).
   Eigen::MatrixXd cross(const Eigen::Ref<const Eigen::MatrixXd>& f_values) const;
 
  private:
-  void accumulate_dense(Eigen::MatrixXd& gram) const;
+  void accumulate_dense(Eigen::MatrixXd& gram);
+  // Chunk c's features (rows c kM2mChunk ...): the kept copy, else made into `scratch`.
+  const DoubleMatrix& chunk_features(std::size_t c, DoubleMatrix& scratch) const;
   void accumulate_one_hot(Eigen::MatrixXd& gram) const;
 
   std::shared_ptr<const FeatureMap> map_;
@@ -160,8 +163,15 @@ class M2mDesign {
   DenseMatrix synthetic_;
   Eigen::MatrixXd gram_;
   Eigen::VectorXd feature_mean_;
+  // A dense map's features of every chunk, kept from the Gram's accumulation: the cells of a
+  // repetition share the design, and each would remake them (a sine and a cosine an entry).
+  std::vector<DoubleMatrix> kept_features_;
   double gram_seconds_ = 0, norm_bound_ = 0;
 };
+
+// The most memory M2mDesign keeps a dense map's features in (n_s x m doubles; 160 MB at n_s =
+// 10^5 and m = 200); a larger design remakes them where they are needed.
+inline constexpr double kM2mFeatureCacheBytes = 1024.0 * 1024.0 * 1024.0;
 
 // Conjugate gradients on design.ridge_product(., lambda) x = b from x = 0: stops when the
 // recurrence's residual is at most tol ||b||. Returns the iterations taken, or -1 when
