@@ -52,7 +52,10 @@ struct M2mContext : TaskContext {
 
 // Every metric of the task for a weighted sample: the statistics as sum_i omega_i f(x_i) over
 // `rows`, or (logistic) the AUC of the weighted logistic regression on `rows`.
-CellResult evaluate_weighted(const M2mContext& context, const DoubleMatrix& rows, const Eigen::VectorXd& omega);
+// `masks`, when given, holds these rows' memberships in the context's counting queries (rows
+// that several cells reweight): the same counts without testing the predicates again.
+CellResult evaluate_weighted(const M2mContext& context, const DoubleMatrix& rows, const Eigen::VectorXd& omega,
+                             const CountingMasks* masks = nullptr);
 // A synthetic table (see above): omega_i = 1 / rows; a table with one class gets AUC 0.5.
 CellResult evaluate_synthetic(const M2mContext& context, const DoubleMatrix& synthetic_rows);
 

@@ -92,6 +92,44 @@ TEST(M2m, NonPrivateMeanOfUniformData) {
   }
 }
 
+// The counting queries' weighted sums (CountingMasks, and weighted_counts through it) equal the
+// definition, sum_i omega_i 1{x_i in S} over the rows in order, bit for bit: 13 queries (eight
+// at a time and five left), 1-3 predicates of both directions, rows on a predicate's value
+// (ties count as inside), and two weightings of the same masks.
+TEST(M2m, CountingMasksGiveTheDefinitionsSums) {
+  SeededRandom rng(8);
+  DoubleMatrix x(1003, 3);
+  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = std::floor(rng.unit() * 20) / 20;  // many ties
+  std::vector<CountingQuery> queries(13);
+  for (std::size_t q = 0; q < queries.size(); ++q)
+    for (std::size_t k = 0; k <= q % 3; ++k) {
+      CountingPredicate p;
+      p.attribute = (q + k) % 3;
+      p.less = (q + k) % 2 == 0;
+      p.value = std::floor(rng.unit() * 20) / 20;
+      queries[q].predicates.push_back(p);
+    }
+  const CountingMasks masks(x, queries);
+  for (int weighting = 0; weighting < 2; ++weighting) {
+    Eigen::VectorXd omega(x.rows());
+    for (auto& w : omega) w = rng.unit() - 0.2;
+    const Eigen::VectorXd got = masks.weighted_counts(omega), free = weighted_counts(x, omega, queries);
+    for (std::size_t q = 0; q < queries.size(); ++q) {
+      double expected = 0;
+      for (Eigen::Index i = 0; i < x.rows(); ++i) {
+        bool in = true;
+        for (const auto& p : queries[q].predicates)
+          in = in && (p.less ? x(i, static_cast<Eigen::Index>(p.attribute)) <= p.value
+                             : x(i, static_cast<Eigen::Index>(p.attribute)) >= p.value);
+        expected += in ? omega(i) : 0.0;
+      }
+      EXPECT_EQ(got(static_cast<Eigen::Index>(q)), expected) << "query " << q;
+      EXPECT_EQ(free(static_cast<Eigen::Index>(q)), expected) << "query " << q;
+    }
+  }
+  EXPECT_THROW(masks.weighted_counts(Eigen::VectorXd::Ones(5)), UsageError);
+}
+
 // A dense map's features are kept from the Gram's accumulation: apply and cross give, chunk by
 // chunk, the products with the features the map makes afresh, bit for bit (n_s that leaves a
 // partial last chunk; RFF, and HIST's one-hot path, which keeps none).

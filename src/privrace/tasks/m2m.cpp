@@ -750,22 +750,50 @@ Eigen::MatrixXd weighted_covariance(const WeightedRows& x, const Eigen::VectorXd
 
 Eigen::VectorXd weighted_counts(const WeightedRows& x, const Eigen::VectorXd& omega,
                                 const std::vector<CountingQuery>& queries) {
+  return CountingMasks(x, queries).weighted_counts(omega);
+}
+
+CountingMasks::CountingMasks(const WeightedRows& x, const std::vector<CountingQuery>& queries)
+    : n_(x.rows()), queries_(queries.size()), bits_((queries.size() + 7) / 8 * static_cast<std::size_t>(x.rows()), 0) {
   const Eigen::MatrixXd columns = x;  // column-major: each predicate reads one contiguous column
-  const Eigen::Index n = x.rows();
-  Eigen::VectorXd out(static_cast<Eigen::Index>(queries.size()));
-#pragma omp parallel for schedule(dynamic, 16)
-  for (std::size_t q = 0; q < queries.size(); ++q) {
-    std::vector<unsigned char> in(static_cast<std::size_t>(n), 1);
-    for (const auto& p : queries[q].predicates) {
-      const double* col = columns.col(static_cast<Eigen::Index>(p.attribute)).data();
-      if (p.less)
-        for (Eigen::Index i = 0; i < n; ++i) in[static_cast<std::size_t>(i)] &= col[i] <= p.value;
-      else
-        for (Eigen::Index i = 0; i < n; ++i) in[static_cast<std::size_t>(i)] &= col[i] >= p.value;
+  const Eigen::Index n = n_;
+  const auto blocks = static_cast<std::ptrdiff_t>((queries_ + 7) / 8);
+#pragma omp parallel for schedule(dynamic, 2)
+  for (std::ptrdiff_t blk = 0; blk < blocks; ++blk) {
+    std::vector<unsigned char> in(static_cast<std::size_t>(n));
+    std::uint8_t* out = bits_.data() + static_cast<std::size_t>(blk) * static_cast<std::size_t>(n);
+    for (std::size_t k = 0; k < 8 && static_cast<std::size_t>(blk) * 8 + k < queries_; ++k) {
+      std::fill(in.begin(), in.end(), 1);
+      for (const auto& p : queries[static_cast<std::size_t>(blk) * 8 + k].predicates) {
+        const double* col = columns.col(static_cast<Eigen::Index>(p.attribute)).data();
+        if (p.less)
+          for (Eigen::Index i = 0; i < n; ++i) in[static_cast<std::size_t>(i)] &= col[i] <= p.value;
+        else
+          for (Eigen::Index i = 0; i < n; ++i) in[static_cast<std::size_t>(i)] &= col[i] >= p.value;
+      }
+      for (Eigen::Index i = 0; i < n; ++i) out[i] |= static_cast<std::uint8_t>(in[static_cast<std::size_t>(i)] << k);
     }
-    double acc = 0;
-    for (Eigen::Index i = 0; i < n; ++i) acc += in[static_cast<std::size_t>(i)] ? omega(i) : 0.0;
-    out(static_cast<Eigen::Index>(q)) = acc;
+  }
+}
+
+Eigen::VectorXd CountingMasks::weighted_counts(const Eigen::VectorXd& omega) const {
+  if (omega.size() != n_)
+    throw UsageError("counting masks: " + std::to_string(omega.size()) + " weights for " + std::to_string(n_) + " rows");
+  Eigen::VectorXd out(static_cast<Eigen::Index>(queries_));
+  const auto blocks = static_cast<std::ptrdiff_t>((queries_ + 7) / 8);
+  const double* w = omega.data();
+#pragma omp parallel for schedule(dynamic, 2)
+  for (std::ptrdiff_t blk = 0; blk < blocks; ++blk) {
+    const std::uint8_t* bits = bits_.data() + static_cast<std::size_t>(blk) * static_cast<std::size_t>(n_);
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // each query's sum: the rows in order, 0.0 for a row outside
+    for (Eigen::Index i = 0; i < n_; ++i) {
+      const unsigned b = bits[i];
+      const double wi = w[i];
+#pragma omp simd
+      for (int k = 0; k < 8; ++k) acc[k] += (b >> k & 1u) ? wi : 0.0;
+    }
+    for (std::size_t k = 0; k < 8 && static_cast<std::size_t>(blk) * 8 + k < queries_; ++k)
+      out(static_cast<Eigen::Index>(static_cast<std::size_t>(blk) * 8 + k)) = acc[k];
   }
   return out;
 }

@@ -295,9 +295,25 @@ DoubleMatrix cdf_points(const BoxDomain& domain, std::size_t points = 10);
 DoubleMatrix weighted_cdfs(const WeightedRows& x, const Eigen::VectorXd& omega, const DoubleMatrix& points);
 // C_jk = sum_i omega_i (x_ij - mu_j)(x_ik - mu_k) with the given means (M2M: the M2M means).
 Eigen::MatrixXd weighted_covariance(const WeightedRows& x, const Eigen::VectorXd& omega, const Eigen::VectorXd& means);
-// Fraction of the (weighted) records in each query's set: sum_i omega_i 1{x_i in S}.
+// Fraction of the (weighted) records in each query's set: sum_i omega_i 1{x_i in S}, each
+// query's sum over the rows in order (through CountingMasks).
 Eigen::VectorXd weighted_counts(const WeightedRows& x, const Eigen::VectorXd& omega,
                                 const std::vector<CountingQuery>& queries);
+// Every row's membership in every query's set, one bit each (n x queries / 8 bytes: 12.5 MB at
+// 10^5 rows and 1000 queries), for rows that many weightings share (a repetition's synthetic
+// points, reweighted in each of its cells). weighted_counts(omega) sums eight queries at once,
+// each over the rows in order (eight independent chains of additions instead of one at a time).
+class CountingMasks {
+ public:
+  CountingMasks(const WeightedRows& x, const std::vector<CountingQuery>& queries);
+  Eigen::VectorXd weighted_counts(const Eigen::VectorXd& omega) const;
+  Eigen::Index rows() const { return n_; }
+
+ private:
+  Eigen::Index n_ = 0;
+  std::size_t queries_ = 0;
+  std::vector<std::uint8_t> bits_;  // queries 8b..8b+7 at row i: bit k of bits_[b * n + i]
+};
 
 // Metrics of section 4.
 // (The mean relative error and the ROC AUC of the experiments are in experiments/metrics.hpp.)
