@@ -517,10 +517,11 @@ ErmResult ldp_sgd(const ErmProblem& pr, const Players& pl, double eps, std::uint
   if (std::isinf(eps)) throw UsageError("ldp_sgd: needs a finite epsilon");
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t p = static_cast<std::size_t>(pr.p), n = pl.size();
-  const double L = pr.gradient_bound(), B = djw_l2_scale(p, L, eps), D = pr.diameter();
+  const double L = pr.gradient_bound(), D = pr.diameter();
+  DjwL2 djw(p, L, eps);
+  const double B = djw.scale();
   std::vector<double> theta(p, std::clamp(0.0, pr.lo, pr.hi)), avg(p, 0.0), grad(p), z(p);
   SeededRandom rng(derive_seed(seed, 0x56dULL));  // interactive: one pass in player order
-  DjwL2 djw(p, L, eps);
   for (std::size_t t = 0; t < n; ++t) {
     pr.loss_gradient(theta.data(), pl.row(t), pl.y[t], grad.data());
     djw.privatize(grad.data(), rng, z.data());

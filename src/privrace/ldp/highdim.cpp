@@ -317,11 +317,12 @@ Eigen::VectorXd ldp_sgd_constrained(const SparseRows& X, const Eigen::VectorXd& 
   const Eigen::Index n = X.rows(), d = X.cols();
   // Squared loss, ||x||_2 <= 1 and ||w||_1 <= r: |<w, x>| <= r ||x||_inf <= r, so
   // ||grad|| = 2 |<w,x> - y| ||x||_2 <= 2 (r + 1).
-  const double L = 2 * (r + 1), B = djw_l2_scale(static_cast<std::size_t>(d), L, eps), D = 2 * r;
+  const double L = 2 * (r + 1), D = 2 * r;
+  DjwL2 djw(static_cast<std::size_t>(d), L, eps);
+  const double B = djw.scale();
   Eigen::VectorXd w = Eigen::VectorXd::Zero(d), avg = w, g = Eigen::VectorXd::Zero(d), z(d);
   if (set == SparseSet::Simplex) w.setConstant(r / static_cast<double>(d));
   SeededRandom rng(derive_seed(seed, 0x56dULL));  // interactive: one pass in player order
-  DjwL2 djw(static_cast<std::size_t>(d), L, eps);
   for (Eigen::Index t = 0; t < n; ++t) {
     double pred = 0;
     for (SparseRows::InnerIterator it(X, t); it; ++it) pred += it.value() * w(it.col());

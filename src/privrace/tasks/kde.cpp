@@ -111,6 +111,21 @@ double int_power(double v, std::size_t p) {
 }
 
 constexpr Eigen::Index kLanes = 16;  // queries a block of the small-dimension L2 sums
+constexpr Eigen::Index kDataBlock = 2048;  // data rows a block: each query's block sum, then added to its total
+
+// The kernel sums' checks of the spec, shared by the point and lattice entries.
+void check_kernel_spec(const KernelSpec& spec) {
+  if (spec.kernel != Kernel::L2 && spec.kernel != Kernel::Angular)
+    throw UsageError("exact kernel sums: unsupported kernel '" + to_string(spec.kernel) + "' (expected l2 or angular)");
+  if (spec.kernel == Kernel::L2 && !(spec.bandwidth > 0.0)) throw UsageError("exact kernel sums: bandwidth must be positive");
+  if (spec.power == 0) throw UsageError("exact kernel sums: power must be at least 1");
+}
+
+// PRIVRACE_KDE_SCALAR=1: the portable lane loops even where AVX2 is built in (the tests compare both).
+bool portable_lanes_requested() {
+  const char* env = std::getenv("PRIVRACE_KDE_SCALAR");
+  return env && std::string(env) == "1";
+}
 
 // Small dimension (L2): sum[l] += w_i k(||x_i - q_l|| / w)^power over the rows i of x in order,
 // for the 16 queries q_l of qt (coordinate c of query l at qt[c * kLanes + l]). Each query's sum
@@ -300,10 +315,7 @@ std::vector<double> exact_kernel_sums(const DenseRef& data, const DenseRef& quer
 
 std::vector<double> weighted_row_kernel_sums(const DoubleMatrix& x, const std::vector<double>& w, const DenseRef& queries,
                                              const KernelSpec& spec) {
-  if (spec.kernel != Kernel::L2 && spec.kernel != Kernel::Angular)
-    throw UsageError("exact kernel sums: unsupported kernel '" + to_string(spec.kernel) + "' (expected l2 or angular)");
-  if (spec.kernel == Kernel::L2 && !(spec.bandwidth > 0.0)) throw UsageError("exact kernel sums: bandwidth must be positive");
-  if (spec.power == 0) throw UsageError("exact kernel sums: power must be at least 1");
+  check_kernel_spec(spec);
   if (x.cols() != queries.cols())
     throw InputError("queries have " + std::to_string(queries.cols()) + " columns, the data " + std::to_string(x.cols()));
   if (w.size() != static_cast<std::size_t>(x.rows()))
@@ -315,13 +327,12 @@ std::vector<double> weighted_row_kernel_sums(const DoubleMatrix& x, const std::v
   const double inv_w = 1.0 / spec.bandwidth;
   const bool l2 = spec.kernel == Kernel::L2;
   Eigen::VectorXd x_norm2 = x.rowwise().squaredNorm();
-  constexpr Eigen::Index kQueryBlock = kLanes, kDataBlock = 2048;
+  constexpr Eigen::Index kQueryBlock = kLanes;
   const Eigen::Index query_blocks = (m + kQueryBlock - 1) / kQueryBlock;
   // Small d (L2): differences per coordinate (no cancellation), the block's queries as lanes.
   // Large d: one small GEMM gives every inner product of a block pair.
   const bool gemm = !l2 || d > 8;
-  const char* scalar_env = std::getenv("PRIVRACE_KDE_SCALAR");
-  const bool scalar = scalar_env && std::string(scalar_env) == "1";
+  const bool scalar = portable_lanes_requested();
 #pragma omp parallel
   {
     std::vector<double> s(static_cast<std::size_t>(kDataBlock));
@@ -406,8 +417,7 @@ std::vector<double> lattice_kernel_sums(const DenseRef& data, const std::vector<
       point(idx, axes.size(), [&](std::size_t j, double v) { pts(static_cast<Eigen::Index>(idx), static_cast<Eigen::Index>(j)) = static_cast<Real>(v); });
     return exact_kernel_sums(data, pts, spec);
   }
-  if (!(spec.bandwidth > 0.0)) throw UsageError("exact kernel sums: bandwidth must be positive");
-  if (spec.power == 0) throw UsageError("exact kernel sums: power must be at least 1");
+  check_kernel_spec(spec);
   DoubleMatrix x;
   std::vector<double> w;
   unique_rows(data, x, w);
@@ -418,9 +428,7 @@ std::vector<double> lattice_kernel_sums(const DenseRef& data, const std::vector<
   std::vector<double> out(total, 0.0);
   const PStableTable& table = PStableTable::get();
   const double inv_w = 1.0 / spec.bandwidth;
-  const char* scalar_env = std::getenv("PRIVRACE_KDE_SCALAR");
-  const bool scalar = scalar_env && std::string(scalar_env) == "1";
-  constexpr Eigen::Index kDataBlock = 2048;  // the blocks of weighted_row_kernel_sums: the same sums
+  const bool scalar = portable_lanes_requested();  // kDataBlock: weighted_row_kernel_sums' blocks, so the same sums
 #pragma omp parallel
   {
     std::vector<double> pt(static_cast<std::size_t>(std::max<Eigen::Index>(1, d - 1) * kLanes), 0.0);
