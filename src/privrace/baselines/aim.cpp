@@ -134,22 +134,26 @@ Eligible eligible_candidates(pgm::GraphicalModel& model, const Candidates& cands
   // eligible is never counted).
   data.count(cands, eligible);
   model.prepare_conditionals();  // read by every candidate's marginal below
-#pragma omp parallel for schedule(dynamic, 1)
-  for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(count); ++c) {
-    const auto ci = static_cast<std::size_t>(c);
-    if (!eligible[ci]) continue;
-    // (Nothing may escape the parallel loop: a model marginal too large to compute, which
-    // depends on the model only, makes the candidate ineligible this round.)
-    try {
-      const std::vector<double> est = model.marginal(cands.cliques[ci]);
-      const std::vector<std::uint32_t>& dat = data.of(ci);
-      double l1 = 0;
-      for (std::size_t k = 0; k < est.size(); ++k) l1 += std::abs(static_cast<double>(dat[k]) - model.total() * est[k]);
-      quality[ci] = cands.weights[ci] * (l1 - sqrt2pi * sigma * static_cast<double>(est.size()));
-    } catch (const std::exception&) {
-      eligible[ci] = 0;
+  std::vector<pgm::Clique> sets;
+  std::vector<std::size_t> of_set;
+  for (std::size_t c = 0; c < count; ++c)
+    if (eligible[c]) {
+      sets.push_back(cands.cliques[c]);
+      of_set.push_back(c);
     }
-  }
+  // (Nothing may escape the parallel loop: a model marginal too large to compute, which depends
+  // on the model only, makes the candidate ineligible this round.)
+  model.for_each_marginal(sets, [&](std::size_t i, const std::vector<double>* est) {
+    const std::size_t ci = of_set[i];
+    if (!est) {
+      eligible[ci] = 0;
+      return;
+    }
+    const std::vector<std::uint32_t>& dat = data.of(ci);
+    double l1 = 0;
+    for (std::size_t k = 0; k < est->size(); ++k) l1 += std::abs(static_cast<double>(dat[k]) - model.total() * (*est)[k]);
+    quality[ci] = cands.weights[ci] * (l1 - sqrt2pi * sigma * static_cast<double>(est->size()));
+  });
   Eligible out;
   for (std::size_t c = 0; c < count; ++c)
     if (eligible[c]) {

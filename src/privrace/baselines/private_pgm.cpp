@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -435,6 +436,7 @@ GraphicalModel::GraphicalModel(std::vector<int> domain, const std::vector<Clique
 void GraphicalModel::calibrate() {
   const std::size_t k = tree_.cliques().size();
   cond_.clear();  // made from the former marginals
+  one_way_.clear();
   // Clique tables exp(theta_C - max theta_C), theta_C the sum of the potentials homed at C.
   for (std::size_t c = 0; c < k; ++c) std::fill(work_[c].begin(), work_[c].end(), 0.0);
   {
@@ -510,7 +512,9 @@ void GraphicalModel::potential_marginals(std::vector<std::vector<double>>& mu) c
   }
 }
 
-std::vector<double> GraphicalModel::marginal(const Clique& attrs) const {
+std::vector<double> GraphicalModel::marginal(const Clique& attrs) const { return marginal(attrs, nullptr); }
+
+std::vector<double> GraphicalModel::marginal(const Clique& attrs, const std::map<Clique, std::vector<double>>* known) const {
   const int home = tree_.containing(attrs);
   std::vector<double> out;
   if (home >= 0) {
@@ -527,6 +531,44 @@ std::vector<double> GraphicalModel::marginal(const Clique& attrs) const {
     need[static_cast<std::size_t>(c)] = 1;
   }
   const std::vector<char> in = tree_.spanning_subtree(need);
+  // Cliques joined by an empty separator are independent in the model (its joint is the product
+  // of the clique marginals over the separator marginals, and an empty separator's is 1), so the
+  // marginal is the product of the marginals of the attributes on each side: the subtree is cut
+  // at its empty separators and each part's attributes are summed over that part alone (each
+  // part's own spanning subtree lies inside it, so the recursion cuts nothing more).
+  {
+    std::vector<int> part(k, -1);
+    int parts = 0;
+    for (const int c : tree_.order()) {
+      const auto cu = static_cast<std::size_t>(c);
+      if (!in[cu]) continue;
+      const int p = tree_.parent(cu);
+      part[cu] = p >= 0 && in[static_cast<std::size_t>(p)] && !tree_.separator(cu).empty() ? part[static_cast<std::size_t>(p)]
+                                                                                              : parts++;
+    }
+    if (parts > 1) {
+      std::vector<Clique> sub(static_cast<std::size_t>(parts));
+      for (const int a : attrs) sub[static_cast<std::size_t>(part[static_cast<std::size_t>(tree_.home(a))])].push_back(a);
+      out.assign(static_cast<std::size_t>(clique_cells(attrs, domain_)), 1.0);
+      for (const Clique& s : sub) {
+        if (s.empty()) continue;
+        // The same numbers as marginal(s), made once where they were kept.
+        std::vector<double> made;
+        const std::vector<double>* m = nullptr;
+        if (s.size() == 1 && one_way_.size() == domain_.size()) {
+          m = &one_way_[static_cast<std::size_t>(s[0])];
+        } else if (known && known->count(s)) {
+          m = &known->at(s);
+        } else {
+          made = marginal(s);
+          m = &made;
+        }
+        for_each_sub_index(attrs, s, domain_, [&](std::size_t j, std::uint64_t idx) { out[j] *= (*m)[idx]; });
+      }
+      normalise(out);
+      return out;
+    }
+  }
   // Factors: the subtree's top clique's marginal, every other clique's conditional given its
   // separator with its parent (both in the subtree): their product is the subtree's joint. The
   // model's tables are read in place (conditionals from prepare_conditionals() when made).
@@ -594,6 +636,41 @@ std::vector<double> GraphicalModel::marginal(const Clique& attrs) const {
   return out;
 }
 
+void GraphicalModel::for_each_marginal(const std::vector<Clique>& sets,
+                                      const std::function<void(std::size_t, const std::vector<double>*)>& f) const {
+  std::vector<std::size_t> order(sets.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return sets[a].size() < sets[b].size(); });
+  const std::size_t largest = sets.empty() ? 0 : sets[order.back()].size();
+  std::map<Clique, std::vector<double>> known;  // the sets smaller than the largest: parts of larger ones
+  for (std::size_t lo = 0; lo < order.size();) {
+    std::size_t hi = lo;
+    while (hi < order.size() && sets[order[hi]].size() == sets[order[lo]].size()) ++hi;
+    const bool keep = sets[order[lo]].size() < largest;
+    std::vector<std::vector<double>> kept(keep ? hi - lo : 0);
+    std::vector<char> made(keep ? hi - lo : 0, 0);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::size_t i = lo; i < hi; ++i) {
+      const std::size_t set = order[i];
+      std::vector<double> m;
+      bool ok = true;
+      try {
+        m = marginal(sets[set], &known);
+      } catch (const std::exception&) {  // an intermediate table too large (or no memory for it)
+        ok = false;
+      }
+      f(set, ok ? &m : nullptr);
+      if (keep && ok) {
+        kept[i - lo] = std::move(m);
+        made[i - lo] = 1;
+      }
+    }
+    for (std::size_t i = lo; keep && i < hi; ++i)
+      if (made[i - lo]) known.emplace(sets[order[i]], std::move(kept[i - lo]));
+    lo = hi;
+  }
+}
+
 // Clique c's table divided by its separator marginal (0 where that is 0): c's conditional given
 // its separator with the parent.
 std::vector<double> GraphicalModel::conditional(std::size_t c) const {
@@ -613,6 +690,10 @@ void GraphicalModel::prepare_conditionals() {
   for (std::size_t c = 0; c < k; ++c)
     if (tree_.parent(c) >= 0) cond[c] = conditional(c);
   cond_ = std::move(cond);
+  std::vector<std::vector<double>> one_way(domain_.size());
+#pragma omp parallel for schedule(dynamic)
+  for (std::size_t a = 0; a < domain_.size(); ++a) one_way[a] = marginal({static_cast<int>(a)});
+  one_way_ = std::move(one_way);
 }
 
 std::vector<std::uint16_t> GraphicalModel::sample(std::size_t rows, std::uint64_t seed) const {

@@ -24,7 +24,8 @@
 //   (clique tables exp(theta_C - max theta_C), messages rescaled to sum 1; Hugin-style
 //   distribution: the down message is the parent belief's separator marginal over the up
 //   message). It gives every clique's exact marginal; a marginal over attributes in no single
-//   clique is computed by variable elimination over the smallest subtree that covers them.
+//   clique is the product of the marginals of the parts of the smallest subtree that covers
+//   them, cut at its empty separators (independent parts), each part's by variable elimination.
 // * Estimation: minimise L(mu) = 1/2 sum_m ||N mu_m - y_m||^2 / sigma_m^2 over the marginal
 //   polytope by entropic mirror descent: theta_m <- theta_m - eta dL/dmu_m, mu from belief
 //   propagation. The step starts at 1/Lip with Lip = N^2 sum_m 1/sigma_m^2 (L is Lip-smooth in
@@ -45,6 +46,7 @@
 //   conditional's running sums). Rows come in fixed blocks, each from its own stream derived
 //   from the seed, so they do not depend on the thread count.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -137,10 +139,20 @@ class GraphicalModel {
   // Probability marginals of the potentials' cliques, in the potentials' (map) order.
   void potential_marginals(std::vector<std::vector<double>>& mu) const;
   // Probability marginal of any attribute set (one clique's marginal summed when a clique
-  // contains it; variable elimination over the covering subtree otherwise).
+  // contains it; otherwise the product of the independent parts of the covering subtree, cut
+  // at its empty separators, each part's by variable elimination over it).
   std::vector<double> marginal(const Clique& attrs) const;
-  // Keeps every clique's conditional given its parent separator until the next calibrate(), so
-  // that many marginal() calls on one model (AIM's candidates) do not each recompute them.
+  // f(i, marginal of sets[i]) for every set, in parallel (f must allow that, and not throw):
+  // marginal(sets[i]) bit for bit, or nullptr where that throws (an intermediate table too large,
+  // or no memory for it), so nothing escapes the parallel loop. The sets are taken by increasing
+  // size and the smaller ones' marginals are kept meanwhile: a part of a larger set (marginal()'s
+  // cut at empty separators) that is itself in `sets` is not made again (AIM's 3-way candidates
+  // reuse its 2-way ones).
+  void for_each_marginal(const std::vector<Clique>& sets,
+                         const std::function<void(std::size_t, const std::vector<double>*)>& f) const;
+  // Keeps every clique's conditional given its parent separator, and every attribute's marginal,
+  // until the next calibrate(), so that many marginal() calls on one model (AIM's candidates) do
+  // not each recompute them.
   void prepare_conditionals();
   // `rows` records of bin indices (row-major, rows x d), forward-sampled; same seed, same rows.
   std::vector<std::uint16_t> sample(std::size_t rows, std::uint64_t seed) const;
@@ -164,9 +176,12 @@ class GraphicalModel {
   std::vector<std::vector<std::uint32_t>> sep_map_;    // separator cell of each clique cell
   std::vector<std::vector<std::uint32_t>> par_map_;    // separator cell of each parent cell
   std::vector<std::vector<double>> marg_, work_, up_;
-  std::vector<std::vector<double>> cond_;  // prepare_conditionals(); empty otherwise
+  std::vector<std::vector<double>> cond_;     // prepare_conditionals(); empty otherwise
+  std::vector<std::vector<double>> one_way_;  // prepare_conditionals(): each attribute's marginal
   double total_ = 1.0;
   std::vector<double> conditional(std::size_t c) const;
+  // marginal(), taking the parts found in `known` (for_each_marginal's smaller sets) from there.
+  std::vector<double> marginal(const Clique& attrs, const std::map<Clique, std::vector<double>>* known) const;
 };
 
 // Fits the model to the measurements (noise-weighted least squares on the marginals, above).
