@@ -228,6 +228,44 @@ TEST(PrivatePgm, MarginalsAcrossIndependentPartsAndBatchedEqualBruteForce) {
   }
 }
 
+// SubsetMap (belief propagation's maps as runs) equals index_map cell for cell, and its four
+// loops give the doubles of the same loops over index_map, bit for bit: every subset of a
+// 4-attribute clique (sizes 2, 3, 1, 4), the empty and the full one included.
+TEST(PrivatePgm, SubsetMapEqualsIndexMapAndItsLoops) {
+  const std::vector<int> domain{2, 3, 1, 4, 5};
+  const Clique c{0, 1, 3, 4};
+  SeededRandom rng(4);
+  std::vector<double> w(static_cast<std::size_t>(pgm::clique_cells(c, domain)));
+  for (double& x : w) x = rng.unit() - 0.3;
+  for (unsigned mask = 0; mask < 16; ++mask) {
+    Clique sub;
+    for (std::size_t i = 0; i < 4; ++i)
+      if (mask >> i & 1) sub.push_back(c[i]);
+    SCOPED_TRACE("subset mask " + std::to_string(mask));
+    const std::vector<std::uint32_t> map = pgm::index_map(c, sub, domain);
+    const pgm::SubsetMap runs(c, sub, domain);
+    ASSERT_EQ(runs.cells(), map.size());
+    for (std::size_t i = 0; i < map.size(); ++i) ASSERT_EQ(runs[i], map[i]) << "cell " << i;
+    const auto sc = static_cast<std::size_t>(pgm::clique_cells(sub, domain));
+    std::vector<double> v(sc);
+    for (double& x : v) x = rng.unit() + 0.1;
+    std::vector<double> want = w, got = w;
+    for (std::size_t i = 0; i < map.size(); ++i) want[i] += v[map[i]];
+    runs.add_into(v, got);
+    EXPECT_EQ(got, want);
+    for (std::size_t i = 0; i < map.size(); ++i) want[i] *= v[map[i]];
+    runs.multiply_into(v, got);
+    EXPECT_EQ(got, want);
+    for (std::size_t i = 0; i < map.size(); ++i) want[i] = w[i] * v[map[i]];
+    runs.product(w, v, got);
+    EXPECT_EQ(got, want);
+    std::vector<double> sum_want(sc, 0.0), sum_got;
+    for (std::size_t i = 0; i < map.size(); ++i) sum_want[map[i]] += w[i];
+    runs.sum_to(w, sum_got, sc);
+    EXPECT_EQ(sum_got, sum_want);
+  }
+}
+
 TEST(PrivatePgm, ExactTreeMarginalsAreRecovered) {
   // A tree 0 - 1, 1 - 2, 1 - 3 with random conditionals; measurements are its exact (noise-free)
   // counts for N = 1000 (sigma 1): the fitted model must reproduce them.

@@ -98,14 +98,6 @@ void marginalise_to(const std::vector<double>& v, const Clique& c, const Clique&
   for_each_sub_index(c, sub, domain, [&](std::size_t cell, std::uint64_t idx) { out[idx] += v[cell]; });
 }
 
-// out[s] = sum of v[cell] over the cells mapping to s.
-void marginalise(const std::vector<double>& v, const std::vector<std::uint32_t>& map, std::vector<double>& out,
-                 std::size_t out_cells) {
-  out.assign(out_cells, 0.0);
-  const std::size_t n = v.size();
-  for (std::size_t i = 0; i < n; ++i) out[map[i]] += v[i];
-}
-
 void normalise(std::vector<double>& v) {
   double s = 0;
   for (const double x : v) s += x;
@@ -140,6 +132,75 @@ std::vector<std::uint32_t> index_map(const Clique& c, const Clique& sub, const s
   std::vector<std::uint32_t> out(static_cast<std::size_t>(total));
   for_each_sub_index(c, sub, domain, [&](std::size_t cell, std::uint64_t idx) { out[cell] = static_cast<std::uint32_t>(idx); });
   return out;
+}
+
+SubsetMap::SubsetMap(const Clique& c, const Clique& sub, const std::vector<int>& domain) {
+  const std::vector<std::uint32_t> map = index_map(c, sub, domain);
+  // The trailing attributes of c that are all in sub, or all outside it: their cells are a run.
+  std::size_t t = c.size();
+  const bool in_sub = t > 0 && std::binary_search(sub.begin(), sub.end(), c[t - 1]);
+  std::size_t run = 1;
+  while (t > 0 && std::binary_search(sub.begin(), sub.end(), c[t - 1]) == in_sub)
+    run *= static_cast<std::size_t>(domain[static_cast<std::size_t>(c[--t])]);
+  run_ = std::max<std::size_t>(run, 1);
+  step_ = in_sub;
+  base_.resize(map.size() / run_);
+  for (std::size_t r = 0; r < base_.size(); ++r) base_[r] = map[r * run_];
+}
+
+void SubsetMap::add_into(const std::vector<double>& v, std::vector<double>& out) const {
+  double* o = out.data();
+  for (const std::uint32_t b : base_) {
+    const double* src = v.data() + b;
+    if (step_)
+      for (std::size_t t = 0; t < run_; ++t) o[t] += src[t];
+    else
+      for (std::size_t t = 0; t < run_; ++t) o[t] += *src;
+    o += run_;
+  }
+}
+
+void SubsetMap::multiply_into(const std::vector<double>& v, std::vector<double>& out) const {
+  double* o = out.data();
+  for (const std::uint32_t b : base_) {
+    const double* src = v.data() + b;
+    if (step_)
+      for (std::size_t t = 0; t < run_; ++t) o[t] *= src[t];
+    else
+      for (std::size_t t = 0; t < run_; ++t) o[t] *= *src;
+    o += run_;
+  }
+}
+
+void SubsetMap::product(const std::vector<double>& w, const std::vector<double>& v, std::vector<double>& out) const {
+  out.resize(w.size());
+  double* o = out.data();
+  const double* x = w.data();
+  for (const std::uint32_t b : base_) {
+    const double* src = v.data() + b;
+    if (step_)
+      for (std::size_t t = 0; t < run_; ++t) o[t] = x[t] * src[t];
+    else
+      for (std::size_t t = 0; t < run_; ++t) o[t] = x[t] * *src;
+    o += run_;
+    x += run_;
+  }
+}
+
+void SubsetMap::sum_to(const std::vector<double>& v, std::vector<double>& out, std::size_t out_cells) const {
+  out.assign(out_cells, 0.0);
+  const double* x = v.data();
+  for (const std::uint32_t b : base_) {
+    double* dst = out.data() + b;
+    if (step_) {
+      for (std::size_t t = 0; t < run_; ++t) dst[t] += x[t];
+    } else {
+      double acc = *dst;  // one cell's additions, in cell order
+      for (std::size_t t = 0; t < run_; ++t) acc += x[t];
+      *dst = acc;
+    }
+    x += run_;
+  }
 }
 
 // ---------------------------------------------------------------- junction tree
@@ -407,9 +468,9 @@ GraphicalModel::GraphicalModel(std::vector<int> domain, const std::vector<Clique
         best = q;
     if (best < pc.size()) {
       fold_parent_[m] = static_cast<int>(best);
-      fold_map_[m] = index_map(*pc[best], *pc[m], domain_);
+      fold_map_[m] = SubsetMap(*pc[best], *pc[m], domain_);
     } else {
-      theta_map_[m] = index_map(tree_.cliques()[static_cast<std::size_t>(theta_home_[m])], *pc[m], domain_);
+      theta_map_[m] = SubsetMap(tree_.cliques()[static_cast<std::size_t>(theta_home_[m])], *pc[m], domain_);
     }
   }
   fold_order_.resize(pc.size());
@@ -420,9 +481,9 @@ GraphicalModel::GraphicalModel(std::vector<int> domain, const std::vector<Clique
   sep_map_.resize(k);
   par_map_.resize(k);
   for (std::size_t c = 0; c < k; ++c) {
-    sep_map_[c] = index_map(tree_.cliques()[c], tree_.separator(c), domain_);
+    sep_map_[c] = SubsetMap(tree_.cliques()[c], tree_.separator(c), domain_);
     if (tree_.parent(c) >= 0)
-      par_map_[c] = index_map(tree_.cliques()[static_cast<std::size_t>(tree_.parent(c))], tree_.separator(c), domain_);
+      par_map_[c] = SubsetMap(tree_.cliques()[static_cast<std::size_t>(tree_.parent(c))], tree_.separator(c), domain_);
   }
   marg_.resize(k);
   work_.resize(k);
@@ -447,16 +508,12 @@ void GraphicalModel::calibrate() {
       if (fold_parent_[q] < 0) continue;
       std::vector<double>& big = acc_[static_cast<std::size_t>(fold_parent_[q])];
       const std::vector<double>& small = acc_[q];
-      const std::vector<std::uint32_t>& map = fold_map_[q];
-      for (std::size_t i = 0; i < big.size(); ++i) big[i] += small[map[i]];
+      fold_map_[q].add_into(small, big);
     }
     for (m = 0; m < acc_.size(); ++m) {
       if (fold_parent_[m] >= 0) continue;
       std::vector<double>& w = work_[static_cast<std::size_t>(theta_home_[m])];
-      const std::vector<std::uint32_t>& map = theta_map_[m];
-      const std::vector<double>& a = acc_[m];
-      const std::size_t n = w.size();
-      for (std::size_t i = 0; i < n; ++i) w[i] += a[map[i]];
+      theta_map_[m].add_into(acc_[m], w);
     }
   }
   for (std::size_t c = 0; c < k; ++c) {
@@ -471,11 +528,9 @@ void GraphicalModel::calibrate() {
     const auto c = static_cast<std::size_t>(order[i]);
     const auto p = static_cast<std::size_t>(tree_.parent(c));
     const std::size_t sc = static_cast<std::size_t>(clique_cells(tree_.separator(c), domain_));
-    marginalise(work_[c], sep_map_[c], up_[c], sc);
+    sep_map_[c].sum_to(work_[c], up_[c], sc);
     normalise(up_[c]);
-    const std::vector<std::uint32_t>& pmap = par_map_[c];
-    std::vector<double>& wp = work_[p];
-    for (std::size_t j = 0; j < wp.size(); ++j) wp[j] *= up_[c][pmap[j]];
+    par_map_[c].multiply_into(up_[c], work_[p]);
   }
   // Down: the root's belief, then each child's from its parent's.
   const auto root = static_cast<std::size_t>(order[0]);
@@ -485,13 +540,10 @@ void GraphicalModel::calibrate() {
     const auto c = static_cast<std::size_t>(order[i]);
     const auto p = static_cast<std::size_t>(tree_.parent(c));
     const std::size_t sc = static_cast<std::size_t>(clique_cells(tree_.separator(c), domain_));
-    marginalise(marg_[p], par_map_[c], tmp, sc);
+    par_map_[c].sum_to(marg_[p], tmp, sc);
     for (std::size_t s = 0; s < sc; ++s) tmp[s] = up_[c][s] > 0 ? tmp[s] / up_[c][s] : 0.0;
-    std::vector<double>& mc = marg_[c];
-    const std::vector<double>& wc = work_[c];
-    const std::vector<std::uint32_t>& smap = sep_map_[c];
-    for (std::size_t j = 0; j < mc.size(); ++j) mc[j] = wc[j] * tmp[smap[j]];
-    normalise(mc);
+    sep_map_[c].product(work_[c], tmp, marg_[c]);
+    normalise(marg_[c]);
   }
 }
 
@@ -500,7 +552,7 @@ void GraphicalModel::potential_marginals(std::vector<std::vector<double>>& mu) c
   std::size_t m = 0;
   for (const auto& [c, th] : theta_) {
     if (fold_parent_[m] < 0)
-      marginalise(marg_[static_cast<std::size_t>(theta_home_[m])], theta_map_[m], mu[m], th.size());
+      theta_map_[m].sum_to(marg_[static_cast<std::size_t>(theta_home_[m])], mu[m], th.size());
     ++m;
   }
   // Folded ones from their parents, larger first.
@@ -508,7 +560,7 @@ void GraphicalModel::potential_marginals(std::vector<std::vector<double>>& mu) c
   for (const auto& [c, th] : theta_) sizes.push_back(th.size());
   for (std::size_t i = fold_order_.size(); i-- > 0;) {
     const std::size_t q = fold_order_[i];
-    if (fold_parent_[q] >= 0) marginalise(mu[static_cast<std::size_t>(fold_parent_[q])], fold_map_[q], mu[q], sizes[q]);
+    if (fold_parent_[q] >= 0) fold_map_[q].sum_to(mu[static_cast<std::size_t>(fold_parent_[q])], mu[q], sizes[q]);
   }
 }
 
@@ -675,7 +727,7 @@ void GraphicalModel::for_each_marginal(const std::vector<Clique>& sets,
 // its separator with the parent.
 std::vector<double> GraphicalModel::conditional(std::size_t c) const {
   std::vector<double> sm, out = marg_[c];
-  marginalise(marg_[c], sep_map_[c], sm, static_cast<std::size_t>(clique_cells(tree_.separator(c), domain_)));
+  sep_map_[c].sum_to(marg_[c], sm, static_cast<std::size_t>(clique_cells(tree_.separator(c), domain_)));
   for (std::size_t j = 0; j < out.size(); ++j) {
     const double s = sm[sep_map_[c][j]];
     out[j] = s > 0 ? out[j] / s : 0.0;

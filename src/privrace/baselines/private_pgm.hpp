@@ -67,6 +67,36 @@ double clique_cells(const Clique& c, const std::vector<int>& domain);
 // cell of `sub` for every cell of `c` (sub must be a subset of c).
 std::vector<std::uint32_t> index_map(const Clique& c, const Clique& sub, const std::vector<int>& domain);
 
+// index_map(c, sub) kept as runs: over each run of `run()` consecutive cells of c the map is
+// constant (c's trailing attributes outside sub) or rises by one a cell (c's trailing attributes
+// inside sub, which are sub's trailing ones too), so the loops over it (belief propagation's
+// products and sums) walk contiguous stretches. Every operation does, cell by cell and in cell
+// order, what the same loop over index_map does: the same doubles.
+class SubsetMap {
+ public:
+  SubsetMap() = default;
+  SubsetMap(const Clique& c, const Clique& sub, const std::vector<int>& domain);
+  std::size_t cells() const { return base_.size() * run_; }
+  std::uint32_t operator[](std::size_t i) const {
+    return base_[i / run_] + (step_ ? static_cast<std::uint32_t>(i % run_) : 0u);
+  }
+  std::size_t run() const { return run_; }
+  bool step() const { return step_; }
+  // out[i] += v[map[i]] over c's cells.
+  void add_into(const std::vector<double>& v, std::vector<double>& out) const;
+  // out[i] *= v[map[i]].
+  void multiply_into(const std::vector<double>& v, std::vector<double>& out) const;
+  // out[i] = w[i] * v[map[i]].
+  void product(const std::vector<double>& w, const std::vector<double>& v, std::vector<double>& out) const;
+  // out (sub's cells, zeroed first) [map[i]] += v[i], in the order of i.
+  void sum_to(const std::vector<double>& v, std::vector<double>& out, std::size_t out_cells) const;
+
+ private:
+  std::size_t run_ = 1;
+  bool step_ = false;
+  std::vector<std::uint32_t> base_;  // map at the start of each run
+};
+
 struct Factor {
   Clique attrs;
   std::vector<double> values;
@@ -168,13 +198,13 @@ class GraphicalModel {
   JunctionTree tree_;
   std::map<Clique, std::vector<double>> theta_;
   std::vector<int> theta_home_;                        // tree clique of each potential, in map order
-  std::vector<std::vector<std::uint32_t>> theta_map_;  // potential cell of each home-clique cell (unfolded ones)
+  std::vector<SubsetMap> theta_map_;                   // potential cell of each home-clique cell (unfolded ones)
   std::vector<int> fold_parent_;                       // larger potential it is folded into, or -1
-  std::vector<std::vector<std::uint32_t>> fold_map_;   // its cell of each fold-parent cell
+  std::vector<SubsetMap> fold_map_;                    // its cell of each fold-parent cell
   std::vector<std::size_t> fold_order_;                // potentials by increasing clique size
   std::vector<std::vector<double>> acc_;               // scratch: potentials with folded ones added
-  std::vector<std::vector<std::uint32_t>> sep_map_;    // separator cell of each clique cell
-  std::vector<std::vector<std::uint32_t>> par_map_;    // separator cell of each parent cell
+  std::vector<SubsetMap> sep_map_;                     // separator cell of each clique cell
+  std::vector<SubsetMap> par_map_;                     // separator cell of each parent cell
   std::vector<std::vector<double>> marg_, work_, up_;
   std::vector<std::vector<double>> cond_;     // prepare_conditionals(); empty otherwise
   std::vector<std::vector<double>> one_way_;  // prepare_conditionals(): each attribute's marginal
