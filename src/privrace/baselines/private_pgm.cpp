@@ -98,6 +98,19 @@ void marginalise_to(const std::vector<double>& v, const Clique& c, const Clique&
   for_each_sub_index(c, sub, domain, [&](std::size_t cell, std::uint64_t idx) { out[idx] += v[cell]; });
 }
 
+// The largest of a non-empty table, as four running maxima so that it vectorises: the value
+// std::max_element finds (for numbers; of equal zeros it may return the other sign, and
+// exp(x - mx) is the same for either).
+double largest(const std::vector<double>& v) {
+  const std::size_t n = v.size();
+  double m[4] = {v[0], v[0], v[0], v[0]};
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (std::size_t l = 0; l < 4; ++l) m[l] = v[i + l] > m[l] ? v[i + l] : m[l];
+  for (; i < n; ++i) m[0] = v[i] > m[0] ? v[i] : m[0];
+  return std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
+}
+
 void normalise(std::vector<double>& v) {
   double s = 0;
   for (const double x : v) s += x;
@@ -518,7 +531,7 @@ void GraphicalModel::calibrate() {
   }
   for (std::size_t c = 0; c < k; ++c) {
     std::vector<double>& w = work_[c];
-    const double mx = *std::max_element(w.begin(), w.end());
+    const double mx = largest(w);
     for (double& x : w) x = std::exp(x - mx);
   }
   // Up: children before parents.
