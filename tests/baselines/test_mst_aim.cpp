@@ -45,6 +45,36 @@ std::size_t cell_of(const Clique& c, const std::vector<int>& x, const std::vecto
   return idx;
 }
 
+// A model of `pots` with seeded potentials uniform in [-1.5, 1.5], calibrated, and a marginal of
+// its distribution p(x) ~ exp(sum of potentials) by brute force over every assignment.
+struct BruteForceModel {
+  std::vector<int> domain;
+  pgm::GraphicalModel model;
+  std::vector<double> joint;  // p(x), assignments in for_each_assignment's order
+
+  BruteForceModel(const std::vector<int>& dom, const std::vector<Clique>& pots, std::uint64_t seed)
+      : domain(dom), model(dom, pots) {
+    SeededRandom rng(seed);
+    for (auto& [c, th] : model.potentials())
+      for (double& v : th) v = 3 * (rng.unit() - 0.5);
+    model.calibrate();
+    double z = 0;
+    for_each_assignment(domain, [&](const std::vector<int>& x) {
+      double s = 0;
+      for (const auto& [c, th] : model.potentials()) s += th[cell_of(c, x, domain)];
+      joint.push_back(std::exp(s));
+      z += joint.back();
+    });
+    for (double& p : joint) p /= z;
+  }
+  std::vector<double> marginal(const Clique& q) const {
+    std::vector<double> out(static_cast<std::size_t>(pgm::clique_cells(q, domain)), 0.0);
+    std::size_t k = 0;
+    for_each_assignment(domain, [&](const std::vector<int>& x) { out[cell_of(q, x, domain)] += joint[k++]; });
+    return out;
+  }
+};
+
 // The bit-mask min-fill triangulation (the one AIM calls for every candidate of every round)
 // returns exactly the cliques, in the same order, of the elimination written pair by pair: over
 // random models of 2- and 3-way cliques with 1 to 130 attributes (one to three 64-bit words,
@@ -131,25 +161,11 @@ TEST(PrivatePgm, BeliefPropagationEqualsBruteForce) {
   // A cycle 0-1-2-0 (triangulated into one clique), a chain 2-3, and 4 on its own; potentials
   // nested in others ({1} in {0, 1} in {0, 1, 2}, {3} in {2, 3}) are folded into them.
   const std::vector<Clique> pots{{0, 1}, {1, 2}, {0, 2}, {2, 3}, {4}, {1}, {0, 1, 2}, {3}};
-  pgm::GraphicalModel model(domain, pots);
-  SeededRandom rng(3);
-  for (auto& [c, th] : model.potentials())
-    for (double& v : th) v = 3 * (rng.unit() - 0.5);
-  model.calibrate();
-  // Brute force: p(x) ~ exp(sum of potentials).
-  std::vector<double> joint;
-  double z = 0;
-  for_each_assignment(domain, [&](const std::vector<int>& x) {
-    double s = 0;
-    for (const auto& [c, th] : model.potentials()) s += th[cell_of(c, x, domain)];
-    joint.push_back(std::exp(s));
-    z += joint.back();
-  });
+  const BruteForceModel truth(domain, pots, 3);
+  const pgm::GraphicalModel& model = truth.model;
   for (const Clique& q :
        std::vector<Clique>{{0}, {0, 1}, {1, 2}, {0, 1, 2}, {2, 3}, {1, 3}, {0, 3}, {3, 4}, {0, 1, 3, 4}}) {
-    std::vector<double> brute(static_cast<std::size_t>(pgm::clique_cells(q, domain)), 0.0);
-    std::size_t k = 0;
-    for_each_assignment(domain, [&](const std::vector<int>& x) { brute[cell_of(q, x, domain)] += joint[k++] / z; });
+    const std::vector<double> brute = truth.marginal(q);
     const std::vector<double> bp = model.marginal(q);
     ASSERT_EQ(bp.size(), brute.size());
     for (std::size_t i = 0; i < bp.size(); ++i)
@@ -176,19 +192,8 @@ TEST(PrivatePgm, BeliefPropagationEqualsBruteForce) {
 TEST(PrivatePgm, MarginalsAcrossIndependentPartsAndBatchedEqualBruteForce) {
   const std::vector<int> domain{2, 3, 2, 3, 2, 2, 3};
   const std::vector<Clique> pots{{0, 1}, {1, 2}, {0, 2}, {2, 3}, {4}, {5, 6}, {1}};
-  pgm::GraphicalModel model(domain, pots);
-  SeededRandom rng(8);
-  for (auto& [c, th] : model.potentials())
-    for (double& v : th) v = 3 * (rng.unit() - 0.5);
-  model.calibrate();
-  std::vector<double> joint;
-  double z = 0;
-  for_each_assignment(domain, [&](const std::vector<int>& x) {
-    double s = 0;
-    for (const auto& [c, th] : model.potentials()) s += th[cell_of(c, x, domain)];
-    joint.push_back(std::exp(s));
-    z += joint.back();
-  });
+  const BruteForceModel truth(domain, pots, 8);
+  const pgm::GraphicalModel& model = truth.model;
   std::vector<Clique> sets;
   for (int a = 0; a < 7; ++a) {
     sets.push_back({a});
@@ -200,9 +205,7 @@ TEST(PrivatePgm, MarginalsAcrossIndependentPartsAndBatchedEqualBruteForce) {
   sets.push_back({0, 3, 4, 6});  // four attributes over the three parts, none measured together
   int across = 0;
   for (const Clique& q : sets) {
-    std::vector<double> brute(static_cast<std::size_t>(pgm::clique_cells(q, domain)), 0.0);
-    std::size_t k = 0;
-    for_each_assignment(domain, [&](const std::vector<int>& x) { brute[cell_of(q, x, domain)] += joint[k++] / z; });
+    const std::vector<double> brute = truth.marginal(q);
     const std::vector<double> m = model.marginal(q);
     ASSERT_EQ(m.size(), brute.size());
     for (std::size_t i = 0; i < m.size(); ++i) EXPECT_NEAR(m[i], brute[i], 1e-12) << "set of " << q.size() << " cell " << i;
