@@ -231,9 +231,10 @@ TEST(PrivatePgm, MarginalsAcrossIndependentPartsAndBatchedEqualBruteForce) {
   }
 }
 
-// SubsetMap (belief propagation's maps as runs) equals index_map cell for cell, and its four
-// loops give the doubles of the same loops over index_map, bit for bit: every subset of a
-// 4-attribute clique (sizes 2, 3, 1, 4), the empty and the full one included.
+// SubsetMap (belief propagation's maps as runs) equals index_map cell for cell, and its loops
+// (combine: a sum in place, a product in place and a product into another table; sum_to) give
+// the doubles of the same loops over index_map, bit for bit: every subset of a 4-attribute
+// clique (sizes 2, 3, 1, 4), the empty and the full one included.
 TEST(PrivatePgm, SubsetMapEqualsIndexMapAndItsLoops) {
   const std::vector<int> domain{2, 3, 1, 4, 5};
   const Clique c{0, 1, 3, 4};
@@ -254,13 +255,13 @@ TEST(PrivatePgm, SubsetMapEqualsIndexMapAndItsLoops) {
     for (double& x : v) x = rng.unit() + 0.1;
     std::vector<double> want = w, got = w;
     for (std::size_t i = 0; i < map.size(); ++i) want[i] += v[map[i]];
-    runs.add_into(v, got);
+    runs.combine(got, v, got, std::plus<>());
     EXPECT_EQ(got, want);
     for (std::size_t i = 0; i < map.size(); ++i) want[i] *= v[map[i]];
-    runs.multiply_into(v, got);
+    runs.combine(got, v, got, std::multiplies<>());
     EXPECT_EQ(got, want);
     for (std::size_t i = 0; i < map.size(); ++i) want[i] = w[i] * v[map[i]];
-    runs.product(w, v, got);
+    runs.combine(w, v, got, std::multiplies<>());
     EXPECT_EQ(got, want);
     std::vector<double> sum_want(sc, 0.0), sum_got;
     for (std::size_t i = 0; i < map.size(); ++i) sum_want[map[i]] += w[i];

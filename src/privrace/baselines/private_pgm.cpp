@@ -161,45 +161,6 @@ SubsetMap::SubsetMap(const Clique& c, const Clique& sub, const std::vector<int>&
   for (std::size_t r = 0; r < base_.size(); ++r) base_[r] = map[r * run_];
 }
 
-void SubsetMap::add_into(const std::vector<double>& v, std::vector<double>& out) const {
-  double* o = out.data();
-  for (const std::uint32_t b : base_) {
-    const double* src = v.data() + b;
-    if (step_)
-      for (std::size_t t = 0; t < run_; ++t) o[t] += src[t];
-    else
-      for (std::size_t t = 0; t < run_; ++t) o[t] += *src;
-    o += run_;
-  }
-}
-
-void SubsetMap::multiply_into(const std::vector<double>& v, std::vector<double>& out) const {
-  double* o = out.data();
-  for (const std::uint32_t b : base_) {
-    const double* src = v.data() + b;
-    if (step_)
-      for (std::size_t t = 0; t < run_; ++t) o[t] *= src[t];
-    else
-      for (std::size_t t = 0; t < run_; ++t) o[t] *= *src;
-    o += run_;
-  }
-}
-
-void SubsetMap::product(const std::vector<double>& w, const std::vector<double>& v, std::vector<double>& out) const {
-  out.resize(w.size());
-  double* o = out.data();
-  const double* x = w.data();
-  for (const std::uint32_t b : base_) {
-    const double* src = v.data() + b;
-    if (step_)
-      for (std::size_t t = 0; t < run_; ++t) o[t] = x[t] * src[t];
-    else
-      for (std::size_t t = 0; t < run_; ++t) o[t] = x[t] * *src;
-    o += run_;
-    x += run_;
-  }
-}
-
 void SubsetMap::sum_to(const std::vector<double>& v, std::vector<double>& out, std::size_t out_cells) const {
   out.assign(out_cells, 0.0);
   const double* x = v.data();
@@ -521,12 +482,12 @@ void GraphicalModel::calibrate() {
       if (fold_parent_[q] < 0) continue;
       std::vector<double>& big = acc_[static_cast<std::size_t>(fold_parent_[q])];
       const std::vector<double>& small = acc_[q];
-      fold_map_[q].add_into(small, big);
+      fold_map_[q].combine(big, small, big, std::plus<>());
     }
     for (m = 0; m < acc_.size(); ++m) {
       if (fold_parent_[m] >= 0) continue;
       std::vector<double>& w = work_[static_cast<std::size_t>(theta_home_[m])];
-      theta_map_[m].add_into(acc_[m], w);
+      theta_map_[m].combine(w, acc_[m], w, std::plus<>());
     }
   }
   for (std::size_t c = 0; c < k; ++c) {
@@ -543,7 +504,7 @@ void GraphicalModel::calibrate() {
     const std::size_t sc = static_cast<std::size_t>(clique_cells(tree_.separator(c), domain_));
     sep_map_[c].sum_to(work_[c], up_[c], sc);
     normalise(up_[c]);
-    par_map_[c].multiply_into(up_[c], work_[p]);
+    par_map_[c].combine(work_[p], up_[c], work_[p], std::multiplies<>());
   }
   // Down: the root's belief, then each child's from its parent's.
   const auto root = static_cast<std::size_t>(order[0]);
@@ -555,7 +516,7 @@ void GraphicalModel::calibrate() {
     const std::size_t sc = static_cast<std::size_t>(clique_cells(tree_.separator(c), domain_));
     par_map_[c].sum_to(marg_[p], tmp, sc);
     for (std::size_t s = 0; s < sc; ++s) tmp[s] = up_[c][s] > 0 ? tmp[s] / up_[c][s] : 0.0;
-    sep_map_[c].product(work_[c], tmp, marg_[c]);
+    sep_map_[c].combine(work_[c], tmp, marg_[c], std::multiplies<>());
     normalise(marg_[c]);
   }
 }
@@ -614,6 +575,11 @@ std::vector<double> GraphicalModel::marginal(const Clique& attrs, const std::map
     if (parts > 1) {
       std::vector<Clique> sub(static_cast<std::size_t>(parts));
       for (const int a : attrs) sub[static_cast<std::size_t>(part[static_cast<std::size_t>(tree_.home(a))])].push_back(a);
+      const auto kept = [&](const Clique& s) -> const std::vector<double>* {
+        if (!known) return nullptr;
+        const auto it = known->find(s);
+        return it == known->end() ? nullptr : &it->second;
+      };
       out.assign(static_cast<std::size_t>(clique_cells(attrs, domain_)), 1.0);
       for (const Clique& s : sub) {
         if (s.empty()) continue;
@@ -622,8 +588,8 @@ std::vector<double> GraphicalModel::marginal(const Clique& attrs, const std::map
         const std::vector<double>* m = nullptr;
         if (s.size() == 1 && one_way_.size() == domain_.size()) {
           m = &one_way_[static_cast<std::size_t>(s[0])];
-        } else if (known && known->count(s)) {
-          m = &known->at(s);
+        } else if (const std::vector<double>* k = kept(s)) {
+          m = k;
         } else {
           made = marginal(s);
           m = &made;
@@ -739,12 +705,9 @@ void GraphicalModel::for_each_marginal(const std::vector<Clique>& sets,
 // Clique c's table divided by its separator marginal (0 where that is 0): c's conditional given
 // its separator with the parent.
 std::vector<double> GraphicalModel::conditional(std::size_t c) const {
-  std::vector<double> sm, out = marg_[c];
+  std::vector<double> sm, out;
   sep_map_[c].sum_to(marg_[c], sm, static_cast<std::size_t>(clique_cells(tree_.separator(c), domain_)));
-  for (std::size_t j = 0; j < out.size(); ++j) {
-    const double s = sm[sep_map_[c][j]];
-    out[j] = s > 0 ? out[j] / s : 0.0;
-  }
+  sep_map_[c].combine(marg_[c], sm, out, [](double x, double s) { return s > 0 ? x / s : 0.0; });
   return out;
 }
 

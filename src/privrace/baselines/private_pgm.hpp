@@ -82,12 +82,22 @@ class SubsetMap {
   }
   std::size_t run() const { return run_; }
   bool step() const { return step_; }
-  // out[i] += v[map[i]] over c's cells.
-  void add_into(const std::vector<double>& v, std::vector<double>& out) const;
-  // out[i] *= v[map[i]].
-  void multiply_into(const std::vector<double>& v, std::vector<double>& out) const;
-  // out[i] = w[i] * v[map[i]].
-  void product(const std::vector<double>& w, const std::vector<double>& v, std::vector<double>& out) const;
+  // out[i] = op(x[i], v[map[i]]) for every cell i of c, run by run (out may be x: in place).
+  template <class Op>
+  void combine(const std::vector<double>& x, const std::vector<double>& v, std::vector<double>& out, Op op) const {
+    out.resize(x.size());
+    const double* xi = x.data();
+    double* o = out.data();
+    for (const std::uint32_t b : base_) {
+      const double* src = v.data() + b;
+      if (step_)
+        for (std::size_t t = 0; t < run_; ++t) o[t] = op(xi[t], src[t]);
+      else
+        for (std::size_t t = 0; t < run_; ++t) o[t] = op(xi[t], *src);
+      o += run_;
+      xi += run_;
+    }
+  }
   // out (sub's cells, zeroed first) [map[i]] += v[i], in the order of i.
   void sum_to(const std::vector<double>& v, std::vector<double>& out, std::size_t out_cells) const;
 
