@@ -432,6 +432,51 @@ TEST(LdpErm, ResultsAreIdenticalForOneTwoAndThreeThreads) {
   EXPECT_EQ(nonprivate_erm(pr, pl, 1).theta, nonprivate_erm(pr, pl, 3).theta);
 }
 
+TEST(LdpErm, PlayersCopyingTableRowsGiveTheSameResultsAsPlayersEvaluatedOneByOne) {
+  // A table of 300 rows, 20,000 players drawn from it: per-row evaluation (Players::group)
+  // against the same players with the rows forgotten, bit for bit.
+  for (const Loss kind : {Loss::Logistic, Loss::Squared}) {
+    const Players table = generate_players(kind, 300, 2, 11, 1.5);
+    const Players rows = resample_players(table.x, table.y, 2, 20000, 12);
+    Players plain = rows;
+    plain.forget_rows();
+    ASSERT_TRUE(rows.shares_rows());
+    ASSERT_FALSE(plain.shares_rows());
+    ASSERT_LE(rows.first.size(), 300u);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const std::size_t f = rows.first.at(rows.group[i]);
+      ASSERT_LE(f, i);
+      ASSERT_EQ(rows.y[f], rows.y[i]);
+      ASSERT_TRUE(std::equal(rows.row(f), rows.row(f) + 2, rows.row(i)));
+    }
+    for (std::size_t g = 0; g < rows.first.size(); ++g) ASSERT_EQ(rows.group[rows.first[g]], g);  // first appearances, in order
+    ErmProblem pr = logistic_problem(2);
+    pr.kind = kind;
+    const double theta[2] = {0.7, -1.3};
+    EXPECT_EQ(empirical_risk(pr, rows, theta, 2), empirical_risk(pr, plain, theta, 2));
+    BernsteinOptions o;
+    o.k = 6;  // 49 grid points: Algorithm 2 tabulates every row
+    const ErmResult a = ldp_bernstein(pr, rows, 2.0, o, 21, 2), b = ldp_bernstein(pr, plain, 2.0, o, 21, 2);
+    EXPECT_EQ(a.theta, b.theta);
+    EXPECT_EQ(a.risk, b.risk);
+    o.k = 3;  // 16 points: 4 x 300 x 16 <= 20,000 players, so Algorithm 3 tabulates too
+    const ErmResult c = ldp_bernstein_1bit(pr, rows, 2.0, o, 21, 2), d = ldp_bernstein_1bit(pr, plain, 2.0, o, 21, 2);
+    EXPECT_EQ(c.theta, d.theta);
+    EXPECT_EQ(c.risk, d.risk);
+    const ErmResult e = ldp_sgd(pr, rows, 2.0, 21), f = ldp_sgd(pr, plain, 2.0, 21);
+    EXPECT_EQ(e.theta, f.theta);
+    EXPECT_EQ(e.risk, f.risk);
+    // The SGD players' gradient without the loss: loss_gradient's, bit for bit.
+    double g1[2], g2[2];
+    for (std::size_t i = 0; i < 50; ++i) {
+      pr.loss_gradient(theta, rows.row(i), rows.y[i], g1);
+      pr.gradient(theta, rows.row(i), rows.y[i], g2);
+      EXPECT_EQ(g1[0], g2[0]);
+      EXPECT_EQ(g1[1], g2[1]);
+    }
+  }
+}
+
 TEST(LdpErm, BadInputIsRefusedWithAClearError) {
   const Players pl = generate_players(Loss::Logistic, 100, 1, 3, 1.0);
   ErmProblem pr = logistic_problem(1);

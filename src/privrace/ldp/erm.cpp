@@ -69,6 +69,11 @@ double ErmProblem::loss_gradient(const double* theta, const double* x, double y,
   for (int j = 0; j < p; ++j) grad[j] = c * x[j];
   return l;
 }
+void ErmProblem::gradient(const double* theta, const double* x, double y, double* grad) const {
+  const double z = dot(theta, x, static_cast<std::size_t>(p));
+  const double c = kind == Loss::Logistic ? -y / (1 + std::exp(y * z)) : -2 * (y - z);  // as loss_gradient
+  for (int j = 0; j < p; ++j) grad[j] = c * x[j];
+}
 void ErmProblem::theta_from_unit(const double* t, double* theta) const {
   for (int j = 0; j < p; ++j) theta[j] = lo + (hi - lo) * t[j];
 }
@@ -107,15 +112,28 @@ Players resample_players(const std::vector<double>& x, const std::vector<double>
                          std::uint64_t seed) {
   const std::size_t rows = y.size();
   if (rows == 0 || x.size() != rows * p) throw UsageError("resample_players: empty table or wrong shape");
+  if (rows > std::numeric_limits<std::uint32_t>::max()) throw UsageError("resample_players: more than 2^32 - 1 table rows");
   Players out;
   out.p = p;
   out.x.resize(n * p);
   out.y.resize(n);
+  out.group.resize(n);
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) {
     const std::size_t r = public_coordinate(seed, static_cast<std::uint64_t>(i), rows);
     std::copy_n(x.data() + r * p, p, out.x.data() + static_cast<std::size_t>(i) * p);
     out.y[static_cast<std::size_t>(i)] = y[r];
+    out.group[static_cast<std::size_t>(i)] = static_cast<std::uint32_t>(r);  // the table row, renumbered below
+  }
+  // Rows renumbered in the order of their first player (a serial pass: the draw is parallel).
+  std::vector<std::uint32_t> number(rows, std::numeric_limits<std::uint32_t>::max());
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t& g = number[out.group[i]];
+    if (g == std::numeric_limits<std::uint32_t>::max()) {
+      g = static_cast<std::uint32_t>(out.first.size());
+      out.first.push_back(i);
+    }
+    out.group[i] = g;
   }
   return out;
 }
@@ -145,13 +163,30 @@ double empirical_risk(const ErmProblem& problem, const Players& players, const d
   const std::size_t blocks = (n + kRiskBlock - 1) / kRiskBlock;
   std::vector<double> partial(blocks, 0.0);
   if (threads <= 0) threads = omp_get_max_threads();
+  if (players.shares_rows()) {  // each row's loss once, then the same sums of the same values
+    const std::size_t rows = players.first.size();
+    std::vector<double> row_loss(rows);
 #pragma omp parallel for schedule(static) num_threads(threads)
-  for (std::int64_t b = 0; b < static_cast<std::int64_t>(blocks); ++b) {
-    const std::size_t end = std::min(n, (static_cast<std::size_t>(b) + 1) * kRiskBlock);
-    double s = 0;
-    for (std::size_t i = static_cast<std::size_t>(b) * kRiskBlock; i < end; ++i)
-      s += problem.loss(theta, players.row(i), players.y[i]);
-    partial[static_cast<std::size_t>(b)] = s;
+    for (std::int64_t g = 0; g < static_cast<std::int64_t>(rows); ++g) {
+      const std::size_t i = players.first[static_cast<std::size_t>(g)];
+      row_loss[static_cast<std::size_t>(g)] = problem.loss(theta, players.row(i), players.y[i]);
+    }
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (std::int64_t b = 0; b < static_cast<std::int64_t>(blocks); ++b) {
+      const std::size_t end = std::min(n, (static_cast<std::size_t>(b) + 1) * kRiskBlock);
+      double s = 0;
+      for (std::size_t i = static_cast<std::size_t>(b) * kRiskBlock; i < end; ++i) s += row_loss[players.group[i]];
+      partial[static_cast<std::size_t>(b)] = s;
+    }
+  } else {
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (std::int64_t b = 0; b < static_cast<std::int64_t>(blocks); ++b) {
+      const std::size_t end = std::min(n, (static_cast<std::size_t>(b) + 1) * kRiskBlock);
+      double s = 0;
+      for (std::size_t i = static_cast<std::size_t>(b) * kRiskBlock; i < end; ++i)
+        s += problem.loss(theta, players.row(i), players.y[i]);
+      partial[static_cast<std::size_t>(b)] = s;
+    }
   }
   double s = 0;
   for (double v : partial) s += v;  // fixed order: thread-invariant
@@ -316,6 +351,21 @@ Grid make_grid(const ErmProblem& pr, std::size_t n, double eps, const BernsteinO
   return g;
 }
 
+// For players that copy a table's rows (Players::shares_rows), every row's `width` values
+// fill(first player of the row, out) in a rows x width table, when it holds at most 64 MiB;
+// otherwise empty (the caller evaluates per player).
+template <class Fill>
+std::vector<double> row_table(const Players& pl, std::size_t width, int threads, Fill&& fill) {
+  constexpr std::size_t kMaxDoubles = std::size_t{1} << 23;
+  const std::size_t rows = pl.first.size();
+  if (!pl.shares_rows() || width == 0 || rows > kMaxDoubles / width) return {};
+  std::vector<double> table(rows * width);
+#pragma omp parallel for schedule(static) num_threads(threads <= 0 ? omp_get_max_threads() : threads)
+  for (std::int64_t r = 0; r < static_cast<std::int64_t>(rows); ++r)
+    fill(pl.first[static_cast<std::size_t>(r)], table.data() + static_cast<std::size_t>(r) * width);
+  return table;
+}
+
 ErmResult finish_bernstein(const ErmProblem& pr, const Players& pl, const Grid& g, const VectorEstimate& est,
                            const BernsteinOptions& o, double player_seconds, int threads) {
   ErmResult r;
@@ -412,12 +462,18 @@ ErmResult ldp_bernstein(const ErmProblem& pr, const Players& pl, double eps, con
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<double> axis(static_cast<std::size_t>(g.k) + 1);
   grid_axis(pr, g.k, axis.data());
+  const auto losses = [&](std::uint64_t i, double* out) {
+    thread_local std::vector<double> scratch;
+    if (scratch.size() < static_cast<std::size_t>(g.k) + 1) scratch.resize(static_cast<std::size_t>(g.k) + 1);
+    grid_losses(pr, g.k, axis.data(), pl.row(i), pl.y[i], out, scratch.data());
+  };
+  // Players copying a table's rows: each row's grid losses once, copied per player.
+  const std::vector<double> per_row = row_table(pl, g.points, threads, losses);
   const VectorEstimate est = laplace_average(
       pl.size(), g.points, eps, seed,
       [&](std::uint64_t i, std::span<double> u) {
-        thread_local std::vector<double> scratch;
-        if (scratch.size() < static_cast<std::size_t>(g.k) + 1) scratch.resize(static_cast<std::size_t>(g.k) + 1);
-        grid_losses(pr, g.k, axis.data(), pl.row(i), pl.y[i], u.data(), scratch.data());
+        if (per_row.empty()) losses(i, u.data());
+        else std::copy_n(per_row.data() + pl.group[i] * g.points, g.points, u.data());
       },
       threads);
   return finish_bernstein(pr, pl, g, est, o, seconds_since(t0), threads <= 0 ? omp_get_max_threads() : threads);
@@ -429,9 +485,19 @@ ErmResult ldp_bernstein_1bit(const ErmProblem& pr, const Players& pl, double eps
   const double inv_b = 1.0 / pr.loss_bound();
   const std::size_t p = static_cast<std::size_t>(pr.p);
   const auto t0 = std::chrono::steady_clock::now();
+  // A player evaluates one grid point, so a table of every row at every point pays only when it
+  // holds at most a quarter as many values as there are players.
+  std::vector<double> per_row;
+  if (pl.shares_rows() && 4 * pl.first.size() * g.points <= pl.size())
+    per_row = row_table(pl, g.points, threads, [&](std::uint64_t i, double* out) {
+      for (std::size_t j = 0; j < g.points; ++j) out[j] = pr.loss(g.theta.data() + j * p, pl.row(i), pl.y[i]) * inv_b;
+    });
   const VectorEstimate est = sampled_bit_average(
       pl.size(), g.points, eps, derive_seed(seed, 0x9b1cULL), derive_seed(seed, 0x2015ULL),
-      [&](std::uint64_t i, std::size_t j) { return pr.loss(g.theta.data() + j * p, pl.row(i), pl.y[i]) * inv_b; },
+      [&](std::uint64_t i, std::size_t j) {
+        return per_row.empty() ? pr.loss(g.theta.data() + j * p, pl.row(i), pl.y[i]) * inv_b
+                               : per_row[pl.group[i] * g.points + j];
+      },
       threads);
   return finish_bernstein(pr, pl, g, est, o, seconds_since(t0), threads <= 0 ? omp_get_max_threads() : threads);
 }
@@ -443,6 +509,7 @@ ErmResult ldp_input_perturbation(const ErmProblem& pr, const Players& pl, double
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t n = pl.size(), p = pl.p;
   Players noisy = pl;
+  noisy.forget_rows();  // every report is perturbed on its own
   // x: L1 sensitivity sup ||x - x'||_1 = 2 sqrt p on the unit ball, eps/2 -> Lap(4 sqrt p / eps) per coordinate.
   const double x_scale = 4.0 * std::sqrt(static_cast<double>(p)) / eps;
   // y in [-1, 1]: sensitivity 2, eps/2 -> Lap(4 / eps); a sign y = +-1: randomised response with eps/2.
@@ -523,7 +590,7 @@ ErmResult ldp_sgd(const ErmProblem& pr, const Players& pl, double eps, std::uint
   std::vector<double> theta(p, std::clamp(0.0, pr.lo, pr.hi)), avg(p, 0.0), grad(p), z(p);
   SeededRandom rng(derive_seed(seed, 0x56dULL));  // interactive: one pass in player order
   for (std::size_t t = 0; t < n; ++t) {
-    pr.loss_gradient(theta.data(), pl.row(t), pl.y[t], grad.data());
+    pr.gradient(theta.data(), pl.row(t), pl.y[t], grad.data());
     djw.privatize(grad.data(), rng, z.data());
     const double step = D / (B * std::sqrt(static_cast<double>(t + 1)));
     for (std::size_t j = 0; j < p; ++j) {

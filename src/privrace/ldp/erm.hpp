@@ -32,18 +32,35 @@ struct ErmProblem {
   double loss(const double* theta, const double* x, double y) const;
   // Gradient in theta (size p) of the unnormalised loss; returns the loss.
   double loss_gradient(const double* theta, const double* x, double y, double* grad) const;
+  // The same gradient without the loss (the SGD players need only the gradient; the logistic
+  // loss's logarithm is skipped): grad bit for bit loss_gradient's.
+  void gradient(const double* theta, const double* x, double y, double* grad) const;
   double gradient_bound() const;  // sup ||grad||_2 over C x data
   void theta_from_unit(const double* t, double* theta) const;
   double diameter() const;  // of the box
 };
 
 // Simulated players: row i of x (p values) and y[i].
+// Players drawn from a table (resample_players) also carry which row each copies: player i is
+// a copy of the table row numbered group[i] in the order of first appearance, and first[g] is
+// the first player of row g. A function of a player's (x, y) alone (a loss, its grid values)
+// can then be computed once a row and read per player, with the same values in the same order.
+// Whoever changes a player's x or y other than as a function of the row (clip_to_unit_ball is
+// one) calls forget_rows().
 struct Players {
   std::size_t p = 0;
   std::vector<double> x, y;
   std::size_t clipped = 0;  // rows moved onto the unit sphere by clip_to_unit_ball
+  std::vector<std::uint32_t> group;  // empty: no shared rows known
+  std::vector<std::size_t> first;
   std::size_t size() const { return y.size(); }
   const double* row(std::size_t i) const { return x.data() + i * p; }
+  // Whether per-row evaluation pays: rows known and at most half as many as players.
+  bool shares_rows() const { return !group.empty() && 2 * first.size() <= size(); }
+  void forget_rows() {
+    group.clear();
+    first.clear();
+  }
 };
 
 // n players drawn from a fixed seeded model, nested in n (the first n of an endless stream):

@@ -349,7 +349,7 @@ ErmResult ldp_sgd_mean_mechanism(const ErmProblem& pr, const Players& pl, double
   std::vector<double> theta(p, std::clamp(0.0, pr.lo, pr.hi)), avg(p, 0.0), grad(p), z(p);
   SeededRandom rng(derive_seed(seed, 0x56eULL + static_cast<std::uint64_t>(mechanism)));  // one pass in player order
   for (std::size_t t = 0; t < n; ++t) {
-    pr.loss_gradient(theta.data(), pl.row(t), pl.y[t], grad.data());
+    pr.gradient(theta.data(), pl.row(t), pl.y[t], grad.data());
     double n2 = 0;
     for (std::size_t j = 0; j < p; ++j) n2 += grad[j] * grad[j];
     // Into the unit ball (so also into [-1, 1]^p); L bounds the norm, the clip only guards rounding.
