@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -787,10 +788,10 @@ Eigen::VectorXd CountingMasks::weighted_counts(const Eigen::VectorXd& omega) con
     const std::uint8_t* bits = bits_.data() + static_cast<std::size_t>(blk) * static_cast<std::size_t>(n_);
     double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // each query's sum: the rows in order, 0.0 for a row outside
     for (Eigen::Index i = 0; i < n_; ++i) {
-      const unsigned b = bits[i];
-      const double wi = w[i];
+      const std::uint64_t b = bits[i], wi = std::bit_cast<std::uint64_t>(w[i]);
+      // wi or +0.0 by a mask, not a branch (the bits are data: a branch mispredicts half the time).
 #pragma omp simd
-      for (int k = 0; k < 8; ++k) acc[k] += (b >> k & 1u) ? wi : 0.0;
+      for (int k = 0; k < 8; ++k) acc[k] += std::bit_cast<double>(wi & (0 - (b >> k & 1u)));
     }
     for (std::size_t k = 0; k < 8 && static_cast<std::size_t>(blk) * 8 + k < queries_; ++k)
       out(static_cast<Eigen::Index>(static_cast<std::size_t>(blk) * 8 + k)) = acc[k];
