@@ -380,6 +380,40 @@ TEST(M2m, MetricsOnHandComputedValues) {
   // The mean relative error and the ROC AUC: tests/experiments/test_metrics.cpp.
 }
 
+// The CDFs and counting queries add a row's weight or +0.0 through a mask: the same sums, bit
+// for bit, as the loop that adds the weights of the rows a predicate holds for, in row order;
+// signed weights (as M2M's ridge weights are) and values on the thresholds.
+TEST(M2m, WeightedCdfsAndCountsEqualTheLoopOverRowsBitForBit) {
+  SeededRandom rng(31);
+  const Eigen::Index n = 3001;
+  DoubleMatrix x(n, 4);
+  Eigen::VectorXd w(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    for (Eigen::Index j = 0; j < 4; ++j) x(i, j) = i % 97 == 0 ? 0.5 : rng.unit();  // some rows on a threshold
+    w(i) = i % 11 == 0 ? 0.0 : (rng.unit() - 0.3) * 1e-3;
+  }
+  const DoubleMatrix s = cdf_points(BoxDomain::uniform(4, 0.0, 1.0), 10);
+  const DoubleMatrix cdf = weighted_cdfs(x, w, s);
+  for (Eigen::Index j = 0; j < 4; ++j)
+    for (Eigen::Index t = 0; t < s.cols(); ++t) {
+      double acc = 0;
+      for (Eigen::Index i = 0; i < n; ++i)
+        if (x(i, j) <= s(j, t)) acc += w(i);
+      ASSERT_EQ(cdf(j, t), acc) << "attribute " << j << " point " << t;
+    }
+  const auto queries = random_counting_queries(BoxDomain::uniform(4, 0.0, 1.0), 37, 5);  // 37: a partial block of 8
+  const Eigen::VectorXd counts = weighted_counts(x, w, queries);
+  for (std::size_t q = 0; q < queries.size(); ++q) {
+    double acc = 0;
+    for (Eigen::Index i = 0; i < n; ++i) {
+      bool in = true;
+      for (const auto& p : queries[q].predicates) in = in && (p.less ? x(i, p.attribute) <= p.value : x(i, p.attribute) >= p.value);
+      if (in) acc += w(i);
+    }
+    ASSERT_EQ(counts(static_cast<Eigen::Index>(q)), acc) << "query " << q;
+  }
+}
+
 TEST(M2m, RandomCountingQueries) {
   const BoxDomain dom = BoxDomain::uniform(5, -1.0, 2.0);
   const auto qs = random_counting_queries(dom, 500, 7);

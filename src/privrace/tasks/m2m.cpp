@@ -733,14 +733,21 @@ DoubleMatrix cdf_points(const BoxDomain& domain, std::size_t points) {
 
 DoubleMatrix weighted_cdfs(const WeightedRows& x, const Eigen::VectorXd& omega, const DoubleMatrix& points) {
   DoubleMatrix out = DoubleMatrix::Zero(points.rows(), points.cols());
-  for (Eigen::Index j = 0; j < points.rows(); ++j)
-    for (Eigen::Index t = 0; t < points.cols(); ++t) {
-      const double s = points(j, t);
-      double acc = 0;
-      for (Eigen::Index i = 0; i < x.rows(); ++i)
-        if (x(i, j) <= s) acc += omega(i);
-      out(j, t) = acc;
+  // Each point's sum runs over the rows in order, adding a row's weight or +0.0 (which leaves a
+  // sum that started at +0.0 unchanged); the points of an attribute are summed side by side, so
+  // their chains overlap, and the mask replaces a branch on the data.
+  std::vector<double> s(static_cast<std::size_t>(points.cols())), acc(s.size());
+  for (Eigen::Index j = 0; j < points.rows(); ++j) {
+    for (std::size_t t = 0; t < s.size(); ++t) s[t] = points(j, static_cast<Eigen::Index>(t));
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (Eigen::Index i = 0; i < x.rows(); ++i) {
+      const double xi = x(i, j);
+      const std::uint64_t wi = std::bit_cast<std::uint64_t>(omega(i));
+#pragma omp simd
+      for (std::size_t t = 0; t < s.size(); ++t) acc[t] += std::bit_cast<double>(wi & (0 - static_cast<std::uint64_t>(xi <= s[t])));
     }
+    for (std::size_t t = 0; t < s.size(); ++t) out(j, static_cast<Eigen::Index>(t)) = acc[t];
+  }
   return out;
 }
 
