@@ -42,7 +42,9 @@ std::size_t CellCostModel::add_records(const std::vector<json>& records) {
                          : f->get<bool>()                 ? Position::first
                                                           : Position::later;
     const auto sh = r.find("shared_work_seconds");
-    add(r.value("label", ""), r.value("params", json::object()), w->get<double>(), r.value("threads", 1), pos,
+    // A wait for another worker's shared work is priced with that work (shared_work.hpp).
+    const double waited = std::clamp(r.value("waited_seconds", 0.0), 0.0, w->get<double>());
+    add(r.value("label", ""), r.value("params", json::object()), w->get<double>() - waited, r.value("threads", 1), pos,
         sh != r.end() && sh->is_number() ? sh->get<double>() : 0.0, r.value("shared_work_threads", 0));
     const auto p = r.find("run_prepare_seconds");
     // The task is prepared on every thread of the run: a group's threads times the jobs.

@@ -360,6 +360,7 @@ struct CellFacts {
   int jobs = 1;                    // groups running at once beside this one (itself included)
   double shared_work_seconds = 0;  // work this cell made that later repetitions reuse (shared_work.hpp)
   int shared_work_threads = 0;     // the threads that work ran on (0: none made)
+  double waited_seconds = 0;       // waited for another worker's shared work (not priced: shared_work.hpp)
 };
 
 // The fields that name a cell, shared by its record and by an unavailable cell's record.
@@ -397,6 +398,7 @@ json make_record(const ExperimentConfig& cfg, const TaskContext& context, const 
                  {"first_of_group", facts.first_of_group},
                  {"shared_work_seconds", facts.shared_work_seconds},
                  {"shared_work_threads", facts.shared_work_threads},
+                 {"waited_seconds", facts.waited_seconds},
                  {"run_prepare_seconds", facts.prepare_seconds},
                  {"finished_at", utc_now()},
                  {"details", result.details}});
@@ -464,12 +466,14 @@ bool run_groups(const ExperimentConfig& cfg, const Registry& registry, const Run
         CellFacts facts{0, true, prepare_seconds, context.threads, jobs};
         take_shared_work_seconds();  // nothing made outside a group belongs to its cells
         take_shared_work_threads();
+        take_waited_seconds();
         try {
           registry.method(g.method->name)->run_group(context, g, [&](std::size_t i, CellResult result) {
             const auto now = std::chrono::steady_clock::now();
             facts.wall_seconds = std::chrono::duration<double>(now - last).count();
             facts.shared_work_seconds = take_shared_work_seconds();
             facts.shared_work_threads = take_shared_work_threads();
+            facts.waited_seconds = take_waited_seconds();
             last = now;
             json record = make_record(cfg, context, g, g.cells.at(i), result, facts);
             facts.first_of_group = false;

@@ -68,16 +68,27 @@ inline bool share_work_enabled() {
   return !(share && std::strcmp(share, "0") == 0);
 }
 
-// Locks a cache's mutex, charging the wait to this thread's ledger: under --jobs the wait is
-// another worker making shared work, not this cell's (uncharged, a calibration sample priced it
-// once per repetition). That work runs on the run's threads, so the wait is priced at them too.
+// Seconds this thread waited for another worker's shared work since its last take (records'
+// waited_seconds). Not this cell's work, and not to be priced: the making it waited for runs on
+// every thread of the run (SharedWorkThreads) and its record prices it at all of them, so the
+// wait is already paid for; the estimate takes it out of the cell's time and adds nothing.
+inline double& waited_ledger() {
+  thread_local double seconds = 0.0;
+  return seconds;
+}
+inline double take_waited_seconds() { return std::exchange(waited_ledger(), 0.0); }
+
+// Locks a cache's mutex; under --jobs a wait is another worker making shared work, entered in
+// this thread's waited ledger. (Priced as shared work, as it once was, a wait counted the
+// making twice: a refused Bernstein degree waiting for another degree's lattice was priced at
+// that lattice's 14 minutes.)
 inline std::unique_lock<std::mutex> lock_charging_wait(std::mutex& m, int run_threads) {
+  (void)run_threads;
   std::unique_lock<std::mutex> lock(m, std::try_to_lock);
-  if (lock.owns_lock()) return lock;  // free: nothing charged
+  if (lock.owns_lock()) return lock;  // free: nothing waited
   const auto t0 = std::chrono::steady_clock::now();
   lock.lock();
-  shared_work_ledger() += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  shared_work_threads_ledger() = std::max(shared_work_threads_ledger(), run_threads);
+  waited_ledger() += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return lock;
 }
 

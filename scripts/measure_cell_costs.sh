@@ -112,7 +112,9 @@ for path in sorted(glob.glob(os.path.join(scratch, "*.jsonl"))):
                 # Stored at the record's threads: work made on all of the run's threads under
                 # --jobs (shared_work_threads) counts as that many times its wall time.
                 shared.append(made * (r.get("shared_work_threads", 0) or r["threads"]) / r["threads"])
-            seconds = r["wall_seconds"] - min(made, r["wall_seconds"])
+            # A wait for another worker's shared work is priced with that work, not here.
+            waited = min(max(r.get("waited_seconds", 0.0) or 0.0, 0.0), r["wall_seconds"])
+            seconds = r["wall_seconds"] - waited - min(made, r["wall_seconds"] - waited)
             if r.get("first_of_group", False):
                 first.append(seconds)
             else:

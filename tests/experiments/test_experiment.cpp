@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <atomic>
+#include <thread>
+#include <chrono>
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -741,6 +744,54 @@ TEST(CellCostModel, WorkSharedByTheRepetitionsIsPricedOncePerPoint) {
                     "costs.json");
   EXPECT_DOUBLE_EQ(m.group_seconds("PFDA", json::object(), 2, 2), 1.0 + 0.5);
   EXPECT_DOUBLE_EQ(m.shared_seconds("PFDA", json::object(), 2), 30.0);
+}
+
+// A cell that waited for another job's shared work: the wait (waited_seconds) is neither the
+// cell's time nor priced again (the making's own record prices it at the run's threads).
+TEST(CellCostModel, AWaitForAnotherJobsSharedWorkIsNotPriced) {
+  CellCostModel m;
+  const std::vector<json> records = {
+      {{"label", "Bernstein"}, {"params", {{"degree", 8}}}, {"wall_seconds", 1000.0}, {"threads", 1}, {"jobs", 2},
+       {"first_of_group", true}, {"shared_work_seconds", 990.0}, {"shared_work_threads", 2}, {"waited_seconds", 0.0}},
+      {{"label", "Bernstein"}, {"params", {{"degree", 10}}}, {"wall_seconds", 851.0}, {"threads", 1}, {"jobs", 2},
+       {"first_of_group", true}, {"shared_work_seconds", 0.0}, {"shared_work_threads", 0}, {"waited_seconds", 850.0}}};
+  EXPECT_EQ(m.add_records(records), 2u);
+  EXPECT_DOUBLE_EQ(m.shared_seconds("Bernstein", {{"degree", 8}}, 2), 990.0);
+  EXPECT_DOUBLE_EQ(m.shared_seconds("Bernstein", {{"degree", 10}}, 2), 0.0);
+  EXPECT_DOUBLE_EQ(m.group_seconds("Bernstein", {{"degree", 10}}, 1, 1), 1.0);
+}
+
+// A worker that finds the cache's lock held waits for the other's making: the wait goes to the
+// waited ledger, not to the shared work's, and the object it then reuses costs it nothing.
+TEST(SharedWork, AWaitIsEnteredApartFromTheMaking) {
+  TaskContext ctx;
+  ctx.threads = 1;
+  ctx.run_threads = 2;
+  const SharedWork<int> cache;
+  double maker_made = 0, waiter_made = 0, waiter_waited = 0;
+  std::atomic<bool> making{false};
+  std::thread maker([&] {
+    take_shared_work_seconds();
+    cache.get(ctx, json{{"degree", 8}}, [&] {
+      making = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      return 1;
+    });
+    maker_made = take_shared_work_seconds();
+  });
+  while (!making) std::this_thread::yield();
+  std::thread waiter([&] {
+    take_shared_work_seconds();
+    take_waited_seconds();
+    EXPECT_EQ(*cache.get(ctx, json{{"degree", 8}}, [] { return 2; }).first, 1);  // reused
+    waiter_made = take_shared_work_seconds();
+    waiter_waited = take_waited_seconds();
+  });
+  maker.join();
+  waiter.join();
+  EXPECT_GE(maker_made, 0.29);
+  EXPECT_EQ(waiter_made, 0.0);
+  EXPECT_GT(waiter_waited, 0.1);
 }
 
 // Under --jobs a cell ran on its group's share of the threads (its record's "threads"), while the
