@@ -775,8 +775,21 @@ CountingMasks::CountingMasks(const WeightedRows& x, const std::vector<CountingQu
     std::vector<unsigned char> in(static_cast<std::size_t>(n));
     std::uint8_t* out = bits_.data() + static_cast<std::size_t>(blk) * static_cast<std::size_t>(n);
     for (std::size_t k = 0; k < 8 && static_cast<std::size_t>(blk) * 8 + k < queries_; ++k) {
+      const auto& preds = queries[static_cast<std::size_t>(blk) * 8 + k].predicates;
+      if (preds.size() == 3) {
+        // Three predicates (the generated queries): one pass. "c >= v" is "-c <= -v" (negation
+        // is exact, and both are false for NaN), so each predicate is s c <= s v with s = +-1.
+        const double* c0 = columns.col(static_cast<Eigen::Index>(preds[0].attribute)).data();
+        const double* c1 = columns.col(static_cast<Eigen::Index>(preds[1].attribute)).data();
+        const double* c2 = columns.col(static_cast<Eigen::Index>(preds[2].attribute)).data();
+        const double s0 = preds[0].less ? 1.0 : -1.0, s1 = preds[1].less ? 1.0 : -1.0, s2 = preds[2].less ? 1.0 : -1.0;
+        const double t0 = s0 * preds[0].value, t1 = s1 * preds[1].value, t2 = s2 * preds[2].value;
+        for (Eigen::Index i = 0; i < n; ++i)
+          out[i] |= static_cast<std::uint8_t>(((s0 * c0[i] <= t0) & (s1 * c1[i] <= t1) & (s2 * c2[i] <= t2)) << k);
+        continue;
+      }
       std::fill(in.begin(), in.end(), 1);
-      for (const auto& p : queries[static_cast<std::size_t>(blk) * 8 + k].predicates) {
+      for (const auto& p : preds) {
         const double* col = columns.col(static_cast<Eigen::Index>(p.attribute)).data();
         if (p.less)
           for (Eigen::Index i = 0; i < n; ++i) in[static_cast<std::size_t>(i)] &= col[i] <= p.value;
