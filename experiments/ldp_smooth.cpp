@@ -55,7 +55,7 @@ struct LdpSmoothContext : TaskContext {
   mutable std::map<int, std::vector<double>> approx_cache;  // t -> max |f - p| per query
 
   std::shared_ptr<const Population> population(const std::string& source, std::size_t n) const {
-    const auto lock = lock_charging_wait(mutex, run_threads);
+    const auto lock = lock_noting_wait(mutex);
     const auto key = std::make_pair(source, n);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
     const SharedWorkTimer made(run_threads);  // the players and the exact answers: every repetition's

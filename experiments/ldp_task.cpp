@@ -51,7 +51,7 @@ struct LdpErmContext : TaskContext {
   mutable std::vector<std::tuple<std::string, std::size_t, int>> order;
 
   std::shared_ptr<const Instance> instance(const std::string& source, std::size_t n, int p, int threads) const {
-    const auto lock = lock_charging_wait(mutex, threads);
+    const auto lock = lock_noting_wait(mutex);
     const auto key = std::make_tuple(source, n, p);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
     const SharedWorkTimer made(threads);  // the players, their optimum and loss range: every repetition's
@@ -573,7 +573,7 @@ struct LdpHighDimContext : TaskContext {
   }
 
   std::shared_ptr<const Population> population(const std::string& set_name, std::size_t n) const {
-    const auto lock = lock_charging_wait(mutex, run_threads);
+    const auto lock = lock_noting_wait(mutex);
     const auto key = std::make_tuple(set_name, n);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
     const SharedWorkTimer made(run_threads);

@@ -82,8 +82,7 @@ inline double take_waited_seconds() { return std::exchange(waited_ledger(), 0.0)
 // this thread's waited ledger. (Priced as shared work, as it once was, a wait counted the
 // making twice: a refused Bernstein degree waiting for another degree's lattice was priced at
 // that lattice's 14 minutes.)
-inline std::unique_lock<std::mutex> lock_charging_wait(std::mutex& m, int run_threads) {
-  (void)run_threads;
+inline std::unique_lock<std::mutex> lock_noting_wait(std::mutex& m) {
   std::unique_lock<std::mutex> lock(m, std::try_to_lock);
   if (lock.owns_lock()) return lock;  // free: nothing waited
   const auto t0 = std::chrono::steady_clock::now();
@@ -118,7 +117,7 @@ class SharedWork {
   template <typename Make>
   std::pair<std::shared_ptr<T>, double> get(const TaskContext& ctx, const json& key, Make&& make) const {
     const std::string k = std::to_string(reinterpret_cast<std::uintptr_t>(&ctx)) + key.dump();
-    const auto lock = lock_charging_wait(mu_, ctx.run_threads);
+    const auto lock = lock_noting_wait(mu_);
     if (k != key_ || !obj_ || !share_work_enabled()) {
       obj_.reset();
       const SharedWorkThreads on_all(ctx.run_threads);

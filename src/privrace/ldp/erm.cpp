@@ -57,21 +57,12 @@ double ErmProblem::loss(const double* theta, const double* x, double y) const {
   return (y - z) * (y - z);
 }
 double ErmProblem::loss_gradient(const double* theta, const double* x, double y, double* grad) const {
-  const double z = dot(theta, x, static_cast<std::size_t>(p));
-  double l, c;
-  if (kind == Loss::Logistic) {
-    l = softplus(-y * z);
-    c = -y / (1 + std::exp(y * z));  // d/dz log(1 + e^{-yz})
-  } else {
-    l = (y - z) * (y - z);
-    c = -2 * (y - z);
-  }
-  for (int j = 0; j < p; ++j) grad[j] = c * x[j];
-  return l;
+  gradient(theta, x, y, grad);
+  return loss(theta, x, y);
 }
 void ErmProblem::gradient(const double* theta, const double* x, double y, double* grad) const {
   const double z = dot(theta, x, static_cast<std::size_t>(p));
-  const double c = kind == Loss::Logistic ? -y / (1 + std::exp(y * z)) : -2 * (y - z);  // as loss_gradient
+  const double c = kind == Loss::Logistic ? -y / (1 + std::exp(y * z)) : -2 * (y - z);  // d/dz of the loss
   for (int j = 0; j < p; ++j) grad[j] = c * x[j];
 }
 void ErmProblem::theta_from_unit(const double* t, double* theta) const {

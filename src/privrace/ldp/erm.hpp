@@ -32,8 +32,8 @@ struct ErmProblem {
   double loss(const double* theta, const double* x, double y) const;
   // Gradient in theta (size p) of the unnormalised loss; returns the loss.
   double loss_gradient(const double* theta, const double* x, double y, double* grad) const;
-  // The same gradient without the loss (the SGD players need only the gradient; the logistic
-  // loss's logarithm is skipped): grad bit for bit loss_gradient's.
+  // The gradient alone (the SGD players need no loss, and the logistic loss's logarithm is
+  // skipped).
   void gradient(const double* theta, const double* x, double y, double* grad) const;
   double gradient_bound() const;  // sup ||grad||_2 over C x data
   void theta_from_unit(const double* t, double* theta) const;

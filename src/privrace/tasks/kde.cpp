@@ -167,7 +167,6 @@ class TableTermAvx2 {
     const __m128i k = _mm256_cvttpd_epi32(xs);
     return {_mm256_sub_pd(xs, _mm256_cvtepi32_pd(k)), s, k, ~_mm256_movemask_pd(inside) & 0xF};
   }
-  __m256d add(__m256d acc, __m256d wi, __m256d sum) const { return add(locate(acc), wi, sum); }
   __m256d add(const Located& at_k, __m256d wi, __m256d sum) const { return _mm256_fmadd_pd(wi, term(at_k), sum); }
   // k(s)^power for a located vector.
   __m256d term(const Located& at_k) const {
