@@ -549,28 +549,12 @@ struct LdpHighDimContext : TaskContext {
   mutable std::map<std::tuple<std::string, std::size_t, double>, std::shared_ptr<const Optimum>> optima;
   mutable std::map<std::string, double> widths;
   // Algorithm 7's collections, one per (set, players, m, repetition, epsilon): the server fits
-  // every radius from the same reports (post-processing), so the radii share them. Dropped when
-  // players or m change; the runner walks the grid in the order m, players, radius, set, so the
-  // entries held are 2 sets x repetitions x epsilons of m x m moments.
-  mutable std::map<std::string, std::shared_ptr<const CompressedCollection>> collections;
-  mutable std::string collections_scope;
-
-  // The collection under `key` (made by make() when absent, or always when sharing is off:
-  // PRIVRACE_SHARE_WORK=0) and whether it was made now.
-  template <typename Make>
-  std::pair<std::shared_ptr<const CompressedCollection>, bool> collection(const std::string& scope,
-                                                                          const std::string& key, Make&& make) const {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (scope != collections_scope) {
-      collections.clear();
-      collections_scope = scope;
-    }
-    const bool sharing = share_work_enabled();
-    if (auto it = collections.find(key); sharing && it != collections.end()) return {it->second, false};
-    auto made = std::make_shared<const CompressedCollection>(make());
-    if (sharing) collections[key] = made;
-    return {made, true};
-  }
+  // every radius from the same reports (post-processing), so the radii share them. A scope is
+  // (players, m): the runner walks the grid in the order m, players, radius, set, so a scope
+  // holds 2 sets x repetitions x epsilons of m x m moments; the two latest scopes are kept.
+  // Each collection is a cell's own work, made by the first cell that asks for it while other
+  // workers make theirs (MadeOnce).
+  MadeOnce<CompressedCollection> collections{2};
 
   std::shared_ptr<const Population> population(const std::string& set_name, std::size_t n) const {
     const auto lock = lock_noting_wait(mutex);
@@ -740,7 +724,7 @@ class LdpHighDimMethod final : public TypedMethod<LdpHighDimContext, LdpHighDimP
         const int m = P.m;
         const auto c0 = std::chrono::steady_clock::now();
         const auto [collection, made] =
-            ctx.collection(std::to_string(P.players) + "|" + std::to_string(m), key, [&] {
+            ctx.collections.get(std::to_string(P.players) + "|" + std::to_string(m), key, [&] {
               return ldp_compressed_collect(pop->X, pop->y, m, cell.epsilon, collection_seed, 1.5, ctx.threads);
             });
         const double collection_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();

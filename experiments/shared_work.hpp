@@ -16,10 +16,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "experiment.hpp"
 
@@ -135,6 +139,71 @@ class SharedWork {
   mutable std::string key_;
   mutable std::shared_ptr<T> obj_;
   mutable double seconds_ = 0;
+};
+
+// Objects made once per key, each by the first worker that asks for it and outside the lock:
+// under --jobs the workers make different keys at the same time, and a worker asking for a key
+// being made waits for it (entered in its waited ledger). For a cell's own work that later
+// cells reuse (Algorithm 7's collections, which the radii share), where SharedWork holds one
+// key at a time made on all of the run's threads. Keys live in scopes; the `scopes` latest are
+// kept (a worker still in the previous scope keeps its entries). Without sharing
+// (PRIVRACE_SHARE_WORK=0) every call makes its own. A making that throws leaves no entry:
+// a worker waiting on it gets the error, a later call makes it again.
+template <typename T>
+class MadeOnce {
+ public:
+  explicit MadeOnce(std::size_t scopes) : max_scopes_(std::max<std::size_t>(scopes, 1)) {}
+
+  // The object under (scope, key) and whether this call made it.
+  template <typename Make>
+  std::pair<std::shared_ptr<const T>, bool> get(const std::string& scope, const std::string& key, Make&& make) const {
+    const bool sharing = share_work_enabled();
+    std::promise<std::shared_ptr<const T>> promise;
+    Future future;
+    bool mine = true;
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      if (std::find(scopes_.begin(), scopes_.end(), scope) == scopes_.end()) {
+        scopes_.push_back(scope);
+        if (scopes_.size() > max_scopes_) {
+          held_.erase(scopes_.front());
+          scopes_.erase(scopes_.begin());
+        }
+      }
+      auto& keys = held_[scope];
+      if (auto it = keys.find(key); sharing && it != keys.end()) {
+        future = it->second;
+        mine = false;
+      } else {
+        future = promise.get_future().share();
+        if (sharing) keys[key] = future;
+      }
+    }
+    if (!mine) {
+      if (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+        const auto t0 = std::chrono::steady_clock::now();
+        future.wait();
+        waited_ledger() += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+      return {future.get(), false};  // the maker's error, if it failed
+    }
+    try {
+      promise.set_value(std::make_shared<const T>(make()));
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+      const std::lock_guard<std::mutex> lock(mu_);
+      if (auto s = held_.find(scope); s != held_.end()) s->second.erase(key);
+      throw;
+    }
+    return {future.get(), true};
+  }
+
+ private:
+  using Future = std::shared_future<std::shared_ptr<const T>>;
+  std::size_t max_scopes_;
+  mutable std::mutex mu_;
+  mutable std::map<std::string, std::map<std::string, Future>> held_;  // scope -> key -> object
+  mutable std::vector<std::string> scopes_;                              // oldest first
 };
 
 }  // namespace privrace::experiments

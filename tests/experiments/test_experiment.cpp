@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "cost_estimate.hpp"
 #include "experiment.hpp"
@@ -492,6 +493,118 @@ TEST(SharedWork, IsMadeOnTheRunsThreadsAndTheGroupGetsItsOwnBack) {
   EXPECT_EQ(omp_get_max_threads(), 1);
   EXPECT_EQ(take_shared_work_threads(), 2);
   omp_set_num_threads(outer);
+}
+
+// MadeOnce (Algorithm 7's collections): two workers make two keys at the same time (each
+// making waits until the other's has started: made one after the other, the first would time
+// out); a worker asking for a key being made waits, gets the same object and notes the wait;
+// a failed making reaches its waiter and leaves no entry; the oldest scope is dropped.
+namespace {
+bool wait_for_flag(const std::atomic<bool>& flag) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!flag.load()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+}  // namespace
+
+TEST(MadeOnce, DifferentKeysAreMadeAtTheSameTime) {
+  const MadeOnce<int> once(2);
+  std::atomic<bool> a_started{false}, b_started{false};
+  bool a_saw_b = false, b_saw_a = false;
+  std::thread other([&] {
+    once.get("scope", "b", [&] {
+      b_started = true;
+      b_saw_a = wait_for_flag(a_started);
+      return 2;
+    });
+  });
+  const auto a = once.get("scope", "a", [&] {
+    a_started = true;
+    a_saw_b = wait_for_flag(b_started);
+    return 1;
+  });
+  other.join();
+  EXPECT_TRUE(a_saw_b);
+  EXPECT_TRUE(b_saw_a);
+  EXPECT_EQ(*a.first, 1);
+  EXPECT_TRUE(a.second);
+}
+
+TEST(MadeOnce, AKeyBeingMadeIsWaitedForAndMadeOnce) {
+  const MadeOnce<int> once(2);
+  std::atomic<bool> making{false}, release{false};
+  std::atomic<int> makings{0};
+  std::pair<std::shared_ptr<const int>, bool> first;
+  std::thread maker([&] {
+    first = once.get("scope", "k", [&] {
+      ++makings;
+      making = true;
+      wait_for_flag(release);
+      return 7;
+    });
+  });
+  ASSERT_TRUE(wait_for_flag(making));
+  take_waited_seconds();
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    release = true;
+  });
+  const auto second = once.get("scope", "k", [&] {
+    ++makings;
+    return -1;
+  });
+  maker.join();
+  releaser.join();
+  EXPECT_EQ(makings.load(), 1);
+  EXPECT_TRUE(first.second);
+  EXPECT_FALSE(second.second);
+  EXPECT_EQ(first.first.get(), second.first.get());  // the same object
+  EXPECT_GT(take_waited_seconds(), 0.01);            // the wait is noted, to be left unpriced
+  const auto third = once.get("scope", "k", [] { return -1; });
+  EXPECT_FALSE(third.second);
+  EXPECT_EQ(*third.first, 7);
+  EXPECT_EQ(take_waited_seconds(), 0.0);  // ready: nothing waited
+}
+
+TEST(MadeOnce, AFailedMakingReachesItsWaiterAndIsMadeAgainLater) {
+  const MadeOnce<int> once(2);
+  std::atomic<bool> making{false}, release{false};
+  std::thread maker([&] {
+    EXPECT_THROW(once.get("scope", "k",
+                          [&]() -> int {
+                            making = true;
+                            wait_for_flag(release);
+                            throw std::runtime_error("no collection");
+                          }),
+                 std::runtime_error);
+  });
+  ASSERT_TRUE(wait_for_flag(making));
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    release = true;
+  });
+  EXPECT_THROW(once.get("scope", "k", [] { return -1; }), std::runtime_error);  // waited, then the maker's error
+  maker.join();
+  releaser.join();
+  const auto again = once.get("scope", "k", [] { return 3; });
+  EXPECT_TRUE(again.second);
+  EXPECT_EQ(*again.first, 3);
+}
+
+TEST(MadeOnce, KeepsTheLatestScopesOnly) {
+  const MadeOnce<int> once(2);
+  int makings = 0;
+  const auto make = [&] { return ++makings; };
+  once.get("s1", "k", make);
+  once.get("s2", "k", make);
+  EXPECT_FALSE(once.get("s1", "k", make).second);  // two scopes held
+  once.get("s3", "k", make);                        // s1 is the oldest: dropped
+  EXPECT_FALSE(once.get("s2", "k", make).second);
+  EXPECT_TRUE(once.get("s1", "k", make).second);
+  EXPECT_EQ(makings, 4);
 }
 
 TEST(ExperimentRun, ConcurrentJobsGiveTheRecordsOfOneJob) {
