@@ -5,7 +5,9 @@
 
 #include <Eigen/Eigenvalues>
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
 #include <tuple>
 #include <omp.h>
@@ -228,6 +230,43 @@ TEST(Kme, PStableKernelGramIsPositiveSemidefinite) {
     for (int j = 0; j < 300; ++j) G(i, j) = kernel_value(k, p.row(i).data(), p.row(j).data(), 3);
   Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(G);
   EXPECT_GT(es.eigenvalues().minCoeff(), -1e-9);
+}
+
+// The batched kernel values (KME's selection and its Gram) are kernel_value's, bit for bit:
+// the L2 kernel inside and beyond the table (s >= 64), at powers 1 and 3, in 1 and 3
+// dimensions, every batch length (the vector lanes and the tail), with the AVX2 lanes and
+// with the portable loop (PRIVRACE_KDE_SCALAR=1), and the angular kernel.
+TEST(Kme, BatchedKernelValuesAreKernelValueBitForBit) {
+  for (const std::size_t d : {std::size_t{1}, std::size_t{3}}) {
+    DoubleMatrix p(203, static_cast<Eigen::Index>(d));
+    SeededRandom rng(17);
+    for (Eigen::Index i = 0; i < p.rows(); ++i)
+      for (Eigen::Index j = 0; j < p.cols(); ++j) p(i, j) = (i % 5 == 0 ? 100.0 : 1.0) * rng.unit();  // some beyond 64 w
+    p.row(7) = p.row(0);  // distance 0
+    std::vector<std::size_t> index(static_cast<std::size_t>(p.rows()));
+    for (std::size_t r = 0; r < index.size(); ++r) index[r] = (r * 37) % index.size();
+    for (const Kernel kernel : {Kernel::L2, Kernel::Angular})
+      for (const std::size_t power : {std::size_t{1}, std::size_t{3}})
+        for (const char* scalar : {"0", "1"}) {
+          setenv("PRIVRACE_KDE_SCALAR", scalar, 1);
+          KernelSpec k = l2(1.0);
+          k.kernel = kernel;
+          k.power = power;
+          const double* q = p.row(0).data();
+          for (const std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{4}, std::size_t{7}, index.size()}) {
+            std::vector<double> got(count + 1, -1.0);
+            kernel_values(k, p, index.data(), count, q, got.data());
+            for (std::size_t r = 0; r < count; ++r) {
+              const double want = kernel_value(k, p.row(static_cast<Eigen::Index>(index[r])).data(), q, d);
+              ASSERT_EQ(std::bit_cast<std::uint64_t>(got[r]), std::bit_cast<std::uint64_t>(want))
+                  << "d " << d << " kernel " << static_cast<int>(kernel) << " power " << power << " scalar " << scalar
+                  << " r " << r << ": " << got[r] << " vs " << want;
+            }
+            EXPECT_EQ(got[count], -1.0);  // nothing written past count
+          }
+        }
+    unsetenv("PRIVRACE_KDE_SCALAR");
+  }
 }
 
 TEST(Kme, PivotedCholeskyFactorsTheGram) {

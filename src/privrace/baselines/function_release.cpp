@@ -38,6 +38,28 @@ double kernel_value(const KernelSpec& spec, const double* x, const double* q, st
   return r;
 }
 
+void kernel_values(const KernelSpec& spec, const DoubleMatrix& points, const std::size_t* index, std::size_t count,
+                   const double* q, double* out) {
+  const auto d = static_cast<std::size_t>(points.cols());
+  if (spec.kernel != Kernel::L2) {
+    for (std::size_t r = 0; r < count; ++r) out[r] = kernel_value(spec, points.row(static_cast<Eigen::Index>(index[r])).data(), q, d);
+    return;
+  }
+  for (std::size_t r = 0; r < count; ++r) {  // kernel_value's distance and ratio
+    const double* x = points.row(static_cast<Eigen::Index>(index[r])).data();
+    double s2 = 0;
+    for (std::size_t j = 0; j < d; ++j) s2 += (x[j] - q[j]) * (x[j] - q[j]);
+    out[r] = std::sqrt(s2) / spec.bandwidth;
+  }
+  pstable_kernel_tabulated(out, count, out);
+  if (spec.power == 1) return;  // 1.0 * k = k
+  for (std::size_t r = 0; r < count; ++r) {
+    double v = 1.0;
+    for (std::size_t p = 0; p < spec.power; ++p) v *= out[r];
+    out[r] = v;
+  }
+}
+
 std::vector<double> weighted_kernel_sums(const DoubleMatrix& points, const std::vector<double>& weights,
                                          const DenseRef& queries, const KernelSpec& spec) {
   if (weights.size() != static_cast<std::size_t>(points.rows()))

@@ -34,6 +34,10 @@ DoubleMatrix clip_to_domain(const DenseRef& data, const Domain& dom);
 // k(x, q) of the task's kernel (l2: p-stable collision probability of width w, to the power p;
 // angular: (1 - angle/pi)^p).
 double kernel_value(const KernelSpec& spec, const double* x, const double* q, std::size_t d);
+// out[r] = kernel_value(spec, points.row(index[r]), q, d) for r < count, bit for bit: the L2
+// kernel's table reads a batch at a time (pstable_kernel_tabulated's batch form).
+void kernel_values(const KernelSpec& spec, const DoubleMatrix& points, const std::size_t* index, std::size_t count,
+                   const double* q, double* out);
 
 // out[j] = sum_i w[i] k(points_i, queries_j), points of weight 0 skipped; through the task's
 // blocked parallel routine (weighted_row_kernel_sums), so it is the ground truth's kernel.

@@ -240,11 +240,12 @@ class PivotSelection {
 #pragma omp parallel for schedule(static)
     for (std::ptrdiff_t blk = 0; blk < blocks; ++blk) {
       const std::size_t i0 = static_cast<std::size_t>(blk) * kBlock, i1 = std::min(active_, i0 + kBlock);
+      double kv[kBlock];  // k(z_i, z_p) for the block's rows
+      kernel_values(spec_, points_, point_of_.data() + i0, i1 - i0, zp, kv);
       for (std::size_t i = i0; i < i1; ++i) {
         double dot = batch_dots_[i * b_ + c];
         for (std::size_t col = t0_; col < t; ++col) dot += static_cast<double>(rows_.at(i, col)) * lp_[col];
-        const double* zi = points_.row(static_cast<Eigen::Index>(point_of_[i])).data();
-        const double v = (kernel_value(spec_, zi, zp, d_) - dot) / piv;
+        const double v = (kv[i - i0] - dot) / piv;
         rows_.at(i, t) = static_cast<Stored>(v);
         resid_[i] = std::max(0.0, resid_[i] - v * v);
       }
@@ -296,13 +297,12 @@ PivotedCholesky pivoted_cholesky(const DoubleMatrix& points, const KernelSpec& s
   // The factor of the chosen pivots, in double: the Cholesky of their Gram matrix, in pivot order
   // (what the greedy recurrence computes, without the float rows' rounding).
   const auto m = static_cast<Eigen::Index>(out.pivots.size());
-  const auto d = static_cast<std::size_t>(points.cols());
   Eigen::MatrixXd gram(m, m);
+  // Column b below the diagonal, k(z_a, z_b) for a >= b, straight into its contiguous storage.
 #pragma omp parallel for schedule(dynamic, 16)
-  for (Eigen::Index a = 0; a < m; ++a) {
-    const double* za = points.row(static_cast<Eigen::Index>(out.pivots[static_cast<std::size_t>(a)])).data();
-    for (Eigen::Index b = 0; b <= a; ++b)
-      gram(a, b) = kernel_value(spec, za, points.row(static_cast<Eigen::Index>(out.pivots[static_cast<std::size_t>(b)])).data(), d);
+  for (Eigen::Index b = 0; b < m; ++b) {
+    const double* zb = points.row(static_cast<Eigen::Index>(out.pivots[static_cast<std::size_t>(b)])).data();
+    kernel_values(spec, points, out.pivots.data() + b, static_cast<std::size_t>(m - b), zb, gram.col(b).data() + b);
   }
   Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>, Eigen::Lower> llt(gram);  // in place: one m x m matrix
   // Pivots whose float residual was above tol but whose double one is not (tol near the float

@@ -160,8 +160,9 @@ class TableTermAvx2 {
     __m128i k;
     int outside;
   };
-  Located locate(__m256d acc) const {
-    const __m256d s = _mm256_mul_pd(_mm256_sqrt_pd(acc), inv_w_v_);
+  Located locate(__m256d acc) const { return locate_ratio(_mm256_mul_pd(_mm256_sqrt_pd(acc), inv_w_v_)); }
+  // The same for four ratios s = c / w given (s >= 0 or NaN).
+  Located locate_ratio(__m256d s) const {
     const __m256d inside = _mm256_cmp_pd(s, max_s_, _CMP_LT_OQ);
     const __m256d xs = _mm256_mul_pd(_mm256_and_pd(s, inside), inv_step_);  // outside the table: 0 for now
     const __m128i k = _mm256_cvttpd_epi32(xs);
@@ -337,6 +338,20 @@ nlohmann::json KernelSpec::to_json() const {
 }
 
 double pstable_kernel_tabulated(double s) { return PStableTable::get()(s); }
+
+void pstable_kernel_tabulated(const double* s, std::size_t n, double* out) {
+  const PStableTable& table = PStableTable::get();
+  std::size_t i = 0;
+#ifdef PRIVRACE_KDE_AVX2
+  if (!portable_lanes_requested()) {
+    // Four ratios a vector: no chain runs from one to the next, so the table reads of several
+    // vectors are in flight at once (one call a value waits for each read).
+    const TableTermAvx2 term(1.0, 1, table);
+    for (; i + 4 <= n; i += 4) _mm256_storeu_pd(out + i, term.term(term.locate_ratio(_mm256_loadu_pd(s + i))));
+  }
+#endif
+  for (; i < n; ++i) out[i] = table(s[i]);
+}
 
 std::vector<double> exact_kernel_sums(const DenseRef& data, const DenseRef& queries, const KernelSpec& spec) {
   DoubleMatrix x;

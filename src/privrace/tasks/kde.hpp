@@ -45,6 +45,9 @@ std::vector<double> lattice_kernel_sums(const DenseRef& data, const std::vector<
 
 // One p-stable collision probability at distance/width ratio s = c / w, from the table.
 double pstable_kernel_tabulated(double s);
+// The same at s[0..n) (s >= 0), into out (which may be s): bit for bit the values of the
+// function above; with AVX2, four at a time.
+void pstable_kernel_tabulated(const double* s, std::size_t n, double* out);
 
 // RACE density estimates f_hat(q) = (kernel-sum estimate) / N-hat, for several query options
 // at once (the LSH hashing and the counter lookups are shared). out[k][j] is option k, query j.
