@@ -12,7 +12,8 @@
 # config's entry (each re-measured cell records its date and commit); the other cells stay.
 # --from-results DIR: run nothing; take each config's cells from the records of its finished
 # full run in DIR (DIR/NAME.jsonl; with --quick, its quick run, DIR/NAME-quick.jsonl; configs
-# without one are skipped): every cell measured.
+# without one are skipped): every cell measured. The run may be of a copy of the config with
+# fewer repetitions (same name): the basis says how many the records hold.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 QUICK=()
@@ -172,8 +173,11 @@ if [[ -n $FROM ]]; then
     dir=$SCRATCH/$name
     mkdir -p "$dir"
     ln -s "$(cd "$FROM" && pwd)/$name.jsonl" "$dir/$name.jsonl"
-    echo "$c: from $(wc -l <"$FROM/$name.jsonl") records of its $profile run"
-    merge_into_table "$dir" "$profile run: every cell's wall time"
+    # A run of the whole grid at fewer repetitions than the config's (a copy of the config with
+    # a smaller "repetitions", the same name) prices every cell from its repetitions' medians.
+    reps=$(python3 -c 'import json, sys; print(len({json.loads(l)["rep"] for l in open(sys.argv[1]) if l.strip()}))' "$FROM/$name.jsonl")
+    echo "$c: from $(wc -l <"$FROM/$name.jsonl") records of its $profile run ($reps repetitions)"
+    merge_into_table "$dir" "$profile run of every grid point and epsilon at $reps repetitions: every cell's wall time"
   done
   exit 0
 fi
