@@ -1222,6 +1222,17 @@ TEST(LdpSimulation, SeededRunsAreReproducibleAndSeedsMatter) {
                        c = laplace_average(n, 5, 2.0, 42, value, 2);
   EXPECT_EQ(a.mean, b.mean);
   EXPECT_NE(a.mean, c.mean);
+  // A fill that points at a table's rows (values out of [0, 1] included, clamped as written
+  // ones are) gives the estimate of a fill that writes them.
+  std::vector<double> table(7 * 5);
+  for (std::size_t k = 0; k < table.size(); ++k) table[k] = std::fmod(0.37 * static_cast<double>(k), 1.3) - 0.1;
+  const auto writes = [&](std::uint64_t i, std::span<double> u) {
+    std::copy_n(table.data() + (i % 7) * 5, 5, u.data());
+  };
+  const auto points = [&](std::uint64_t i, std::span<double>) -> const double* { return table.data() + (i % 7) * 5; };
+  const VectorEstimate w = laplace_average(n, 5, 2.0, 43, writes, 2), p = laplace_average(n, 5, 2.0, 43, points, 3);
+  EXPECT_EQ(w.mean, p.mean);
+  EXPECT_NE(w.mean, laplace_average(n, 5, 2.0, 43, value, 2).mean);
   const int nh = 5000, d = 100, m = 10;
   SeededRandom rng(10);
   std::vector<Eigen::Triplet<double>> e;

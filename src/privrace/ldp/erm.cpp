@@ -458,13 +458,14 @@ ErmResult ldp_bernstein(const ErmProblem& pr, const Players& pl, double eps, con
     if (scratch.size() < static_cast<std::size_t>(g.k) + 1) scratch.resize(static_cast<std::size_t>(g.k) + 1);
     grid_losses(pr, g.k, axis.data(), pl.row(i), pl.y[i], out, scratch.data());
   };
-  // Players copying a table's rows: each row's grid losses once, copied per player.
+  // Players copying a table's rows: each row's grid losses once, read in place per player.
   const std::vector<double> per_row = row_table(pl, g.points, threads, losses);
   const VectorEstimate est = laplace_average(
       pl.size(), g.points, eps, seed,
-      [&](std::uint64_t i, std::span<double> u) {
-        if (per_row.empty()) losses(i, u.data());
-        else std::copy_n(per_row.data() + pl.group[i] * g.points, g.points, u.data());
+      [&](std::uint64_t i, std::span<double> u) -> const double* {
+        if (!per_row.empty()) return per_row.data() + pl.group[i] * g.points;  // the row's losses, not copied
+        losses(i, u.data());
+        return u.data();
       },
       threads);
   return finish_bernstein(pr, pl, g, est, o, seconds_since(t0), threads <= 0 ? omp_get_max_threads() : threads);

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "privrace/core/random.hpp"
@@ -48,6 +49,8 @@ inline std::size_t public_coordinate(std::uint64_t public_seed, std::uint64_t pl
 // the seed alone. The sum has the distribution of the n reports' sum; no report is formed
 // (docs/ldp-bernstein.md, "Simulation speed"). Each thread sums the integer rounded values of
 // its fixed blocks, and integer sums do not depend on the order: thread-invariant.
+// fill may instead return a pointer to player i's d values (a table's row: nothing copied), in
+// which case u is left to it as scratch.
 template <class Fill>
 VectorEstimate laplace_average(std::uint64_t n, std::size_t d, double eps, std::uint64_t seed, Fill&& fill,
                                int threads = 0) {
@@ -61,16 +64,20 @@ VectorEstimate laplace_average(std::uint64_t n, std::size_t d, double eps, std::
   {
     std::vector<std::int64_t>& sum = partial[static_cast<std::size_t>(omp_get_thread_num())];
     sum.assign(d, 0);
-    std::vector<double> u(d), rounded(d), block_sum(d);
+    std::vector<double> u(d), lattice(d), rounded(d), block_sum(d);
 #pragma omp for schedule(dynamic, 4)
     for (std::int64_t b = 0; b < blocks; ++b) {
       const std::uint64_t end = std::min<std::uint64_t>(n, (static_cast<std::uint64_t>(b) + 1) * kBlock);
       std::fill(block_sum.begin(), block_sum.end(), 0.0);
       for (std::uint64_t i = static_cast<std::uint64_t>(b) * kBlock; i < end; ++i) {
-        fill(i, std::span<double>(u));
+        const double* values = u.data();
+        if constexpr (std::is_same_v<std::invoke_result_t<Fill&, std::uint64_t, std::span<double>>, const double*>)
+          values = fill(i, std::span<double>(u));
+        else
+          fill(i, std::span<double>(u));
 #pragma omp simd
-        for (std::size_t j = 0; j < d; ++j) u[j] = std::min(std::max(u[j], 0.0), 1.0) * L;  // lattice units
-        lattice_laplace(u.data(), d, 0.0, PlayerStream(seed, i), 0, rounded.data());  // player i's rounding
+        for (std::size_t j = 0; j < d; ++j) lattice[j] = std::min(std::max(values[j], 0.0), 1.0) * L;  // lattice units
+        lattice_laplace(lattice.data(), d, 0.0, PlayerStream(seed, i), 0, rounded.data());  // player i's rounding
 #pragma omp simd
         for (std::size_t j = 0; j < d; ++j) block_sum[j] += rounded[j];  // integers below 2^27: exact
       }
