@@ -402,6 +402,7 @@ TEST(M2m, WeightedCdfsAndCountsEqualTheLoopOverRowsBitForBit) {
       ASSERT_EQ(cdf(j, t), acc) << "attribute " << j << " point " << t;
     }
   const auto queries = random_counting_queries(BoxDomain::uniform(4, 0.0, 1.0), 37, 5);  // 37: a partial block of 8
+  for (Eigen::Index i = 5; i < n; i += 89) x(i, i % 4) = std::numeric_limits<double>::quiet_NaN();  // in no query's set
   const Eigen::VectorXd counts = weighted_counts(x, w, queries);
   for (std::size_t q = 0; q < queries.size(); ++q) {
     double acc = 0;
