@@ -301,7 +301,8 @@ Eigen::VectorXd weighted_counts(const WeightedRows& x, const Eigen::VectorXd& om
                                 const std::vector<CountingQuery>& queries);
 // Every row's membership in every query's set, one bit each (n x queries / 8 bytes: 12.5 MB at
 // 10^5 rows and 1000 queries), for rows that many weightings share (a repetition's synthetic
-// points, reweighted in each of its cells). weighted_counts(omega) sums eight queries at once,
+// points, reweighted in each of its cells); a three-predicate query's bits are made four rows a
+// step with AVX2. weighted_counts(omega) sums eight queries at once,
 // each over the rows in order (eight independent chains of additions instead of one at a time).
 class CountingMasks {
  public:
