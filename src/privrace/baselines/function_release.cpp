@@ -20,12 +20,25 @@ DoubleMatrix clip_to_domain(const DenseRef& data, const Domain& dom) {
   return out;
 }
 
+namespace {
+// The L2 kernel's distance-to-width ratio and the power of a kernel value: one definition for
+// kernel_value and kernel_values, so that both give the same doubles.
+double l2_ratio(const KernelSpec& spec, const double* x, const double* q, std::size_t d) {
+  double s2 = 0;
+  for (std::size_t j = 0; j < d; ++j) s2 += (x[j] - q[j]) * (x[j] - q[j]);
+  return std::sqrt(s2) / spec.bandwidth;
+}
+double kernel_power(double k, std::size_t power) {
+  double r = 1.0;
+  for (std::size_t p = 0; p < power; ++p) r *= k;
+  return r;
+}
+}  // namespace
+
 double kernel_value(const KernelSpec& spec, const double* x, const double* q, std::size_t d) {
   double k;
   if (spec.kernel == Kernel::L2) {
-    double s2 = 0;
-    for (std::size_t j = 0; j < d; ++j) s2 += (x[j] - q[j]) * (x[j] - q[j]);
-    k = pstable_kernel_tabulated(std::sqrt(s2) / spec.bandwidth);
+    k = pstable_kernel_tabulated(l2_ratio(spec, x, q, d));
   } else {
     double xq = 0, xx = 0, qq = 0;
     for (std::size_t j = 0; j < d; ++j) xq += x[j] * q[j], xx += x[j] * x[j], qq += q[j] * q[j];
@@ -33,31 +46,21 @@ double kernel_value(const KernelSpec& spec, const double* x, const double* q, st
     const double c = (xx > 0 && qq > 0) ? std::clamp(xq / std::sqrt(xx * qq), -1.0, 1.0) : 0.0;
     k = 1.0 - std::acos(c) / std::numbers::pi;
   }
-  double r = 1.0;
-  for (std::size_t p = 0; p < spec.power; ++p) r *= k;
-  return r;
+  return kernel_power(k, spec.power);
 }
 
 void kernel_values(const KernelSpec& spec, const DoubleMatrix& points, const std::size_t* index, std::size_t count,
                    const double* q, double* out) {
   const auto d = static_cast<std::size_t>(points.cols());
+  const auto row = [&](std::size_t r) { return points.row(static_cast<Eigen::Index>(index[r])).data(); };
   if (spec.kernel != Kernel::L2) {
-    for (std::size_t r = 0; r < count; ++r) out[r] = kernel_value(spec, points.row(static_cast<Eigen::Index>(index[r])).data(), q, d);
+    for (std::size_t r = 0; r < count; ++r) out[r] = kernel_value(spec, row(r), q, d);
     return;
   }
-  for (std::size_t r = 0; r < count; ++r) {  // kernel_value's distance and ratio
-    const double* x = points.row(static_cast<Eigen::Index>(index[r])).data();
-    double s2 = 0;
-    for (std::size_t j = 0; j < d; ++j) s2 += (x[j] - q[j]) * (x[j] - q[j]);
-    out[r] = std::sqrt(s2) / spec.bandwidth;
-  }
-  pstable_kernel_tabulated(out, count, out);
-  if (spec.power == 1) return;  // 1.0 * k = k
-  for (std::size_t r = 0; r < count; ++r) {
-    double v = 1.0;
-    for (std::size_t p = 0; p < spec.power; ++p) v *= out[r];
-    out[r] = v;
-  }
+  for (std::size_t r = 0; r < count; ++r) out[r] = l2_ratio(spec, row(r), q, d);
+  pstable_kernel_tabulated(out, count, out);  // the table reads a batch at a time
+  if (spec.power == 1) return;                // 1.0 * k = k
+  for (std::size_t r = 0; r < count; ++r) out[r] = kernel_power(out[r], spec.power);
 }
 
 std::vector<double> weighted_kernel_sums(const DoubleMatrix& points, const std::vector<double>& weights,
