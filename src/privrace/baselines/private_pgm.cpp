@@ -10,6 +10,7 @@
 #include <string>
 
 #include "privrace/core/error.hpp"
+#include "privrace/core/vector_math.hpp"
 #include "privrace/privacy/mechanisms.hpp"
 
 namespace privrace::baselines::pgm {
@@ -490,10 +491,10 @@ void GraphicalModel::calibrate() {
       theta_map_[m].combine(w, acc_[m], w, std::plus<>());
     }
   }
+  // The model's inference, not a mechanism: libmvec's exp, four values a call (core/vector_math.hpp).
   for (std::size_t c = 0; c < k; ++c) {
     std::vector<double>& w = work_[c];
-    const double mx = largest(w);
-    for (double& x : w) x = std::exp(x - mx);
+    exp_shifted(w.data(), w.size(), largest(w));
   }
   // Up: children before parents.
   const std::vector<int>& order = tree_.order();

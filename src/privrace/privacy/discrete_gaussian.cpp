@@ -124,9 +124,9 @@ double DiscreteGaussian::pmf(std::int64_t y) const {
 
 namespace {
 
-constexpr mpfr_prec_t kTablePrecision = 384;    // entries: error below 2^-300, 2^-192 needed
-constexpr mpfr_prec_t kPrecisePrecision = 1152;  // ties: 1024 bits checked, error below 2^-1000
-constexpr int kPreciseWords = 14;                // words 2 .. 15: bits 128 .. 1023
+using mpfr_words::kPreciseWords;
+using mpfr_words::kPrecisePrecision;
+using mpfr_words::kTablePrecision;
 
 
 

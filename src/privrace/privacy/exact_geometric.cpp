@@ -21,14 +21,14 @@ namespace privrace {
 namespace {
 
 using mpfr_words::check_margin;
+using mpfr_words::kPrecisePrecision;
+using mpfr_words::kPreciseWords;
+using mpfr_words::kTablePrecision;
 using mpfr_words::Mpfr;
 using mpfr_words::next_word;
 
-constexpr mpfr_prec_t kTablePrecision = 384;    // table entries: error < 2^-300, need 2^-192
-constexpr mpfr_prec_t kPrecisePrecision = 1152;  // ties: 1024 bits checked, error < 2^-1100
-constexpr unsigned kLevelBits = 16;              // m = 2^16 on truncated levels
-constexpr unsigned kCompactLevelBits = 8;        // m = 2^8 in the bulk form
-constexpr int kPreciseWords = 14;                // words 2 .. 15: bits 128 .. 1023
+constexpr unsigned kLevelBits = 16;        // m = 2^16 on truncated levels
+constexpr unsigned kCompactLevelBits = 8;  // m = 2^8 in the bulk form
 
 
 // rate = s 2^shift / t = -ln(a_level), rounded to nearest at the variable's precision.

@@ -14,6 +14,13 @@
 
 namespace privrace::mpfr_words {
 
+// The samplers' working precisions. A table entry needs 2^-192 (three words); 384 bits keep its
+// error below 2^-300. A tie is decided on bits 128 .. 1023 (kPreciseWords words after the first
+// two), computed at 1152 bits so that their error is far below 2^-1024.
+constexpr mpfr_prec_t kTablePrecision = 384;
+constexpr mpfr_prec_t kPrecisePrecision = 1152;
+constexpr int kPreciseWords = 14;
+
 class Mpfr {
  public:
   explicit Mpfr(mpfr_prec_t precision) { mpfr_init2(v_, precision); }
