@@ -75,3 +75,69 @@ TEST(ExpShifted, AValueDoesNotDependOnItsPlaceOrTheArraysLength) {
 
 }  // namespace
 }  // namespace privrace
+
+namespace privrace {
+namespace {
+
+TEST(SoftplusSigmoid, AgreesWithTheScalarFormulasToAFewUlp) {
+  std::mt19937_64 gen(3);
+  std::uniform_real_distribution<double> u(-40.0, 40.0);
+  std::vector<double> x(10007), loss(x.size()), sig(x.size());
+  for (double& v : x) v = u(gen);
+  x[0] = 0.0;
+  softplus_sigmoid(x.data(), x.size(), loss.data(), sig.data());
+  double worst_loss = 0, worst_sig = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double z = x[i];
+    const double want_loss = z > 0 ? z + std::log1p(std::exp(-z)) : std::log1p(std::exp(z));
+    const double want_sig = 1.0 / (1.0 + std::exp(-z));
+    worst_loss = std::max(worst_loss, ulps(loss[i], want_loss));
+    worst_sig = std::max(worst_sig, ulps(sig[i], want_sig));
+  }
+  EXPECT_LE(worst_loss, 8.0);
+  EXPECT_LE(worst_sig, 8.0);
+  EXPECT_EQ(sig[0], 0.5);
+  EXPECT_NEAR(loss[0], std::log(2.0), 1e-15);
+}
+
+TEST(SoftplusSigmoid, NeitherOverflowsAtTheEnds) {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> x = {800.0, -800.0, inf, -inf, 1e308, -1e308, 710.0};
+  std::vector<double> loss(x.size()), sig(x.size());
+  softplus_sigmoid(x.data(), x.size(), loss.data(), sig.data());
+  EXPECT_EQ(loss[0], 800.0);
+  EXPECT_EQ(sig[0], 1.0);
+  EXPECT_EQ(loss[1], 0.0);  // log1p(e^-800) underflows to 0
+  EXPECT_EQ(sig[1], 0.0);
+  EXPECT_EQ(loss[2], inf);
+  EXPECT_EQ(sig[2], 1.0);
+  EXPECT_EQ(loss[3], 0.0);
+  EXPECT_EQ(sig[3], 0.0);
+  EXPECT_EQ(loss[4], 1e308);
+  EXPECT_EQ(loss[5], 0.0);
+  EXPECT_EQ(loss[6], 710.0);  // e^710 overflows; the formula never forms it
+  // Without the sigmoid's array the losses are the same.
+  std::vector<double> only(x.size());
+  softplus_sigmoid(x.data(), x.size(), only.data(), nullptr);
+  EXPECT_EQ(only, loss);
+}
+
+TEST(SoftplusSigmoid, AValueDoesNotDependOnItsPlaceOrTheArraysLength) {
+  std::mt19937_64 gen(5);
+  std::uniform_real_distribution<double> u(-30.0, 30.0);
+  std::vector<double> base(40), whole_l(40), whole_s(40);
+  for (double& v : base) v = u(gen);
+  softplus_sigmoid(base.data(), base.size(), whole_l.data(), whole_s.data());
+  for (std::size_t first = 0; first < 5; ++first)
+    for (std::size_t n = 0; first + n <= base.size(); ++n) {
+      std::vector<double> l(n), s(n);
+      softplus_sigmoid(base.data() + first, n, l.data(), s.data());
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(l[i], whole_l[first + i]) << "offset " << first << " length " << n;
+        ASSERT_EQ(s[i], whole_s[first + i]) << "offset " << first << " length " << n;
+      }
+    }
+}
+
+}  // namespace
+}  // namespace privrace

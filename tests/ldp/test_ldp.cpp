@@ -436,6 +436,7 @@ TEST(LdpErm, PlayersCopyingTableRowsGiveTheSameResultsAsPlayersEvaluatedOneByOne
   // A table of 300 rows, 20,000 players drawn from it: per-row evaluation (Players::group)
   // against the same players with the rows forgotten, bit for bit.
   for (const Loss kind : {Loss::Logistic, Loss::Squared}) {
+    SCOPED_TRACE(loss_name(kind));
     const Players table = generate_players(kind, 300, 2, 11, 1.5);
     const Players rows = resample_players(table.x, table.y, 2, 20000, 12);
     Players plain = rows;

@@ -14,6 +14,12 @@ namespace privrace {
 // x[i] = exp(x[i] - shift) for i < n.
 void exp_shifted(double* x, std::size_t n, double shift);
 
+// loss[i] = log(1 + e^u[i]) (softplus, without overflow) and, when `sigmoid` is not null,
+// sigmoid[i] = 1 / (1 + e^-u[i]), for i < n: from e = exp(-|u|), softplus = max(u, 0) +
+// log1p(e) and sigmoid = 1 / (1 + e) or e / (1 + e) by the sign of u. With AVX2 the exp and
+// log1p are libmvec's, four values a call, and every value goes through them (as exp_shifted).
+void softplus_sigmoid(const double* u, std::size_t n, double* loss, double* sigmoid);
+
 // Whether exp_shifted uses the vector library (an AVX2 build) or the scalar exp.
 bool exp_shifted_is_vectorised();
 

@@ -11,6 +11,7 @@
 
 #include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
+#include "privrace/core/vector_math.hpp"
 #include "privrace/ldp/protocols.hpp"
 #include "privrace/ldp/simulation.hpp"
 #include "privrace/privacy/mechanisms.hpp"
@@ -26,6 +27,32 @@ double dot(const double* a, const double* b, std::size_t p) {
 // log(1 + e^z) without overflow.
 double softplus(double z) { return z > 0 ? z + std::log1p(std::exp(-z)) : std::log1p(std::exp(z)); }
 constexpr std::size_t kRiskBlock = 1u << 14;
+
+// The losses of the `len` players rows[0..len) at theta and, for the logistic loss with
+// `sigmoid`, sigmoid(-y <theta, x>) (the derivative's factor): logistic, the margins first, then
+// the vector softplus (core/vector_math.hpp) over the chunk; squared, (y - z)^2 as
+// ErmProblem::loss. One compiled body for every caller (not inlined), so a player's loss is the
+// same operations, and value, whichever loop asks for it (a table's rows or the players one by
+// one): inlined into two loops, GCC may contract a product into a multiply-add in one only.
+constexpr std::size_t kLossChunk = 256;
+[[gnu::noinline]] void chunk_losses(const ErmProblem& pr, const double* theta, const Players& pl, std::size_t len,
+                                    const std::size_t* rows, double* loss, double* sigmoid) {
+  const auto p = static_cast<std::size_t>(pr.p);
+  if (pr.kind == Loss::Logistic) {
+    double u[kLossChunk];
+    for (std::size_t c = 0; c < len; ++c) u[c] = -pl.y[rows[c]] * dot(theta, pl.row(rows[c]), p);
+    softplus_sigmoid(u, len, loss, sigmoid);
+    return;
+  }
+  for (std::size_t c = 0; c < len; ++c) {
+    const double y = pl.y[rows[c]], z = dot(theta, pl.row(rows[c]), p);
+    loss[c] = (y - z) * (y - z);
+  }
+}
+// rows[c] = first + c for c < len.
+void consecutive(std::size_t first, std::size_t len, std::size_t* rows) {
+  for (std::size_t c = 0; c < len; ++c) rows[c] = first + c;
+}
 }  // namespace
 
 Loss parse_loss(const std::string& name) {
@@ -157,10 +184,11 @@ double empirical_risk(const ErmProblem& problem, const Players& players, const d
   if (players.shares_rows()) {  // each row's loss once, then the same sums of the same values
     const std::size_t rows = players.first.size();
     std::vector<double> row_loss(rows);
+    const auto chunks = static_cast<std::int64_t>((rows + kLossChunk - 1) / kLossChunk);
 #pragma omp parallel for schedule(static) num_threads(threads)
-    for (std::int64_t g = 0; g < static_cast<std::int64_t>(rows); ++g) {
-      const std::size_t i = players.first[static_cast<std::size_t>(g)];
-      row_loss[static_cast<std::size_t>(g)] = problem.loss(theta, players.row(i), players.y[i]);
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      const std::size_t g0 = static_cast<std::size_t>(c) * kLossChunk, len = std::min(kLossChunk, rows - g0);
+      chunk_losses(problem, theta, players, len, players.first.data() + g0, row_loss.data() + g0, nullptr);
     }
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (std::int64_t b = 0; b < static_cast<std::int64_t>(blocks); ++b) {
@@ -174,8 +202,14 @@ double empirical_risk(const ErmProblem& problem, const Players& players, const d
     for (std::int64_t b = 0; b < static_cast<std::int64_t>(blocks); ++b) {
       const std::size_t end = std::min(n, (static_cast<std::size_t>(b) + 1) * kRiskBlock);
       double s = 0;
-      for (std::size_t i = static_cast<std::size_t>(b) * kRiskBlock; i < end; ++i)
-        s += problem.loss(theta, players.row(i), players.y[i]);
+      double loss[kLossChunk];
+      std::size_t rows[kLossChunk];
+      for (std::size_t i0 = static_cast<std::size_t>(b) * kRiskBlock; i0 < end; i0 += kLossChunk) {
+        const std::size_t len = std::min(kLossChunk, end - i0);
+        consecutive(i0, len, rows);
+        chunk_losses(problem, theta, players, len, rows, loss, nullptr);
+        for (std::size_t k = 0; k < len; ++k) s += loss[k];
+      }
       partial[static_cast<std::size_t>(b)] = s;
     }
   }
@@ -196,24 +230,35 @@ double risk_derivatives(const ErmProblem& pr, const Players& pl, const double* t
   for (std::int64_t b = 0; b < static_cast<std::int64_t>(blocks); ++b) {
     double* acc = partial.data() + static_cast<std::size_t>(b) * stride;
     const std::size_t end = std::min(n, (static_cast<std::size_t>(b) + 1) * kRiskBlock);
-    for (std::size_t i = static_cast<std::size_t>(b) * kRiskBlock; i < end; ++i) {
-      const double* x = pl.row(i);
-      const double y = pl.y[i], z = dot(theta, x, p);
-      double l, c, c2;
+    double loss[kLossChunk], sig[kLossChunk];
+    std::size_t rows[kLossChunk];
+    for (std::size_t i0 = static_cast<std::size_t>(b) * kRiskBlock; i0 < end; i0 += kLossChunk) {
+      const std::size_t len = std::min(kLossChunk, end - i0);
       if (pr.kind == Loss::Logistic) {
-        l = softplus(-y * z);
-        const double s = 1 / (1 + std::exp(y * z));
-        c = -y * s;
-        c2 = s * (1 - s);
-      } else {
-        l = (y - z) * (y - z);
-        c = -2 * (y - z);
-        c2 = 2;
+        consecutive(i0, len, rows);
+        chunk_losses(pr, theta, pl, len, rows, loss, sig);
       }
-      acc[0] += l;
-      for (std::size_t j = 0; j < p; ++j) {
-        acc[1 + j] += c * x[j];
-        for (std::size_t q = 0; q < p; ++q) acc[1 + p + j * p + q] += c2 * x[j] * x[q];
+      for (std::size_t k = 0; k < len; ++k) {
+        const std::size_t i = i0 + k;
+        const double* x = pl.row(i);
+        const double y = pl.y[i];
+        double l, c, c2;
+        if (pr.kind == Loss::Logistic) {
+          l = loss[k];
+          const double s = sig[k];  // sigmoid(-y z) = 1 / (1 + e^{y z})
+          c = -y * s;
+          c2 = s * (1 - s);
+        } else {
+          const double z = dot(theta, x, p);
+          l = (y - z) * (y - z);
+          c = -2 * (y - z);
+          c2 = 2;
+        }
+        acc[0] += l;
+        for (std::size_t j = 0; j < p; ++j) {
+          acc[1 + j] += c * x[j];
+          for (std::size_t q = 0; q < p; ++q) acc[1 + p + j * p + q] += c2 * x[j] * x[q];
+        }
       }
     }
   }
