@@ -112,9 +112,16 @@ double largest(const std::vector<double>& v) {
   return std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
 }
 
+// The sum in four running sums (so that it vectorises; a table's order of additions, not its
+// values, changes the last bits of the total).
 void normalise(std::vector<double>& v) {
-  double s = 0;
-  for (const double x : v) s += x;
+  const std::size_t n = v.size();
+  double part[4] = {0, 0, 0, 0};
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (std::size_t l = 0; l < 4; ++l) part[l] += v[i + l];
+  for (; i < n; ++i) part[0] += v[i];
+  const double s = (part[0] + part[1]) + (part[2] + part[3]);
   if (s > 0 && std::isfinite(s)) {
     const double inv = 1.0 / s;
     for (double& x : v) x *= inv;
