@@ -70,12 +70,4 @@ void softplus_sigmoid(const double* u, std::size_t n, double* loss, double* sigm
 #endif
 }
 
-bool exp_shifted_is_vectorised() {
-#ifdef __AVX2__
-  return true;
-#else
-  return false;
-#endif
-}
-
 }  // namespace privrace
