@@ -79,6 +79,9 @@ class SyntheticM2mMethod final : public TypedMethod<M2mContext, SyntheticM2mPara
     // and one thread keeps the records the same under any --threads and --jobs; the networks are
     // small enough that a second thread saved 5% of a cell (docs/experiments.md, "Jobs").
     options.dp_wgan.threads = 1;
+    // DP-Copula's exact concordances depend on the table only: counted once for every cell and
+    // repetition of the run (the cache recounts for any other table).
+    options.dp_copula.concordances = concordances_;
     const baselines::TableBox box{ctx.domain.lo, ctx.domain.hi};
     const auto tables = p.datasets;
     const auto rows_wanted = p.synthetic_rows;
@@ -153,6 +156,7 @@ class SyntheticM2mMethod final : public TypedMethod<M2mContext, SyntheticM2mPara
   const ParamTable<SyntheticM2mParams>& param_table() const override { return table_; }
   std::string name_, generator_;
   ParamTable<SyntheticM2mParams> table_;
+  std::shared_ptr<baselines::ConcordanceCache> concordances_ = std::make_shared<baselines::ConcordanceCache>();
 };
 
 }  // namespace

@@ -43,7 +43,41 @@ std::int64_t count_inversions(std::vector<double>& v) {
 
 double std_normal_cdf(double z) { return 0.5 * std::erfc(-z / std::numbers::sqrt2); }
 
+std::vector<std::pair<std::size_t, std::size_t>> column_pairs(std::size_t m) {
+  std::vector<std::pair<std::size_t, std::size_t>> pairs;
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = i + 1; j < m; ++j) pairs.emplace_back(i, j);
+  return pairs;
+}
+
+// S_ij of every column pair, in column_pairs' order (parallel over the pairs).
+std::vector<std::int64_t> all_concordances(const std::vector<std::vector<double>>& unit) {
+  const auto pairs = column_pairs(unit.size());
+  std::vector<std::int64_t> s(pairs.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::ptrdiff_t p = 0; p < static_cast<std::ptrdiff_t>(pairs.size()); ++p) {
+    const auto [i, j] = pairs[static_cast<std::size_t>(p)];
+    s[static_cast<std::size_t>(p)] = kendall_concordance(unit[i], unit[j]);
+  }
+  return s;
+}
+
 }  // namespace
+
+std::vector<std::int64_t> ConcordanceCache::concordances(const std::vector<std::vector<double>>& unit) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (counted_ == 0 || unit != unit_) {  // bit for bit the same columns, or count again
+    s_ = all_concordances(unit);
+    unit_ = unit;
+    ++counted_;
+  }
+  return s_;
+}
+
+std::size_t ConcordanceCache::counted() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return counted_;
+}
 
 std::int64_t kendall_concordance(const std::vector<double>& x, const std::vector<double>& y) {
   const std::size_t n = x.size();
@@ -160,15 +194,8 @@ void DpCopula::fit(const DenseRef& table, const TableBox& box, const SyntheticPr
   correlation_ = Eigen::MatrixXd::Identity(static_cast<Eigen::Index>(m), static_cast<Eigen::Index>(m));
   concordance_scale_ = 0;
   if (m > 1) {
-    std::vector<std::pair<std::size_t, std::size_t>> pairs;
-    for (std::size_t i = 0; i < m; ++i)
-      for (std::size_t j = i + 1; j < m; ++j) pairs.emplace_back(i, j);
-    std::vector<std::int64_t> s(pairs.size());
-#pragma omp parallel for schedule(dynamic, 1)
-    for (std::ptrdiff_t p = 0; p < static_cast<std::ptrdiff_t>(pairs.size()); ++p) {
-      const auto [i, j] = pairs[static_cast<std::size_t>(p)];
-      s[static_cast<std::size_t>(p)] = kendall_concordance(unit[i], unit[j]);
-    }
+    const std::vector<std::pair<std::size_t, std::size_t>> pairs = column_pairs(m);
+    const std::vector<std::int64_t> s = opt_.concordances ? opt_.concordances->concordances(unit) : all_concordances(unit);
     const double n_pairs = static_cast<double>(n) * static_cast<double>(n - 1) / 2.0;
     const DiscreteLaplace tau_noise(2.0 * static_cast<double>(n - 1) * static_cast<double>(pairs.size()) / eps2_);
     concordance_scale_ = tau_noise.scale();
