@@ -247,6 +247,15 @@ for c in "${configs[@]}"; do
 done
 threads_note=$("$EXP" "${configs[0]}" "${QUICK[@]}" --jobs "$(jobs_for "${configs[0]}")" --plan 2>/dev/null | awk -F'\t' '{ print $7 }' | sed 's/.*\[\(.*\)\]$/\1/')
 echo "estimated total: $(duration "$est_total") on ${threads_note:-this machine}, from measured time per cell"
+# The estimate is at the calibration's nominal speed; a shared machine's speed wanders, so say
+# what the same workload takes on it now (experiments/cost_estimate.hpp, speed_reference_seconds).
+nominal=""
+[[ -n $PYJ && -f configs/calibration/cell_costs.json ]] &&
+  nominal=$("$PYJ" -c 'import json, sys; print(json.load(open(sys.argv[1])).get("reference_seconds", ""))' configs/calibration/cell_costs.json 2>/dev/null || true)
+if [[ -n $nominal ]] && now=$("$EXP" --speed-reference 2>/dev/null); then
+  echo "  (priced at the speed reference ${nominal} s; this machine takes ${now} s for it now: at this speed about $(duration "$(awk -v a="$est_total" -v n="$now" -v r="$nominal" 'BEGIN { print a * n / r }')")"
+  echo "   for the configs, before set-up and plots)"
+fi
 echo "  (configs/calibration/cell_costs.json says where it was measured; measured at fewer threads than"
 echo "   this run has, the estimate assumes linear scaling and is a lower bound)"
 (( ${#unmeasured[@]} == 0 )) || echo "  not included, never measured: ${unmeasured[*]} (scripts/measure_cell_costs.sh)"

@@ -1,7 +1,10 @@
 #include "cost_estimate.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <filesystem>
 #include <functional>
 #include <queue>
@@ -55,7 +58,7 @@ std::size_t CellCostModel::add_records(const std::vector<json>& records) {
   return used;
 }
 
-void CellCostModel::add_table_entry(const json& entry, const std::string& where) {
+void CellCostModel::add_table_entry(const json& entry, const std::string& where, double nominal_reference) {
   const auto need = [&](const json& obj, const char* field, bool (json::*is)() const noexcept, const char* what,
                         const std::string& at) -> const json& {
     if (!obj.is_object() || !obj.contains(field) || !(obj.at(field).*is)())
@@ -69,22 +72,34 @@ void CellCostModel::add_table_entry(const json& entry, const std::string& where)
     jobs = need(entry, "jobs", &json::is_number_integer, "an integer", "$").get<int>();
     if (jobs < 1) throw InputError(where + ": $.jobs: expected an integer >= 1");
   }
+  // The factor from the speed a time was measured at to the nominal one (1 without a reference).
+  const auto reference_of = [&](const json& obj, const std::string& at, double fallback) {
+    if (!obj.contains("reference_seconds")) return fallback;
+    const double r = need(obj, "reference_seconds", &json::is_number, "a number", at).get<double>();
+    if (!(r > 0) || !std::isfinite(r)) throw InputError(where + ": " + at + ".reference_seconds: expected a positive number");
+    return r;
+  };
+  const double entry_reference = reference_of(entry, "$", 0.0);
+  const auto speed = [&](double reference) {
+    return nominal_reference > 0 && reference > 0 ? nominal_reference / reference : 1.0;
+  };
   if (entry.contains("prepare_seconds")) {
     const double p = need(entry, "prepare_seconds", &json::is_number, "a number", "$").get<double>();
-    prepare_thread_seconds_ = std::max(p, 0.0) * threads * jobs;
+    prepare_thread_seconds_ = std::max(p, 0.0) * threads * jobs * speed(entry_reference);
   }
   const json& cells = need(entry, "cells", &json::is_array, "an array", "$");
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const std::string at = "$.cells[" + std::to_string(i) + "]";
     const std::string label = need(cells[i], "label", &json::is_string, "a string", at).get<std::string>();
     const json& params = need(cells[i], "params", &json::is_object, "an object", at);
-    const double s = need(cells[i], "seconds", &json::is_number, "a number", at).get<double>();
+    const double f = speed(reference_of(cells[i], at, entry_reference));
+    const double s = need(cells[i], "seconds", &json::is_number, "a number", at).get<double>() * f;
     if (cells[i].contains("shared_seconds")) {
-      const double sh = need(cells[i], "shared_seconds", &json::is_number, "a number", at).get<double>();
+      const double sh = need(cells[i], "shared_seconds", &json::is_number, "a number", at).get<double>() * f;
       if (sh > 0 && std::isfinite(sh)) by_label_[label][params.dump()].shared.add(sh * threads);
     }
     if (cells[i].contains("first_seconds")) {
-      add(label, params, need(cells[i], "first_seconds", &json::is_number, "a number", at).get<double>(), threads,
+      add(label, params, need(cells[i], "first_seconds", &json::is_number, "a number", at).get<double>() * f, threads,
           Position::first);
       add(label, params, s, threads, Position::later);
     } else {
@@ -145,6 +160,46 @@ double makespan_seconds(const std::vector<double>& group_seconds, int jobs) {
     end = std::max(end, done);
   }
   return end;
+}
+
+double speed_reference_seconds() {
+  // Eight independent chains of fused multiply-adds (not contracted away: the sum is kept), then
+  // dependent reads through a fixed random cycle over 32,768 slots of 8 bytes (256 KB: past the
+  // first-level cache, as the kernel and sampler tables are). About 0.05 s a try on the 2-core VM.
+  constexpr int kChains = 8;
+  constexpr std::size_t kFmaSteps = 8'000'000, kSlots = 1u << 15, kReads = 8'000'000;
+  std::vector<std::uint64_t> next(kSlots);
+  {
+    std::vector<std::uint64_t> order(kSlots);
+    for (std::size_t i = 0; i < kSlots; ++i) order[i] = i;
+    std::uint64_t x = 0x9E3779B97F4A7C15ULL;  // a fixed shuffle: the same cycle on every machine
+    for (std::size_t i = kSlots - 1; i > 0; --i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      std::swap(order[i], order[x % (i + 1)]);
+    }
+    for (std::size_t i = 0; i < kSlots; ++i) next[order[i]] = order[(i + 1) % kSlots];
+  }
+  volatile double sink = 0;
+  volatile std::uint64_t sink_index = 0;
+  std::vector<double> tries;
+  for (int attempt = 0; attempt < 9; ++attempt) {
+    const auto t0 = std::chrono::steady_clock::now();
+    double acc[kChains];
+    for (int c = 0; c < kChains; ++c) acc[c] = 1.0 + 1e-9 * c;
+    const double m = sink + 0.999999999, a = 1e-9;
+    for (std::size_t k = 0; k < kFmaSteps; ++k)
+      for (int c = 0; c < kChains; ++c) acc[c] = std::fma(acc[c], m, a);
+    std::uint64_t at = sink_index;
+    for (std::size_t k = 0; k < kReads; ++k) at = next[at];
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double total = 0;
+    for (int c = 0; c < kChains; ++c) total += acc[c];
+    sink = total * 0.0;  // 0, but only after the chains are done
+    sink_index = at;  // the next try starts where this one stopped: the same single cycle
+    tries.push_back(t);
+  }
+  std::nth_element(tries.begin(), tries.begin() + 4, tries.end());
+  return tries[4];  // the median: the speed cells see, where a shared machine's speed wanders
 }
 
 std::string cell_cost_table_path(const std::string& repo_root) {

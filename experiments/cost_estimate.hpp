@@ -32,13 +32,17 @@ class CellCostModel {
   // were used.
   std::size_t add_records(const std::vector<nlohmann::json>& records);
   // One config's entry of the calibration table:
-  //   {"threads": T, "prepare_seconds": P,
+  //   {"threads": T, "prepare_seconds": P, "reference_seconds": R (optional),
   //    "cells": [{"label", "params", "first_seconds" (optional), "seconds",
-  //               "shared_seconds" (optional)}, ...]}
+  //               "shared_seconds" (optional), "reference_seconds" (optional)}, ...]}
   // where "seconds" is a later cell's (or, without "first_seconds", any cell's) mean and
   // "shared_seconds" the work reused across repetitions, not included in "first_seconds".
+  // The machine's speed: a cell's times are scaled by nominal_reference / its reference_seconds
+  // (the cell's, else the entry's; speed_reference_seconds measured when it was timed), so that
+  // cells timed while the machine ran slower or faster are priced at one speed, the table's
+  // nominal one. A cell without a reference, or a nominal_reference of 0, is taken as measured.
   // Throws privrace::InputError naming `where` and the field when one is missing or mistyped.
-  void add_table_entry(const nlohmann::json& entry, const std::string& where);
+  void add_table_entry(const nlohmann::json& entry, const std::string& where, double nominal_reference = 0.0);
   // Seconds a group of n cells of label/params is expected to take at `threads`: from its
   // exact parameters if measured, else from the mean over the label's measured parameters;
   // NaN when nothing of the label was measured.
@@ -75,6 +79,13 @@ class CellCostModel {
 // pack evenly give the sum; a dear group late in the order leaves the other workers idle, and the
 // estimate waits for it (a quick profile's one slow baseline). One job: the sum.
 double makespan_seconds(const std::vector<double>& group_seconds, int jobs);
+
+// Seconds this machine takes, now, for a fixed single-thread workload: chains of fused
+// multiply-adds (the arithmetic of the kernels) and dependent reads scattered over a 256 KB table
+// (the latency of the exact kernel sums' and samplers' table reads), the median of nine tries.
+// Calibration cells record it (scripts/measure_cell_costs.sh), so that the machine's drift in
+// speed (a shared VM's varies by a factor of two within days) is not read as a change in cost.
+double speed_reference_seconds();
 
 // The calibration table's path under a checkout or an install's share/privrace.
 std::string cell_cost_table_path(const std::string& repo_root);

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <limits>
 
+#include "cost_estimate.hpp"
 #include "experiment.hpp"
 #include "runner.hpp"
 #include "privrace/core/limits.hpp"
@@ -36,6 +37,8 @@ constexpr const char* kUsage =
     "  CONFIG-NAME  CELLS  FINISHED  PENDING  ESTIMATE-SECONDS (nan if never measured)  UNPRICED  BASIS\n"
     "The estimate prices each pending cell by the measured wall time of its method and\n"
     "parameters (earlier records of this run, then configs/calibration/cell_costs.json).\n"
+    "--speed-reference prints the seconds of the calibration's fixed workload on this machine now\n"
+    "(scripts/measure_cell_costs.sh records it with every cell it times).\n"
     "--method and --epsilon run part of the profile: the same cells, seeds and records as the\n"
     "full run, which then skips them (methods without an epsilon ignore --epsilon).\n"
     "Exit status: 0 done, 1 error, 2 bad flags, 3 done but some methods could not run (an optional\n"
@@ -60,6 +63,7 @@ po::options_description option_descriptions(experiments::RunOptions& opts, std::
       ("method", po::value(&opts.only_labels)->composing(), "run only the cells of this method label (repeatable): part of the full profile")
       ("epsilon", po::value(&opts.only_epsilons)->composing(), "run only the cells at this epsilon of the config (repeatable)")
       ("which-registry", "print the registry file that would be used, and how it was found, and exit")
+      ("speed-reference", "print the seconds this machine takes now for the calibration's fixed workload, and exit")
       ("config", po::value(&opts.config_path), "the experiment config (JSON)");
   return desc;
 }
@@ -104,6 +108,10 @@ int main(int argc, char** argv) {
       const HomeLocation home = find_home(repo, executable_path(), PRIVRACE_SOURCE_DIR);
       std::cout << (std::filesystem::canonical(home.root) / "datasets" / "registry.json").string() << " (" << home.source
                 << ")\n";
+      return 0;
+    }
+    if (vm.count("speed-reference")) {
+      std::cout << experiments::speed_reference_seconds() << "\n";
       return 0;
     }
     if (opts.config_path.empty()) throw UsageError("missing CONFIG");

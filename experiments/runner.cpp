@@ -261,11 +261,21 @@ void read_cost_table(const std::string& table_path, const std::string& stem, Cel
   }
   if (!t.is_object() || !t.contains("configs") || !t.at("configs").is_object())
     throw InputError(table_path + ": $.configs: expected an object of config entries");
+  // The nominal speed: cells that record the machine's speed reference when they were timed are
+  // priced as if timed at this one (cost_estimate.hpp); cells without one are taken as timed at it.
+  double nominal = 0.0;
+  if (t.contains("reference_seconds")) {
+    const json& r = t.at("reference_seconds");
+    if (!r.is_number() || !(r.get<double>() > 0) || !std::isfinite(r.get<double>()))
+      throw InputError(table_path + ": $.reference_seconds: expected a positive number");
+    nominal = r.get<double>();
+  }
   if (t.at("configs").contains(stem)) {
-    table.add_table_entry(t.at("configs").at(stem), table_path + " (configs." + stem + ")");
+    table.add_table_entry(t.at("configs").at(stem), table_path + " (configs." + stem + ")", nominal);
     meta = t.at("configs").at(stem);
     // An entry measured on another machine than the table's default names its own.
     if (!meta.contains("machine")) meta["machine"] = t.value("machine", "unknown machine");
+    if (nominal > 0) meta["nominal_reference"] = nominal;
   }
 }
 
@@ -323,6 +333,9 @@ void estimate(const std::vector<CellGroup>& groups, const Outputs& out, const st
     basis.push_back(table_path + " (" + table_meta.value("machine", "") + ", " +
                     std::to_string(table_meta.value("threads", 0)) + " threads" +
                     (table_meta.value("jobs", 1) > 1 ? " x " + std::to_string(table_meta.value("jobs", 1)) + " jobs" : "") +
+                    (table_meta.contains("nominal_reference")
+                         ? ", priced at the speed reference " + table_meta.at("nominal_reference").dump() + " s"
+                         : "") +
                     ")");
   if (from_full > 0)
     basis.push_back(std::to_string(from_full) + " cells of methods the quick entry lacks priced from the full profile's entry (" +

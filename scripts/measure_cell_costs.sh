@@ -4,7 +4,7 @@
 # estimate how long a run will take. Each config runs a sample of its grid (repetition 0 and
 # K evenly spread grid points per method and K epsilons, first and last included) into a scratch directory:
 # the real results/ are never touched. Entries of configs not measured now are kept.
-#   scripts/measure_cell_costs.sh [--quick] [--sample K] [--threads T] [--jobs J] [--method LABEL]... [--from-results DIR] [CONFIG.json ...]
+#   scripts/measure_cell_costs.sh [--quick] [--sample K] [--threads T] [--jobs J] [--method LABEL]... [--from-results DIR [--reference-seconds S]] [CONFIG.json ...]
 # Default: every configs/*.json but scaling*, full grids, K = 2, the configs' own threads, and
 # J = $PRIVRACE_JOBS or 2 groups at once, as run_all.sh runs them (the cells' thread-seconds are
 # those of the threads each group had).
@@ -14,6 +14,10 @@
 # full run in DIR (DIR/NAME.jsonl; with --quick, its quick run, DIR/NAME-quick.jsonl; configs
 # without one are skipped): every cell measured. The run may be of a copy of the config with
 # fewer repetitions (same name): the basis says how many the records hold.
+# The machine's speed: each sampled config's cells record reference_seconds, the mean of
+# `privrace-experiment --speed-reference` before and after the sample, and the plan prices them
+# at the table's nominal reference_seconds (experiments/cost_estimate.hpp). Cells taken
+# --from-results record one only when given: --reference-seconds S (measured beside that run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 QUICK=()
@@ -23,6 +27,7 @@ JOBS=${PRIVRACE_JOBS:-2}
 METHODS=()
 LABELS=()
 FROM=""
+REFERENCE=""
 configs=()
 while (( $# )); do
   case "$1" in
@@ -32,7 +37,8 @@ while (( $# )); do
     --jobs) JOBS=${2:?--jobs needs J}; shift ;;
     --method) METHODS+=(--method "${2:?--method needs a label}"); LABELS+=("$2"); shift ;;
     --from-results) FROM=${2:?--from-results needs a directory}; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --reference-seconds) REFERENCE=${2:?--reference-seconds needs S}; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     -*) echo "measure_cell_costs.sh: unknown option '$1'" >&2; exit 2 ;;
     *) configs+=("$1") ;;
   esac
@@ -43,6 +49,11 @@ if (( ${#configs[@]} == 0 )); then
     [[ $(basename "$c") == scaling* ]] || configs+=("$c")
   done
 fi
+if [[ -n $REFERENCE ]] && ! { [[ $REFERENCE =~ ^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$ ]] && awk -v r="$REFERENCE" 'BEGIN { exit !(r + 0 > 0) }'; }; then
+  echo "measure_cell_costs.sh: --reference-seconds '$REFERENCE': expected a positive number of seconds" >&2
+  exit 2
+fi
+[[ -z $REFERENCE || -n $FROM ]] || { echo "measure_cell_costs.sh: --reference-seconds goes with --from-results (a sample measures its own)" >&2; exit 2; }
 cores=$(nproc)
 [[ ${OMP_NUM_THREADS:-} =~ ^[1-9][0-9]*$ ]] && cores=$OMP_NUM_THREADS
 [[ $JOBS =~ ^[1-9][0-9]*$ ]] || { echo "measure_cell_costs.sh: --jobs '$JOBS': expected a positive whole number" >&2; exit 2; }
@@ -55,10 +66,13 @@ TABLE=configs/calibration/cell_costs.json
 mkdir -p "$(dirname "$TABLE")"
 # Merges the sampled records in directory $1 into the table (written atomically).
 merge_into_table() {
-python3 - "$1" "$TABLE" "$SAMPLE" "$2" "${LABELS[@]}" <<'PY'
+python3 - "$1" "$TABLE" "$SAMPLE" "$2" "$3" "${LABELS[@]}" <<'PY'
 import glob, json, os, platform, statistics, subprocess, sys, datetime
 scratch, table_path, sample, basis = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-only_labels = set(sys.argv[5:])  # --method: replace these labels' cells only
+reference = round(float(sys.argv[5]), 5) if sys.argv[5] else None  # the machine's speed while timed
+if reference is not None:
+    basis += f", speed reference {reference} s"
+only_labels = set(sys.argv[6:])  # --method: replace these labels' cells only
 table = {"configs": {}}
 if os.path.exists(table_path):
     with open(table_path) as f:
@@ -79,7 +93,9 @@ table["how"] = ("scripts/measure_cell_costs.sh: per config, a sample (repetition
                 "later cells (of any cell where first_seconds is absent), the median over repetitions at each epsilon "
                 "averaged over the epsilons; shared_seconds = work the "
                 "repetitions of a parameter point reuse (records' shared_work_seconds), priced once "
-                "per point and not included in first_seconds")
+                "per point and not included in first_seconds; reference_seconds (of a cell, else of its entry) = "
+                "privrace-experiment --speed-reference while it was timed: its times are priced at the table's "
+                "nominal reference_seconds, scaled by nominal / reference (a cell without one is taken as timed at it)")
 def cell_entry(label, params, first, later, shared):
     """A group's first cell carries the work its cells share: priced apart from the later ones;
     work shared by the repetitions (made once per parameter point) apart again."""
@@ -131,6 +147,8 @@ for path in sorted(glob.glob(os.path.join(scratch, "*.jsonl"))):
                      f"this sample at {threads} x {jobs}")
         for c in new_cells:
             c["measured_at"], c["git_commit"] = datetime.date.today().isoformat(), commit
+            if reference is not None:
+                c["reference_seconds"] = reference
             if machine != old.get("machine", table["machine"]):
                 c["machine"] = machine
         kept = [c for c in old["cells"] if c["label"] not in only_labels]
@@ -144,6 +162,7 @@ for path in sorted(glob.glob(os.path.join(scratch, "*.jsonl"))):
         "measured_at": datetime.date.today().isoformat(),
         "git_commit": commit,
         "basis": basis,
+        **({"reference_seconds": reference} if reference is not None else {}),
         "cells": new_cells,
     }
     if machine != table["machine"]:
@@ -177,7 +196,7 @@ if [[ -n $FROM ]]; then
     # a smaller "repetitions", the same name) prices every cell from its repetitions' medians.
     reps=$(python3 -c 'import json, sys; print(len({json.loads(l)["rep"] for l in open(sys.argv[1]) if l.strip()}))' "$FROM/$name.jsonl")
     echo "$c: from $(wc -l <"$FROM/$name.jsonl") records of its $profile run ($reps repetitions)"
-    merge_into_table "$dir" "$profile run of every grid point and epsilon at $reps repetitions: every cell's wall time"
+    merge_into_table "$dir" "$profile run of every grid point and epsilon at $reps repetitions: every cell's wall time" "$REFERENCE"
   done
   exit 0
 fi
@@ -185,9 +204,12 @@ for c in "${configs[@]}"; do
   t0=$(date +%s)
   dir=$SCRATCH/$(basename "$c" .json)
   mkdir -p "$dir"
+  before=$("$EXP" --speed-reference)
   if "$EXP" "$c" "${QUICK[@]}" "${THREADS[@]}" --jobs "$JOBS" "${METHODS[@]}" --sample "$SAMPLE" --out "$dir" >/dev/null 2>"$dir/err"; then
-    echo "$c: sampled in $(( $(date +%s) - t0 )) s"
-    merge_into_table "$dir" "sample: repetition 0, $SAMPLE grid points per method and $SAMPLE epsilons"
+    after=$("$EXP" --speed-reference)
+    reference=$(awk -v a="$before" -v b="$after" 'BEGIN { printf "%.6f", (a + b) / 2 }')
+    echo "$c: sampled in $(( $(date +%s) - t0 )) s (speed reference $before s before, $after s after)"
+    merge_into_table "$dir" "sample: repetition 0, $SAMPLE grid points per method and $SAMPLE epsilons" "$reference"
   else
     echo "$c: FAILED: $(tail -1 "$dir/err")" >&2
     failed+=("$c")

@@ -956,6 +956,45 @@ TEST(CellCostModel, TableEntryErrorsNameTheField) {
   EXPECT_EQ(format_duration(NAN), "?");
 }
 
+// The machine's speed: a cell timed while the machine ran at half its nominal speed (its speed
+// reference twice the table's) is priced at half its time; the entry's reference serves its
+// cells that carry none; without a nominal reference nothing is scaled; a bad one is refused.
+TEST(CellCostModel, CellsArePricedAtTheTablesNominalSpeed) {
+  const json entry = {{"threads", 1},
+                      {"prepare_seconds", 6.0},
+                      {"reference_seconds", 0.1},
+                      {"cells",
+                       {{{"label", "AIM"}, {"params", json::object()}, {"first_seconds", 8.0}, {"seconds", 4.0},
+                         {"shared_seconds", 20.0}, {"reference_seconds", 0.2}},
+                        {{"label", "MST"}, {"params", json::object()}, {"seconds", 3.0}},
+                        {{"label", "RACE"}, {"params", json::object()}, {"seconds", 1.0}, {"reference_seconds", 0.025}}}}};
+  CellCostModel m;
+  m.add_table_entry(entry, "costs.json", 0.05);
+  EXPECT_DOUBLE_EQ(m.group_seconds("AIM", json::object(), 3, 1), (8.0 + 2 * 4.0) / 4);  // timed at a quarter of the speed
+  EXPECT_DOUBLE_EQ(m.shared_seconds("AIM", json::object(), 1), 20.0 / 4);
+  EXPECT_DOUBLE_EQ(m.group_seconds("MST", json::object(), 2, 1), 2 * 3.0 / 2);   // the entry's reference, 0.1
+  EXPECT_DOUBLE_EQ(m.group_seconds("RACE", json::object(), 1, 1), 1.0 * 2);     // timed at twice the speed
+  EXPECT_DOUBLE_EQ(m.prepare_seconds(1), 6.0 / 2);
+  CellCostModel unscaled;
+  unscaled.add_table_entry(entry, "costs.json");
+  EXPECT_DOUBLE_EQ(unscaled.group_seconds("AIM", json::object(), 3, 1), 8.0 + 2 * 4.0);
+  json bad = entry;
+  bad["cells"][2]["reference_seconds"] = 0.0;
+  try {
+    CellCostModel b;
+    b.add_table_entry(bad, "costs.json (configs.x)", 0.05);
+    FAIL() << "accepted a reference of 0 s";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("costs.json (configs.x): $.cells[2].reference_seconds: expected a positive number"),
+              std::string::npos)
+        << e.what();
+  }
+  // The reference workload takes a positive time (a broken one would price every cell at inf or 0).
+  const double r = speed_reference_seconds();
+  EXPECT_GT(r, 0.0);
+  EXPECT_LT(r, 10.0);
+}
+
 // Under --jobs the workers take the groups in order, each group on its share of the threads: a
 // dear group late in the order leaves the other worker idle, and the estimate waits for it.
 TEST(CellCostModel, EstimateWaitsForTheLastGroupOfTheJobs) {
