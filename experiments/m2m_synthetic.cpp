@@ -26,6 +26,7 @@
 #include <memory>
 
 #include "m2m_task.hpp"
+#include "shared_work.hpp"
 #include "synthetic_params.hpp"
 #include "privrace/core/clock.hpp"
 #include "privrace/core/error.hpp"
@@ -79,10 +80,12 @@ class SyntheticM2mMethod final : public TypedMethod<M2mContext, SyntheticM2mPara
     // and one thread keeps the records the same under any --threads and --jobs; the networks are
     // small enough that a second thread saved 5% of a cell (docs/experiments.md, "Jobs").
     options.dp_wgan.threads = 1;
-    // DP-Copula's exact concordances depend on the table only: counted once for every cell and
-    // repetition of the run (the cache recounts for any other table).
-    options.dp_copula.concordances = concordances_;
     const baselines::TableBox box{ctx.domain.lo, ctx.domain.hi};
+    // DP-Copula's exact concordances depend on the table only: shared work, counted once for
+    // every cell and repetition of the run.
+    if (generator_ == "dp_copula")
+      options.dp_copula.concordances =
+          concordances_.get(ctx, json::object(), [&] { return baselines::exact_concordances(ctx.sketch_rows, box); }).first;
     const auto tables = p.datasets;
     const auto rows_wanted = p.synthetic_rows;
     const std::size_t rows = rows_wanted > 0 ? rows_wanted : static_cast<std::size_t>(ctx.sketch_rows.rows());
@@ -156,7 +159,7 @@ class SyntheticM2mMethod final : public TypedMethod<M2mContext, SyntheticM2mPara
   const ParamTable<SyntheticM2mParams>& param_table() const override { return table_; }
   std::string name_, generator_;
   ParamTable<SyntheticM2mParams> table_;
-  std::shared_ptr<baselines::ConcordanceCache> concordances_ = std::make_shared<baselines::ConcordanceCache>();
+  SharedWork<const baselines::ExactConcordances> concordances_;
 };
 
 }  // namespace

@@ -173,9 +173,10 @@ TEST(DpCopula, NoiseScalesFollowTheSensitivitiesAndTheBudgetSplit) {
   EXPECT_NEAR(s_ss / static_cast<double>(s_draws) / s_var, 1.0, 0.2);  // 400 draws: sd of the ratio ~0.11
 }
 
-// A shared cache counts one table's concordances once and releases exactly what a fit without
-// it releases; another table (even one value changed) is counted afresh, never served stale.
-TEST(DpCopula, ConcordanceCacheGivesTheFitsOfAFreshCountAndRecountsAnotherTable) {
+// Concordances counted once (exact_concordances) and given to several fits release exactly what
+// fits that count their own release; given for another table (a neighbour: one value moved) they
+// are refused, never used.
+TEST(DpCopula, GivenConcordancesGiveTheFitsOfAFreshCountAndAreRefusedForAnotherTable) {
   Eigen::MatrixXd corr(3, 3);
   corr << 1, 0.5, 0.1, 0.5, 1, -0.4, 0.1, -0.4, 1;
   const DenseMatrix data = gaussian_table(800, corr, 21);
@@ -188,23 +189,27 @@ TEST(DpCopula, ConcordanceCacheGivesTheFitsOfAFreshCountAndRecountsAnotherTable)
     gen.fit(table, box, {eps, 0}, noise);
     return std::make_pair(Eigen::MatrixXd(gen.noisy_concordance()), gen.sample(50, 3));
   };
-  DpCopulaOptions cached;
-  cached.concordances = std::make_shared<ConcordanceCache>();
+  DpCopulaOptions given;
+  given.concordances = std::make_shared<const ExactConcordances>(exact_concordances(data, box));
+  ASSERT_EQ(given.concordances->s.size(), 3u);
   for (const double eps : {0.5, 2.0, 8.0}) {
     const auto plain = fitted(data, {}, eps, 40);
-    const auto with_cache = fitted(data, cached, eps, 40);
-    EXPECT_EQ(with_cache.first, plain.first) << "eps " << eps;
-    EXPECT_EQ(with_cache.second, plain.second) << "eps " << eps;
+    const auto with_given = fitted(data, given, eps, 40);
+    EXPECT_EQ(with_given.first, plain.first) << "eps " << eps;
+    EXPECT_EQ(with_given.second, plain.second) << "eps " << eps;
   }
-  EXPECT_EQ(cached.concordances->counted(), 1u);  // three fits of one table: counted once
-  // At epsilon 10^9 the noise on S is below one pair: the released S is the exact one, so a
-  // stale cache would show. The neighbour's S differs from the first table's (the moved value
-  // changes the order of some pairs) and the cache gives the neighbour's.
-  const auto exact_other = fitted(other, {}, 1e9, 41);
-  const auto cached_other = fitted(other, cached, 1e9, 41);
-  EXPECT_EQ(cached_other.first, exact_other.first);
-  EXPECT_NE(cached_other.first, fitted(data, {}, 1e9, 41).first);
-  EXPECT_EQ(cached.concordances->counted(), 2u);
+  // At epsilon 10^9 the noise on S is below one pair: the released S is the exact one. The
+  // neighbour's differs from the first table's, so the first table's S would show in its release.
+  EXPECT_NE(fitted(other, {}, 1e9, 41).first, fitted(data, {}, 1e9, 41).first);
+  try {
+    fitted(other, given, 1e9, 41);
+    FAIL() << "a fit used the concordances of another table";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("counted on another table"), std::string::npos) << e.what();
+  }
+  DpCopulaOptions given_other;
+  given_other.concordances = std::make_shared<const ExactConcordances>(exact_concordances(other, box));
+  EXPECT_EQ(fitted(other, given_other, 1e9, 41).first, fitted(other, {}, 1e9, 41).first);
 }
 
 TEST(DpCopula, ConstantColumnIsHandledAsIndependent) {

@@ -50,6 +50,16 @@ std::vector<std::pair<std::size_t, std::size_t>> column_pairs(std::size_t m) {
   return pairs;
 }
 
+// The table's columns in [0, 1] (clipped into the box: per record, free).
+std::vector<std::vector<double>> unit_columns(const DenseRef& table, const TableBox& box) {
+  const auto n = static_cast<std::size_t>(table.rows()), m = static_cast<std::size_t>(table.cols());
+  std::vector<std::vector<double>> unit(m, std::vector<double>(n));
+  for (std::size_t j = 0; j < m; ++j)
+    for (std::size_t i = 0; i < n; ++i)
+      unit[j][i] = box.to_unit(j, static_cast<double>(table(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j))));
+  return unit;
+}
+
 // S_ij of every column pair, in column_pairs' order (parallel over the pairs).
 std::vector<std::int64_t> all_concordances(const std::vector<std::vector<double>>& unit) {
   const auto pairs = column_pairs(unit.size());
@@ -64,19 +74,12 @@ std::vector<std::int64_t> all_concordances(const std::vector<std::vector<double>
 
 }  // namespace
 
-std::vector<std::int64_t> ConcordanceCache::concordances(const std::vector<std::vector<double>>& unit) {
-  const std::lock_guard<std::mutex> lock(mutex_);
-  if (counted_ == 0 || unit != unit_) {  // bit for bit the same columns, or count again
-    s_ = all_concordances(unit);
-    unit_ = unit;
-    ++counted_;
-  }
-  return s_;
-}
-
-std::size_t ConcordanceCache::counted() const {
-  const std::lock_guard<std::mutex> lock(mutex_);
-  return counted_;
+ExactConcordances exact_concordances(const DenseRef& table, const TableBox& box) {
+  box.check(static_cast<std::size_t>(table.cols()));
+  ExactConcordances out;
+  out.unit = unit_columns(table, box);
+  out.s = all_concordances(out.unit);
+  return out;
 }
 
 std::int64_t kendall_concordance(const std::vector<double>& x, const std::vector<double>& y) {
@@ -164,11 +167,9 @@ void DpCopula::fit(const DenseRef& table, const TableBox& box, const SyntheticPr
   eps2_ = epsilon_ - eps1_;
   const auto bins = static_cast<std::size_t>(opt_.bins);
 
-  // Columns in [0, 1] (clipped into the box: per record, free).
-  std::vector<std::vector<double>> unit(m, std::vector<double>(n));
-  for (std::size_t j = 0; j < m; ++j)
-    for (std::size_t i = 0; i < n; ++i)
-      unit[j][i] = box.to_unit(j, static_cast<double>(table(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j))));
+  const std::vector<std::vector<double>> unit = unit_columns(table, box);
+  if (opt_.concordances && opt_.concordances->unit != unit)
+    throw UsageError("dp_copula: the concordances given in the options were counted on another table");
 
   // --- marginals: (eps1 / m)-DP each, L1 sensitivity 2 under replace-one.
   const DiscreteLaplace hist_noise(2.0 * static_cast<double>(m) / eps1_);
@@ -195,7 +196,7 @@ void DpCopula::fit(const DenseRef& table, const TableBox& box, const SyntheticPr
   concordance_scale_ = 0;
   if (m > 1) {
     const std::vector<std::pair<std::size_t, std::size_t>> pairs = column_pairs(m);
-    const std::vector<std::int64_t> s = opt_.concordances ? opt_.concordances->concordances(unit) : all_concordances(unit);
+    const std::vector<std::int64_t> s = opt_.concordances ? opt_.concordances->s : all_concordances(unit);
     const double n_pairs = static_cast<double>(n) * static_cast<double>(n - 1) / 2.0;
     const DiscreteLaplace tau_noise(2.0 * static_cast<double>(n - 1) * static_cast<double>(pairs.size()) / eps2_);
     concordance_scale_ = tau_noise.scale();

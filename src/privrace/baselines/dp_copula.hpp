@@ -41,37 +41,30 @@
 // x_j = F_j^{-1}(u_j).
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "privrace/baselines/synthetic.hpp"
 
 namespace privrace::baselines {
 
-// The exact concordances S_ij of one table, kept so that several fits of that table (an
-// experiment's cells at several epsilons) count them once: they do not depend on epsilon or on
-// the noise. A fit takes the kept ones only for a table whose columns in [0, 1] are bit for bit
-// the ones they were counted on, and otherwise counts them and keeps those instead; so a fit
-// with a cache releases exactly what it would without one. Safe to share between threads.
-class ConcordanceCache {
- public:
-  // S for every pair i < j of the columns (in the order (0, 1), (0, 2), ..., (m - 2, m - 1)).
-  std::vector<std::int64_t> concordances(const std::vector<std::vector<double>>& unit);
-  std::size_t counted() const;  // how many times the concordances were counted (tests, records)
-
- private:
-  mutable std::mutex mutex_;
-  std::vector<std::vector<double>> unit_;
-  std::vector<std::int64_t> s_;
-  std::size_t counted_ = 0;
+// The exact concordances S_ij of a table's columns (clipped into the box, in [0, 1]) and the
+// columns they were counted on. They do not depend on epsilon or on the noise, so an experiment
+// counts them once for all its fits of one table (experiments' SharedWork) and passes them in
+// DpCopulaOptions::concordances; a fit uses them only for a table whose columns are bit for bit
+// `unit`, and refuses any other (UsageError): a fit with them releases exactly what it would
+// without them.
+struct ExactConcordances {
+  std::vector<std::vector<double>> unit;
+  std::vector<std::int64_t> s;  // pairs i < j in the order (0, 1), (0, 2), ..., (m - 2, m - 1)
 };
+ExactConcordances exact_concordances(const DenseRef& table, const TableBox& box);
 
 struct DpCopulaOptions {
   int bins = 100;               // equal-width bins per column for the marginals
   double marginal_ratio = 8.0;  // k = eps1 / eps2
   double min_eigenvalue = 1e-6; // floor of the repaired correlation matrix's spectrum
-  // Optional: shared by fits of the same table so that its concordances are counted once.
-  std::shared_ptr<ConcordanceCache> concordances;
+  // Optional: the table's exact concordances, counted once for several fits (ExactConcordances).
+  std::shared_ptr<const ExactConcordances> concordances;
 };
 
 // Kendall's S = concordant - discordant pairs of (x, y) (tau-a numerator), O(n log n) by
