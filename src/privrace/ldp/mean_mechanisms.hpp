@@ -30,13 +30,6 @@
 #include "privrace/ldp/randomizers.hpp"
 #include "privrace/ldp/simulation.hpp"
 
-// As in simulation.hpp: GCC if-converts (and so vectorises) the samplers' selects only without
-// -ftrapping-math; they raise no floating-point exception anyone reads, and no value changes.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC push_options
-#pragma GCC optimize("no-trapping-math")
-#endif
-
 namespace privrace::ldp {
 
 // InputError unless -1 <= t <= 1 (NaN refused), naming `what` and the value.
@@ -394,7 +387,3 @@ ErmResult ldp_sgd_mean_mechanism(const ErmProblem& problem, const Players& playe
                                  GradientMechanism mechanism, std::uint64_t seed);
 
 }  // namespace privrace::ldp
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC pop_options
-#endif

@@ -13,13 +13,6 @@
 
 #include "privrace/core/random.hpp"
 
-// GCC if-converts (and so vectorises) the loops below only without -ftrapping-math; these
-// functions raise no floating-point exceptions anyone reads, and no value changes.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC push_options
-#pragma GCC optimize("no-trapping-math")
-#endif
-
 namespace privrace::ldp {
 
 // SplitMix64's output function (Stafford's Mix13): a bijection of 64-bit words.
@@ -169,7 +162,3 @@ inline void lattice_laplace(const double* x, std::size_t d, double scale, const 
 }
 
 }  // namespace privrace::ldp
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC pop_options
-#endif
