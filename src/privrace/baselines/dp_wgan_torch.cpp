@@ -63,12 +63,17 @@ struct ClippedGradient {
 };
 
 // Per-example gradients of sum_i sign D(x_i), clipped to L2 norm `clip` and summed (exact;
-// see dp_wgan.hpp): one backward pass for the layer errors, then two products per layer.
+// see dp_wgan.hpp): the layer errors back-propagated once for the batch, then two products per
+// layer. The clipping check below compares it with autograd's per-example gradients.
 ClippedGradient clipped_gradient(const Critic& critic, const torch::Tensor& x, double clip, double sign) {
   const Critic::Trace t = critic.trace(x);
-  const torch::Tensor loss = sign * t.out.sum();
-  const auto deltas = torch::autograd::grad({loss}, {t.z1, t.z2, t.out});
-  const torch::Tensor inputs[3] = {t.a0.detach(), t.a1.detach(), t.a2.detach()};
+  // The layer errors of sign * sum_i D(x_i), back-propagated by hand with the operations
+  // autograd's backward uses (the same kernels, the same values), without recording a graph.
+  torch::Tensor deltas[3];
+  deltas[2] = torch::full({x.size(0), 1}, sign, x.options());
+  deltas[1] = torch::leaky_relu_backward(deltas[2].mm(critic.l3->weight), t.z2, 0.2, false);
+  deltas[0] = torch::leaky_relu_backward(deltas[1].mm(critic.l2->weight), t.z1, 0.2, false);
+  const torch::Tensor inputs[3] = {t.a0, t.a1, t.a2};
   torch::Tensor norm2 = torch::zeros({x.size(0)}, x.options());
   for (int l = 0; l < 3; ++l) norm2 += deltas[l].pow(2).sum(1) * (inputs[l].pow(2).sum(1) + 1.0);
   ClippedGradient g;
@@ -211,7 +216,6 @@ void TorchDpWgan::fit(const DenseRef& table, const TableBox& box, const Syntheti
         if (noise.unit() < q_) chosen.push_back(static_cast<std::int64_t>(i));
       std::vector<torch::Tensor> grads;
       {
-        torch::AutoGradMode grad_on(true);
         if (!chosen.empty()) {
           const torch::Tensor idx = torch::from_blob(chosen.data(), {static_cast<std::int64_t>(chosen.size())}, torch::kInt64);
           grads = clipped_gradient(critic, data.index_select(0, idx), opt_.clip, -1.0).sum;
