@@ -108,8 +108,9 @@ void PStableL2::dense_columns(const DenseRef& batch, const ColumnHash* hashes, s
   }
   // The same projections as hash_dense (the same GEMM call); then, a tile of points at a time
   // in L1-resident buffers, bucket(x) in two vector loops and the column in a third. No 64-bit
-  // code is stored and read back. GCC vectorises neither std::floor (under its default
-  // -ftrapping-math) nor a clamp followed by conversions in one loop, hence the split:
+  // code is stored and read back. GCC vectorises neither std::floor under -ftrapping-math, its
+  // default (the project builds with -fno-trapping-math; this code does not rely on it), nor a
+  // clamp followed by conversions in one loop, hence the split:
   //   v = clamp(x + b, -2^30, 2^30); t = (int32) v (truncation); floor = t - 1 if v < t else t.
   // Equal to bucket(): for |v| < 2^24 the float t is exact; above, v is an integer (t = v). The
   // sign of v - t (exact or not, a non-zero difference never rounds to 0) is its top bit.
