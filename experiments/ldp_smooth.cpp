@@ -49,7 +49,7 @@ struct LdpSmoothContext : TaskContext {
     PointData data;
     std::vector<double> exact;
   };
-  mutable std::map<std::pair<std::string, std::size_t>, std::shared_ptr<const Population>> cache;
+  mutable RecentObjects<std::pair<std::string, std::size_t>, Population> cache{3};
   // Coefficients per degree t (public: they depend on the queries only).
   mutable std::map<int, std::shared_ptr<const std::vector<std::vector<double>>>> coefficient_cache;
   mutable std::map<int, std::vector<double>> approx_cache;  // t -> max |f - p| per query
@@ -57,7 +57,7 @@ struct LdpSmoothContext : TaskContext {
   std::shared_ptr<const Population> population(const std::string& source, std::size_t n) const {
     const auto lock = lock_noting_wait(mutex);
     const auto key = std::make_pair(source, n);
-    if (auto it = cache.find(key); it != cache.end()) return it->second;
+    if (auto found = cache.find(key)) return found;
     const SharedWorkTimer made(run_threads);  // the players and the exact answers: every repetition's
     auto pop = std::make_shared<Population>();
     PointData& p = pop->data;
@@ -90,8 +90,7 @@ struct LdpSmoothContext : TaskContext {
     }
     clip_to_cube(p, clip, source == "generated" ? "generated players" : config->dataset);
     pop->exact = exact_kernel_answers(p, queries, run_threads);
-    cache[key] = pop;
-    if (cache.size() > 3) cache.erase(cache.begin());
+    cache.put(key, pop);
     return pop;
   }
 

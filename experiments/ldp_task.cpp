@@ -47,13 +47,12 @@ struct LdpErmContext : TaskContext {
 
   // Instances are rebuilt on demand (10^7 players x p = 3 is 320 MB); the last few are kept.
   mutable std::mutex mutex;
-  mutable std::map<std::tuple<std::string, std::size_t, int>, std::shared_ptr<const Instance>> cache;
-  mutable std::vector<std::tuple<std::string, std::size_t, int>> order;
+  mutable RecentObjects<std::tuple<std::string, std::size_t, int>, Instance> cache{2};
 
   std::shared_ptr<const Instance> instance(const std::string& source, std::size_t n, int p, int threads) const {
     const auto lock = lock_noting_wait(mutex);
     const auto key = std::make_tuple(source, n, p);
-    if (auto it = cache.find(key); it != cache.end()) return it->second;
+    if (auto found = cache.find(key)) return found;
     const SharedWorkTimer made(threads);  // the players, their optimum and loss range: every repetition's
     auto inst = std::make_shared<Instance>();
     inst->problem = base;
@@ -89,12 +88,7 @@ struct LdpErmContext : TaskContext {
     inst->optimum_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     inst->boundary_distance = boundary_distance(inst->problem, inst->optimum.theta);
     inst->loss_range = loss_range_over_box(inst->problem, inst->players, inst->optimum.risk, threads);
-    cache[key] = inst;
-    order.push_back(key);
-    if (order.size() > 2) {
-      cache.erase(order.front());
-      order.erase(order.begin());
-    }
+    cache.put(key, inst);
     return inst;
   }
 };
@@ -545,7 +539,7 @@ struct LdpHighDimContext : TaskContext {
     Eigen::VectorXd w;
     double risk = 0, zero_risk = 0;
   };
-  mutable std::map<std::tuple<std::string, std::size_t>, std::shared_ptr<const Population>> cache;
+  mutable RecentObjects<std::tuple<std::string, std::size_t>, Population> cache{4};
   mutable std::map<std::tuple<std::string, std::size_t, double>, std::shared_ptr<const Optimum>> optima;
   mutable std::map<std::string, double> widths;
   // Algorithm 7's collections, one per (set, players, m, repetition, epsilon): the server fits
@@ -559,7 +553,7 @@ struct LdpHighDimContext : TaskContext {
   std::shared_ptr<const Population> population(const std::string& set_name, std::size_t n) const {
     const auto lock = lock_noting_wait(mutex);
     const auto key = std::make_tuple(set_name, n);
-    if (auto it = cache.find(key); it != cache.end()) return it->second;
+    if (auto found = cache.find(key)) return found;
     const SharedWorkTimer made(run_threads);
     const SparseSet set = parse_sparse_set(set_name);
     auto pop = std::make_shared<Population>();
@@ -596,8 +590,7 @@ struct LdpHighDimContext : TaskContext {
     }
     pop->X.resize(static_cast<Eigen::Index>(n), d);
     pop->X.setFromTriplets(entries.begin(), entries.end());
-    cache[key] = pop;
-    if (cache.size() > 4) cache.erase(cache.begin());
+    cache.put(key, pop);
     return pop;
   }
 

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -111,6 +112,40 @@ class SharedWorkTimer {
  private:
   SharedWorkThreads threads_;
   std::chrono::steady_clock::time_point start_;
+};
+
+// A few objects of shared work kept by key, for caches that several methods and parameter points
+// reuse (the LDP tasks' populations and instances): when more than `capacity` are held, the least
+// recently used is dropped, never the one just made or found. Not locked: the caller's mutex
+// guards it. (Dropping the smallest key instead dropped a 10^7-player population right after
+// making it whenever its key sorted first, so each of its groups made it again.)
+template <typename Key, typename T>
+class RecentObjects {
+ public:
+  explicit RecentObjects(std::size_t capacity) : capacity_(std::max<std::size_t>(capacity, 1)) {}
+  // The object for `key`, or null; a hit counts as a use.
+  std::shared_ptr<const T> find(const Key& key) {
+    const auto it = held_.find(key);
+    if (it == held_.end()) return nullptr;
+    it->second.used = ++clock_;
+    return it->second.object;
+  }
+  void put(const Key& key, std::shared_ptr<const T> object) {
+    held_[key] = Held{std::move(object), ++clock_};
+    while (held_.size() > capacity_)
+      held_.erase(std::min_element(held_.begin(), held_.end(),
+                                   [](const auto& a, const auto& b) { return a.second.used < b.second.used; }));
+  }
+  std::size_t size() const { return held_.size(); }
+
+ private:
+  struct Held {
+    std::shared_ptr<const T> object;
+    std::uint64_t used = 0;
+  };
+  std::size_t capacity_;
+  std::uint64_t clock_ = 0;
+  std::map<Key, Held> held_;
 };
 
 template <typename T>

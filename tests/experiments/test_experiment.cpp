@@ -495,6 +495,43 @@ TEST(SharedWork, IsMadeOnTheRunsThreadsAndTheGroupGetsItsOwnBack) {
   omp_set_num_threads(outer);
 }
 
+// RecentObjects (the LDP tasks' populations): past its capacity it drops the least recently
+// used, never the object just made, whatever order the keys sort in. The walk is ldp_smooth's:
+// sources and sizes in turn, the largest made last and asked for again by the next group.
+TEST(SharedWork, RecentObjectsDropTheLeastRecentlyUsedNotTheSmallestKey) {
+  RecentObjects<std::pair<std::string, int>, int> kept(3);
+  int made = 0;
+  const auto get = [&](const std::string& source, int n) {
+    if (auto found = kept.find({source, n})) return *found;
+    ++made;
+    kept.put({source, n}, std::make_shared<const int>(n));
+    return n;
+  };
+  for (const int n : {4, 5, 6, 7})
+    for (const std::string source : {"generated", "real"}) EXPECT_EQ(get(source, n), n);
+  EXPECT_EQ(made, 8);
+  EXPECT_EQ(kept.size(), 3u);
+  // ("generated", 7) sorts before every "real" key, and was made two calls ago: still held.
+  EXPECT_EQ(get("generated", 7), 7);
+  EXPECT_EQ(get("real", 7), 7);
+  EXPECT_EQ(made, 8);
+  // A fourth key drops ("real", 6), the least recently used; the two used since stay.
+  EXPECT_EQ(get("generated", 6), 6);
+  EXPECT_EQ(made, 9);
+  EXPECT_EQ(kept.size(), 3u);
+  EXPECT_EQ(get("real", 7), 7);
+  EXPECT_EQ(get("generated", 7), 7);
+  EXPECT_EQ(made, 9);
+  // ("real", 6) is made again, and drops ("generated", 6), now the least recently used.
+  EXPECT_EQ(get("real", 6), 6);
+  EXPECT_EQ(made, 10);
+  EXPECT_EQ(get("generated", 7), 7);
+  EXPECT_EQ(get("real", 7), 7);
+  EXPECT_EQ(made, 10);
+  EXPECT_EQ(get("generated", 6), 6);
+  EXPECT_EQ(made, 11);
+}
+
 // MadeOnce (Algorithm 7's collections): two workers make two keys at the same time (each
 // making waits until the other's has started: made one after the other, the first would time
 // out); a worker asking for a key being made waits, gets the same object and notes the wait;
